@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Result is one line of a job's results: the input, the state and what was found.
+type Result struct {
+	RowID       int64
+	InputRow    int
+	Ref         string
+	Kind        string
+	ProfileURL  string // input
+	Name        string // input
+	Company     string // input
+	Email       string // input
+	Role        string
+	Extra       map[string]string
+	State       string
+	StateReason string
+	LastError   string
+	Attempts    int
+
+	Profile     *ProfileResult
+	FoundEmail  *EmailResult
+	FoundPhones *PhoneResult
+	NoMatches   []string
+}
+
+// ListResults returns up to limit results of a job in row order, after row
+// id afterID, optionally only rows in state.
+func (s *Store) ListResults(ctx context.Context, jobID string, state string, afterID int64, limit int) ([]Result, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT r.id, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''), coalesce(r.company, ''),
+			coalesce(r.email, ''), coalesce(r.role, ''), coalesce(r.extra::text, ''), r.state, r.state_reason, r.last_error, r.attempts,
+			p.profile_url, coalesce(p.name, ''), coalesce(p.headline, ''), coalesce(p.company, ''), coalesce(p.role, ''),
+			coalesce(p.location, ''), coalesce(p.company_size, ''), coalesce(p.industry, ''), p.technographics,
+			e.email, coalesce(e.confidence, 0), coalesce(e.verified, false),
+			ph.phones::text, coalesce(ph.primary_number, ''), coalesce(ph.primary_type, ''),
+			ARRAY(SELECT stage FROM no_matches n WHERE n.row_id = r.id ORDER BY stage)
+		FROM job_rows r
+		LEFT JOIN profile_results p ON p.row_id = r.id
+		LEFT JOIN email_results e ON e.row_id = r.id
+		LEFT JOIN phone_results ph ON ph.row_id = r.id
+		WHERE r.job_id = $1 AND r.id > $2 AND ($3 = '' OR r.state = $3)
+		ORDER BY r.id
+		LIMIT $4`, jobID, afterID, state, limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	var out []Result
+	var (
+		res                              Result
+		extra                            string
+		pURL, eAddr, phones              *string
+		pName, pHead, pComp, pRole, pLoc string
+		pSize, pInd, phNum, phType       string
+		tech                             []string
+		conf                             float64
+		verified                         bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&res.RowID, &res.InputRow, &res.Ref, &res.Kind, &res.ProfileURL, &res.Name, &res.Company,
+		&res.Email, &res.Role, &extra, &res.State, &res.StateReason, &res.LastError, &res.Attempts,
+		&pURL, &pName, &pHead, &pComp, &pRole, &pLoc, &pSize, &pInd, &tech,
+		&eAddr, &conf, &verified, &phones, &phNum, &phType, &res.NoMatches}, func() error {
+		r := res
+		if extra != "" {
+			if err := json.Unmarshal([]byte(extra), &r.Extra); err != nil {
+				return err
+			}
+		}
+		if pURL != nil {
+			r.Profile = &ProfileResult{ProfileURL: *pURL, Name: pName, Headline: pHead, Company: pComp, Role: pRole,
+				Location: pLoc, CompanySize: pSize, Industry: pInd, Technographics: tech}
+		}
+		if eAddr != nil {
+			r.FoundEmail = &EmailResult{Email: *eAddr, Confidence: conf, Verified: verified}
+		}
+		if phones != nil {
+			r.FoundPhones = &PhoneResult{Phones: []byte(*phones), PrimaryNumber: phNum, PrimaryType: phType}
+		}
+		out = append(out, r)
+		res = Result{}
+		tech = nil
+		return nil
+	})
+	return out, interpretError(err)
+}

@@ -1,0 +1,93 @@
+// Package store is enrichq's Postgres access: the only package that writes SQL.
+//
+// Postgres is the source of truth for jobs, rows, results, no-match markers
+// and the credit ledger. Every state change is a conditional update, so that
+// at-least-once task delivery and concurrent workers cannot corrupt it.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/enrichq/enrichq/migrations"
+)
+
+// Store wraps a pgx pool. It is safe for concurrent use.
+type Store struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+// Options configures Open.
+type Options struct {
+	// MaxConns caps the pool; 0 keeps pgxpool's default (max(4, NumCPU)).
+	MaxConns int32
+	// Now is the clock used for timestamps computed in Go; default time.Now.
+	// Most timestamps come from the database's now().
+	Now func() time.Time
+}
+
+// Open connects to Postgres at url. It does not migrate: call Migrate.
+func Open(ctx context.Context, url string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("store: parse DATABASE_URL: %w", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("store: connect: %w", err)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Store{pool: pool, now: opts.Now}, nil
+}
+
+// Close closes the pool.
+func (s *Store) Close() { s.pool.Close() }
+
+// Pool exposes the pool to tests and benchmarks of this module.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Ping checks that Postgres answers.
+func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
+
+// Migrate applies pending goose migrations under a Postgres session
+// advisory lock, so replicas starting together are safe.
+func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("store: migration locker: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("store: migrations: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		var partial *goose.PartialError
+		if errors.As(err, &partial) {
+			return fmt.Errorf("store: migration %s failed: %w", partial.Failed.Source.Path, partial.Err)
+		}
+		return fmt.Errorf("store: migrate: %w", err)
+	}
+	for _, r := range results {
+		if log != nil {
+			log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+		}
+	}
+	return nil
+}
