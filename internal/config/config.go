@@ -1,0 +1,253 @@
+// Package config reads enrichq's configuration from the environment
+// (12-factor). Every binary reads the same variables; each field says what
+// it does and its default. Load fills defaults and validates in one place.
+package config
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+)
+
+// Config is enrichq's configuration.
+type Config struct {
+	// DatabaseURL is the Postgres connection string (DATABASE_URL).
+	DatabaseURL string
+	// RedisURL is the Redis used by asynq and the rate limiter (REDIS_URL).
+	RedisURL string
+	// Migrate applies pending migrations at start (ENRICHQ_MIGRATE, default true).
+	Migrate bool
+	// LogFormat is json or text (ENRICHQ_LOG_FORMAT; default text on a terminal, else json).
+	LogFormat string
+	// LogLevel is debug, info, warn or error (ENRICHQ_LOG_LEVEL, default info).
+	LogLevel slog.Level
+
+	// APIAddr is the submit API's listen address (ENRICHQ_API_ADDR, default 127.0.0.1:8080).
+	APIAddr string
+	// APIKeys maps a bootstrap API key to its tenant (ENRICHQ_API_KEYS, "tenant:key[,tenant:key...]").
+	APIKeys map[string]string
+	// MaxUploadBytes caps an upload's body (ENRICHQ_MAX_UPLOAD_BYTES, default 64 MiB).
+	MaxUploadBytes int64
+	// MaxRows caps the lookups of one job after role expansion (ENRICHQ_MAX_ROWS, default 1,000,000).
+	MaxRows int
+
+	// VendorURL is the enrichment vendor's base URL, without /v1 (ENRICHQ_VENDOR_URL).
+	VendorURL string
+	// VendorKey is the vendor API key (ENRICHQ_VENDOR_KEY). A secret: never logged.
+	VendorKey string
+	// VendorRPS is the vendor's rate limit for this key, requests/second (ENRICHQ_VENDOR_RPS, default 10).
+	VendorRPS float64
+	// VendorBurst is the burst the limiter allows (ENRICHQ_VENDOR_BURST, default 1).
+	VendorBurst int
+	// VendorBulk uses POST /v1/bulk when true (ENRICHQ_VENDOR_BULK, default true).
+	VendorBulk bool
+	// VendorTimeout bounds one vendor call (ENRICHQ_VENDOR_TIMEOUT, default 30s).
+	VendorTimeout time.Duration
+
+	// PlatformURL and PlatformVersion: the platform's base URL and YYYYMM version
+	// (ENRICHQ_PLATFORM_URL, ENRICHQ_PLATFORM_VERSION).
+	PlatformURL     string
+	PlatformVersion string
+
+	// Queue is the asynq queue chunk tasks go to (ENRICHQ_QUEUE, default enrichq).
+	Queue string
+	// ChunkSize is the rows per task (ENRICHQ_CHUNK_SIZE, default 100, 1..1000).
+	ChunkSize int
+	// WorkerConcurrency is the chunks a worker process handles at once (ENRICHQ_WORKER_CONCURRENCY, default 10).
+	WorkerConcurrency int
+	// LookupConcurrency is the single lookups in flight per chunk (ENRICHQ_LOOKUP_CONCURRENCY, default 8).
+	LookupConcurrency int
+	// MaxAttempts is the failed attempts after which a row ends failed (ENRICHQ_MAX_ATTEMPTS, default 8).
+	MaxAttempts int
+	// Lease is how long a claimed row stays claimed without a heartbeat (ENRICHQ_LEASE, default 2m).
+	Lease time.Duration
+	// SweepInterval is the scheduler's period (ENRICHQ_SWEEP_INTERVAL, default 5s).
+	SweepInterval time.Duration
+	// ShutdownTimeout bounds a graceful stop (ENRICHQ_SHUTDOWN_TIMEOUT, default 30s).
+	ShutdownTimeout time.Duration
+}
+
+// Load reads the configuration through getenv (os.Getenv in production).
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{
+		DatabaseURL:     or(getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/enrichq?sslmode=disable"),
+		RedisURL:        or(getenv("REDIS_URL"), "redis://127.0.0.1:6379/0"),
+		APIAddr:         or(getenv("ENRICHQ_API_ADDR"), "127.0.0.1:8080"),
+		VendorURL:       strings.TrimRight(getenv("ENRICHQ_VENDOR_URL"), "/"),
+		VendorKey:       getenv("ENRICHQ_VENDOR_KEY"),
+		PlatformURL:     getenv("ENRICHQ_PLATFORM_URL"),
+		PlatformVersion: getenv("ENRICHQ_PLATFORM_VERSION"),
+		Queue:           or(getenv("ENRICHQ_QUEUE"), "enrichq"),
+		LogFormat:       getenv("ENRICHQ_LOG_FORMAT"),
+		APIKeys:         map[string]string{},
+	}
+	var errs []string
+	p := parser{getenv: getenv, errs: &errs}
+	c.Migrate = p.bool("ENRICHQ_MIGRATE", true)
+	c.VendorBulk = p.bool("ENRICHQ_VENDOR_BULK", true)
+	c.VendorRPS = p.float("ENRICHQ_VENDOR_RPS", 10, 0.01, 100000)
+	c.VendorBurst = p.int("ENRICHQ_VENDOR_BURST", 1, 1, 100000)
+	c.VendorTimeout = p.duration("ENRICHQ_VENDOR_TIMEOUT", 30*time.Second)
+	c.MaxUploadBytes = int64(p.int("ENRICHQ_MAX_UPLOAD_BYTES", 64<<20, 1024, 1<<40))
+	c.MaxRows = p.int("ENRICHQ_MAX_ROWS", 1_000_000, 1, 100_000_000)
+	c.ChunkSize = p.int("ENRICHQ_CHUNK_SIZE", 100, 1, 1000)
+	c.WorkerConcurrency = p.int("ENRICHQ_WORKER_CONCURRENCY", 10, 1, 1000)
+	c.LookupConcurrency = p.int("ENRICHQ_LOOKUP_CONCURRENCY", 8, 1, 1000)
+	c.MaxAttempts = p.int("ENRICHQ_MAX_ATTEMPTS", 8, 1, 1000)
+	c.Lease = p.duration("ENRICHQ_LEASE", 2*time.Minute)
+	c.SweepInterval = p.duration("ENRICHQ_SWEEP_INTERVAL", 5*time.Second)
+	c.ShutdownTimeout = p.duration("ENRICHQ_SHUTDOWN_TIMEOUT", 30*time.Second)
+	switch lvl := strings.ToLower(getenv("ENRICHQ_LOG_LEVEL")); lvl {
+	case "", "info":
+		c.LogLevel = slog.LevelInfo
+	case "debug":
+		c.LogLevel = slog.LevelDebug
+	case "warn":
+		c.LogLevel = slog.LevelWarn
+	case "error":
+		c.LogLevel = slog.LevelError
+	default:
+		errs = append(errs, fmt.Sprintf("ENRICHQ_LOG_LEVEL=%q: want debug, info, warn or error", lvl))
+	}
+	switch c.LogFormat {
+	case "", "json", "text":
+	default:
+		errs = append(errs, fmt.Sprintf("ENRICHQ_LOG_FORMAT=%q: want json or text", c.LogFormat))
+	}
+	if keys := getenv("ENRICHQ_API_KEYS"); keys != "" {
+		for i, pair := range strings.Split(keys, ",") {
+			tenant, key, ok := strings.Cut(strings.TrimSpace(pair), ":")
+			if !ok || tenant == "" || key == "" {
+				errs = append(errs, fmt.Sprintf("ENRICHQ_API_KEYS: entry %d is not tenant:key", i+1))
+				continue
+			}
+			if len(key) < 8 {
+				errs = append(errs, fmt.Sprintf("ENRICHQ_API_KEYS: the key of tenant %q is shorter than 8 characters", tenant))
+				continue
+			}
+			c.APIKeys[key] = tenant
+		}
+	}
+	if c.Lease < 10*time.Second {
+		errs = append(errs, "ENRICHQ_LEASE: at least 10s")
+	}
+	if len(errs) > 0 {
+		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+// RequireVendor checks what a worker needs to call the vendor.
+func (c Config) RequireVendor() error {
+	if c.VendorURL == "" || c.VendorKey == "" {
+		return fmt.Errorf("configuration: ENRICHQ_VENDOR_URL and ENRICHQ_VENDOR_KEY are required")
+	}
+	return nil
+}
+
+// AsynqRedis returns the asynq connection option of RedisURL.
+func (c Config) AsynqRedis() (asynq.RedisConnOpt, error) {
+	opt, err := asynq.ParseRedisURI(c.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: REDIS_URL: %w", err)
+	}
+	return opt, nil
+}
+
+// RedisClient opens a go-redis client on RedisURL.
+func (c Config) RedisClient() (*redis.Client, error) {
+	opt, err := redis.ParseURL(c.RedisURL)
+	if err != nil {
+		return nil, fmt.Errorf("configuration: REDIS_URL: %w", err)
+	}
+	return redis.NewClient(opt), nil
+}
+
+// Logger builds the process logger writing to w.
+func (c Config) Logger(w io.Writer) *slog.Logger {
+	format := c.LogFormat
+	if format == "" {
+		format = "json"
+		if f, ok := w.(*os.File); ok {
+			if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+				format = "text"
+			}
+		}
+	}
+	opts := &slog.HandlerOptions{Level: c.LogLevel}
+	if format == "text" {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func or(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+type parser struct {
+	getenv func(string) string
+	errs   *[]string
+}
+
+func (p parser) bool(name string, def bool) bool {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		*p.errs = append(*p.errs, fmt.Sprintf("%s=%q: want true or false", name, v))
+		return def
+	}
+	return b
+}
+
+func (p parser) int(name string, def, lo, hi int) int {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		*p.errs = append(*p.errs, fmt.Sprintf("%s=%q: want an integer from %d to %d", name, v, lo, hi))
+		return def
+	}
+	return n
+}
+
+func (p parser) float(name string, def, lo, hi float64) float64 {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < lo || f > hi {
+		*p.errs = append(*p.errs, fmt.Sprintf("%s=%q: want a number from %g to %g", name, v, lo, hi))
+		return def
+	}
+	return f
+}
+
+func (p parser) duration(name string, def time.Duration) time.Duration {
+	v := p.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		*p.errs = append(*p.errs, fmt.Sprintf("%s=%q: want a positive duration such as 30s or 2m", name, v))
+		return def
+	}
+	return d
+}

@@ -1,0 +1,99 @@
+package jobs
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// Submitter stores new jobs and hands their chunks to the queue.
+type Submitter struct {
+	Store    *store.Store
+	Enqueuer *Enqueuer // nil: leave every chunk to the scheduler's sweep
+	Log      *slog.Logger
+	// ChunkSize is the number of rows a task carries; default 100.
+	ChunkSize int
+	// EnqueueLimit caps the chunks enqueued by the submit request itself;
+	// the scheduler's sweep enqueues the rest (and anything this step lost).
+	// Default 200.
+	EnqueueLimit int
+}
+
+// Submission is one job to submit.
+type Submission struct {
+	Tenant         string
+	IdempotencyKey string
+	Format         string // json or csv
+	Options        ingest.JobOptions
+	// Feed parses the upload, calling emit for every lookup; an error
+	// (an *ingest.Error for bad input) rejects the whole job.
+	Feed func(emit func(ingest.Lookup) error) error
+}
+
+// Submit stores the job and its rows in one transaction, then enqueues its
+// first chunks. If the enqueue fails the job is still safe: the scheduler
+// finds its chunks in Postgres. created is false when the idempotency key
+// was used before and job is the first one.
+func (s *Submitter) Submit(ctx context.Context, sub Submission) (job store.Job, created bool, err error) {
+	chunk := s.ChunkSize
+	if chunk <= 0 {
+		chunk = 100
+	}
+	nj := store.NewJob{
+		Tenant:         sub.Tenant,
+		Name:           sub.Options.Name,
+		Lookups:        sub.Options.Lookups,
+		Roles:          sub.Options.Roles,
+		BudgetCredits:  sub.Options.BudgetCredits,
+		MaxAge:         sub.Options.MaxAge,
+		SourceFormat:   sub.Format,
+		IdempotencyKey: sub.IdempotencyKey,
+		ChunkSize:      chunk,
+	}
+	job, created, err = s.Store.CreateJob(ctx, nj, func(add func(store.NewRow) error) error {
+		return sub.Feed(func(l ingest.Lookup) error {
+			return add(store.NewRow{InputRow: l.Row, Ref: l.Ref, Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name,
+				Company: l.Company, Email: l.Email, Role: l.Role, Extra: l.Extra})
+		})
+	})
+	if err != nil || !created {
+		return job, created, err
+	}
+	s.logger().Info("job submitted", "job_id", job.ID, "tenant", job.Tenant, "rows", job.TotalRows, "chunks", job.ChunkCount,
+		"lookups", job.Lookups, "format", job.SourceFormat)
+	s.enqueueFirstChunks(ctx, job)
+	return job, true, nil
+}
+
+func (s *Submitter) logger() *slog.Logger {
+	if s.Log == nil {
+		return slog.Default()
+	}
+	return s.Log
+}
+
+func (s *Submitter) enqueueFirstChunks(ctx context.Context, job store.Job) {
+	if s.Enqueuer == nil {
+		return
+	}
+	limit := s.EnqueueLimit
+	if limit <= 0 {
+		limit = 200
+	}
+	var done []int
+	for c := 0; c < job.ChunkCount && c < limit; c++ {
+		if err := s.Enqueuer.Enqueue(ctx, store.ChunkRef{JobID: job.ID, Chunk: c}); err != nil {
+			s.logger().Warn("enqueue failed; the scheduler will enqueue the job", "job_id", job.ID, "chunk", c, "err", err)
+			break
+		}
+		done = append(done, c)
+	}
+	if len(done) == 0 {
+		return
+	}
+	if err := s.Store.MarkEnqueued(context.WithoutCancel(ctx), job.ID, done); err != nil {
+		s.logger().Warn("mark enqueued failed", "job_id", job.ID, "err", err)
+	}
+}

@@ -1,0 +1,110 @@
+// Package jobs is enrichq's pipeline: task types and their handlers, the row
+// and job state machines as the worker drives them, submission, and the
+// scheduler's sweeps. It joins the upstream clients (enrich) to Postgres
+// (store); Redis (asynq) only carries which chunk to process.
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// TypeChunk is the task type of "process chunk K of job J".
+const TypeChunk = "enrich:chunk"
+
+// ChunkPayload is the payload of a TypeChunk task: ids, never data.
+type ChunkPayload struct {
+	JobID string `json:"job_id"`
+	Chunk int    `json:"chunk"`
+}
+
+// TaskID is the deterministic asynq task id of a chunk, so a second enqueue
+// of the same work while the first is still queued is a no-op.
+func TaskID(ref store.ChunkRef) string { return fmt.Sprintf("chunk:%s:%d", ref.JobID, ref.Chunk) }
+
+// NewChunkTask builds the task of a chunk.
+func NewChunkTask(ref store.ChunkRef) *asynq.Task {
+	b, _ := json.Marshal(ChunkPayload{JobID: ref.JobID, Chunk: ref.Chunk})
+	return asynq.NewTask(TypeChunk, b)
+}
+
+// parseChunkPayload decodes a TypeChunk payload.
+func parseChunkPayload(t *asynq.Task) (store.ChunkRef, error) {
+	var p ChunkPayload
+	if err := json.Unmarshal(t.Payload(), &p); err != nil || p.JobID == "" || p.Chunk < 0 {
+		return store.ChunkRef{}, fmt.Errorf("bad %s payload %q: %w", TypeChunk, t.Payload(), errors.Join(err, asynq.SkipRetry))
+	}
+	return store.ChunkRef{JobID: p.JobID, Chunk: p.Chunk}, nil
+}
+
+// RetryLater is "not yet", not a failure: some rows of the chunk wait for a
+// retry (backoff, Retry-After). asynq puts the task back for In without
+// counting a failure (see IsFailure and RetryDelay); Postgres keeps the
+// attempt count, so this cannot cycle forever.
+type RetryLater struct{ In time.Duration }
+
+func (e *RetryLater) Error() string { return fmt.Sprintf("rows wait for a retry in %s", e.In) }
+
+// IsFailure is asynq's Config.IsFailure: RetryLater is not a failure.
+func IsFailure(err error) bool {
+	var rl *RetryLater
+	return !errors.As(err, &rl)
+}
+
+// RetryDelay is asynq's Config.RetryDelayFunc: RetryLater's delay, else asynq's default.
+func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
+	var rl *RetryLater
+	if errors.As(err, &rl) {
+		return max(rl.In, 10*time.Millisecond)
+	}
+	return asynq.DefaultRetryDelayFunc(n, err, t)
+}
+
+// Enqueuer hands chunks to asynq.
+type Enqueuer struct {
+	Client    *asynq.Client
+	Inspector *asynq.Inspector
+	Queue     string
+}
+
+// NewEnqueuer connects an Enqueuer to Redis.
+func NewEnqueuer(redis asynq.RedisConnOpt, queue string) *Enqueuer {
+	return &Enqueuer{Client: asynq.NewClient(redis), Inspector: asynq.NewInspector(redis), Queue: queue}
+}
+
+// Close closes the Redis connections.
+func (e *Enqueuer) Close() error {
+	return errors.Join(e.Client.Close(), e.Inspector.Close())
+}
+
+// Enqueue hands one chunk to the queue. A task with the same id still in
+// Redis counts as success (the work is queued); an archived one (asynq gave
+// up on it) is deleted and the chunk enqueued again: Postgres, not asynq,
+// decides when a row has failed.
+func (e *Enqueuer) Enqueue(ctx context.Context, ref store.ChunkRef) error {
+	id := TaskID(ref)
+	opts := []asynq.Option{asynq.Queue(e.Queue), asynq.TaskID(id), asynq.MaxRetry(20), asynq.Timeout(30 * time.Minute)}
+	_, err := e.Client.EnqueueContext(ctx, NewChunkTask(ref), opts...)
+	if !errors.Is(err, asynq.ErrTaskIDConflict) {
+		return err
+	}
+	info, ierr := e.Inspector.GetTaskInfo(e.Queue, id)
+	if ierr != nil || info.State != asynq.TaskStateArchived {
+		return nil
+	}
+	if derr := e.Inspector.DeleteTask(e.Queue, id); derr != nil && !errors.Is(derr, asynq.ErrTaskNotFound) {
+		return derr
+	}
+	_, err = e.Client.EnqueueContext(ctx, NewChunkTask(ref), opts...)
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil
+	}
+	return err
+}
