@@ -55,6 +55,7 @@ CREATE TABLE job_rows (
     lease_token       uuid,                            -- in_flight: who holds the claim
     found_profile_url text,                            -- profile URL given or found, for the email and phone stages
     stages_done       text[]      NOT NULL DEFAULT '{}', -- stages that have an outcome (result or no-match)
+    any_match         boolean     NOT NULL DEFAULT false, -- some stage found something
     created_at        timestamptz NOT NULL DEFAULT now(),
     updated_at        timestamptz NOT NULL DEFAULT now(),
     finished_at       timestamptz

@@ -339,6 +339,13 @@ func (s *Store) ResumeJob(ctx context.Context, id string) error {
 // jobs become completed, canceled ones get their finished_at. With id != ""
 // only that job is considered. It returns the jobs it finished.
 func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
+	// Rows of a canceled job released or set to wait after the cancel are skipped too.
+	if _, err := s.pool.Exec(ctx, `UPDATE job_rows r SET state = 'skipped', state_reason = 'canceled', finished_at = now(),
+			updated_at = now(), next_attempt_at = NULL
+		FROM jobs j WHERE j.id = r.job_id AND j.state = 'canceled' AND j.finished_at IS NULL AND ($1 = '' OR j.id = $1::uuid)
+		  AND r.state IN ('pending', 'retry_wait')`, id); err != nil {
+		return nil, interpretError(err)
+	}
 	rows, err := s.pool.Query(ctx, `
 		UPDATE jobs j SET state = CASE WHEN j.state = 'canceled' THEN 'canceled' ELSE 'completed' END,
 			state_reason = CASE WHEN j.state = 'canceled' THEN j.state_reason ELSE '' END,

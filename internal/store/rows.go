@@ -28,6 +28,7 @@ type Row struct {
 	Attempts        int
 	FoundProfileURL string
 	StagesDone      []string
+	AnyMatch        bool
 }
 
 // Done reports whether the row already has an outcome for stage.
@@ -69,7 +70,7 @@ func (s *Store) ClaimChunk(ctx context.Context, jobID string, chunk int, lease t
 		  AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= now()))
 		RETURNING r.id, r.job_id::text, r.chunk, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''),
 			coalesce(r.company, ''), coalesce(r.email, ''), coalesce(r.role, ''), r.state, r.attempts,
-			coalesce(r.found_profile_url, ''), r.stages_done`,
+			coalesce(r.found_profile_url, ''), r.stages_done, r.any_match`,
 		jobID, chunk, token, lease.Milliseconds())
 	if err != nil {
 		return Claim{}, interpretError(err)
@@ -77,7 +78,7 @@ func (s *Store) ClaimChunk(ctx context.Context, jobID string, chunk int, lease t
 	var claimed []Row
 	var r Row
 	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.JobID, &r.Chunk, &r.InputRow, &r.Ref, &r.Kind, &r.ProfileURL, &r.Name,
-		&r.Company, &r.Email, &r.Role, &r.State, &r.Attempts, &r.FoundProfileURL, &r.StagesDone}, func() error {
+		&r.Company, &r.Email, &r.Role, &r.State, &r.Attempts, &r.FoundProfileURL, &r.StagesDone, &r.AnyMatch}, func() error {
 		claimed = append(claimed, r)
 		r = Row{}
 		return nil
@@ -151,6 +152,7 @@ type Outcome struct {
 
 	StagesDone      []string // the full new list
 	FoundProfileURL string
+	AnyMatch        bool // some stage found something
 
 	State         string // in_flight, pending (released), retry_wait, or terminal
 	Reason        string // for failed and skipped
@@ -176,6 +178,7 @@ func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []O
 	inc := make([]int32, n)
 	found := make([]string, n)
 	stages := make([]string, n)
+	anyMatch := make([]bool, n)
 	for i, o := range outs {
 		ids[i] = o.RowID
 		states[i] = o.State
@@ -190,6 +193,7 @@ func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []O
 		}
 		found[i] = o.FoundProfileURL
 		stages[i] = strings.Join(o.StagesDone, ",")
+		anyMatch[i] = o.AnyMatch
 	}
 
 	tx, err := s.pool.Begin(ctx)
@@ -211,13 +215,14 @@ func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []O
 				lease_token = CASE WHEN u.state = 'in_flight' THEN r.lease_token END,
 				found_profile_url = coalesce(nullif(u.found, ''), r.found_profile_url),
 				stages_done = CASE WHEN u.stages = '' THEN '{}'::text[] ELSE string_to_array(u.stages, ',') END,
+				any_match = r.any_match OR u.any_match,
 				finished_at = CASE WHEN u.state IN ('matched', 'no_match', 'failed', 'skipped') THEN now() END,
 				updated_at = now()
-			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::text[])
-				AS u(id, state, reason, last_error, next_at, inc, found, stages)
+			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::text[], $10::bool[])
+				AS u(id, state, reason, last_error, next_at, inc, found, stages, any_match)
 			WHERE r.id = u.id AND r.lease_token = $9 AND r.state = 'in_flight'
 			RETURNING r.id`,
-			ids, states, reasons, lastErrors, next, inc, found, stages, token)
+			ids, states, reasons, lastErrors, next, inc, found, stages, token, anyMatch)
 		if err != nil {
 			return nil, interpretError(err)
 		}

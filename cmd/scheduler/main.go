@@ -1,0 +1,60 @@
+// Command scheduler runs enrichq's periodic sweeps: it enqueues rows that are
+// due or lost (Postgres is the truth, Redis only dispatch), counts dead
+// credit reservations as spent, and marks finished jobs. Running two is
+// safe: one takes a Postgres advisory lock and sweeps, the other waits.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/enrichq/enrichq/internal/config"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "scheduler:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	log := cfg.Logger(stderr)
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: 4})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if cfg.Migrate {
+		if err := st.Migrate(ctx, log); err != nil {
+			return err
+		}
+	}
+	redisOpt, err := cfg.AsynqRedis()
+	if err != nil {
+		return err
+	}
+	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
+	defer enq.Close()
+	sw := &jobs.Sweeper{Store: st, Enqueuer: enq, Log: log, Config: jobs.SweeperConfig{
+		Interval:    cfg.SweepInterval,
+		MaxAttempts: cfg.MaxAttempts,
+	}}
+	log.Info("scheduler started", "queue", cfg.Queue, "interval", cfg.SweepInterval)
+	fmt.Fprintln(stdout, "scheduler started")
+	err = sw.Run(ctx)
+	log.Info("scheduler stopped")
+	return err
+}

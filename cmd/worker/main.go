@@ -1,0 +1,107 @@
+// Command worker runs enrichq's chunk tasks: it claims rows in Postgres, calls
+// the enrichment vendor under the shared rate limit and the credit budget,
+// and records results and no-match markers.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/enrichq/enrichq/internal/config"
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	if err := cfg.RequireVendor(); err != nil {
+		return err
+	}
+	log := cfg.Logger(stderr)
+
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.WorkerConcurrency + 4)})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if cfg.Migrate {
+		if err := st.Migrate(ctx, log); err != nil {
+			return err
+		}
+	}
+	rdb, err := cfg.RedisClient()
+	if err != nil {
+		return err
+	}
+	defer rdb.Close()
+	limiter, err := ratelimit.New(rdb, ratelimit.Options{
+		Key:     ratelimit.KeyPrefix(cfg.VendorKey),
+		Rate:    cfg.VendorRPS,
+		Burst:   cfg.VendorBurst,
+		MaxWait: 20 * time.Second,
+		Logger:  log.With("component", "ratelimit"),
+	})
+	if err != nil {
+		return err
+	}
+	vendor, err := enrich.NewClient(enrich.Config{
+		BaseURL:    cfg.VendorURL,
+		APIKey:     cfg.VendorKey,
+		HTTPClient: &http.Client{Timeout: cfg.VendorTimeout},
+		UserAgent:  "enrichq-worker",
+	})
+	if err != nil {
+		return err
+	}
+	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
+		Bulk:              cfg.VendorBulk,
+		LookupConcurrency: cfg.LookupConcurrency,
+		MaxAttempts:       cfg.MaxAttempts,
+		Lease:             cfg.Lease,
+	}, log.With("component", "processor"))
+
+	redisOpt, err := cfg.AsynqRedis()
+	if err != nil {
+		return err
+	}
+	srv := jobs.NewServer(redisOpt, jobs.ServerConfig{
+		Queue:           cfg.Queue,
+		Concurrency:     cfg.WorkerConcurrency,
+		ShutdownTimeout: cfg.ShutdownTimeout,
+	}, log)
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
+	if err := srv.Start(mux); err != nil {
+		return fmt.Errorf("start asynq server: %w", err)
+	}
+	log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.WorkerConcurrency, "vendor", cfg.VendorURL,
+		"vendor_rps", cfg.VendorRPS, "bulk", cfg.VendorBulk)
+	fmt.Fprintln(stdout, "worker started")
+	<-ctx.Done()
+	log.Info("worker stopping: finishing in-flight chunks", "timeout", cfg.ShutdownTimeout)
+	srv.Shutdown()
+	log.Info("worker stopped")
+	return nil
+}

@@ -1,0 +1,62 @@
+package jobs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// profileQuery is the vendor query of a row's profile stage.
+func profileQuery(r store.Row) enrich.ProfileQuery {
+	switch r.Kind {
+	case "profile_url":
+		return enrich.ProfileQuery{ProfileURL: r.ProfileURL}
+	case "email":
+		return enrich.ProfileQuery{Email: r.Email}
+	default:
+		return enrich.ProfileQuery{Name: r.Name, Company: r.Company}
+	}
+}
+
+// cacheKey is the normalised input of a lookup: the same key means the same
+// question to the vendor, whose answer we never buy twice.
+func cacheKey(stage string, r store.Row) string {
+	if stage != string(enrich.StageProfile) {
+		return "url:" + r.FoundProfileURL
+	}
+	switch r.Kind {
+	case "profile_url":
+		return "url:" + r.ProfileURL
+	case "email":
+		return "email:" + strings.ToLower(strings.TrimSpace(r.Email))
+	default:
+		return "nc:" + normName(r.Name) + "|" + normName(r.Company)
+	}
+}
+
+func normName(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
+
+// idempotencyKey is stable across retries of the same call, so a retry after
+// a timeout is replayed (and not billed) by a vendor that honours it.
+func idempotencyKey(parts ...any) string {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%v\x00", p)
+	}
+	return "enrichq-" + hex.EncodeToString(h.Sum(nil))[:40]
+}
+
+func bulkIdempotencyKey(jobID string, keys []string, include []enrich.Stage) string {
+	k := append([]string(nil), keys...)
+	sort.Strings(k)
+	inc := make([]string, len(include))
+	for i, s := range include {
+		inc[i] = string(s)
+	}
+	return idempotencyKey("bulk", jobID, strings.Join(k, "\x01"), strings.Join(inc, ","))
+}

@@ -1,0 +1,769 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// Vendor is the enrichment vendor as the pipeline uses it (*enrich.Client).
+type Vendor interface {
+	Profile(ctx context.Context, q enrich.ProfileQuery, idempotencyKey string) (enrich.ProfileResult, error)
+	Email(ctx context.Context, profileURL, idempotencyKey string) (enrich.EmailResult, error)
+	Phone(ctx context.Context, profileURL, idempotencyKey string) (enrich.PhoneResult, error)
+	Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []enrich.Stage, idempotencyKey string) (enrich.BulkResult, error)
+}
+
+// Limiter paces vendor calls (*ratelimit.Limiter, shared by every worker).
+type Limiter interface {
+	Wait(ctx context.Context) error
+	Throttled(ctx context.Context, retryAfter time.Duration) error
+	Succeeded(ctx context.Context)
+}
+
+// ProcessorConfig tunes a Processor. Zero values take the defaults.
+type ProcessorConfig struct {
+	// Bulk uses POST /v1/bulk for the profile stage (and the stages after it). Default false.
+	Bulk bool
+	// BulkSize is the rows per bulk call, at most enrich.MaxBulkRows. Default 100.
+	BulkSize int
+	// LookupConcurrency is the single lookups in flight per chunk. Default 8.
+	LookupConcurrency int
+	// MaxAttempts is the failed attempts after which a row ends failed. Default 8.
+	MaxAttempts int
+	// Lease is how long claimed rows stay claimed without a heartbeat. Default 2m.
+	Lease time.Duration
+	// RetryBase and RetryMax bound the backoff between attempts of a row. Default 2s and 5m.
+	RetryBase, RetryMax time.Duration
+	// Costs is the worst case reserved before each call. Default enrich.DefaultCosts().
+	Costs enrich.CostTable
+	// Now and Rand are injectable for tests.
+	Now  func() time.Time
+	Rand func() float64
+}
+
+func (c *ProcessorConfig) fill() {
+	if c.BulkSize <= 0 || c.BulkSize > enrich.MaxBulkRows {
+		c.BulkSize = enrich.MaxBulkRows
+	}
+	if c.LookupConcurrency <= 0 {
+		c.LookupConcurrency = 8
+	}
+	if c.MaxAttempts <= 0 {
+		c.MaxAttempts = 8
+	}
+	if c.Lease <= 0 {
+		c.Lease = 2 * time.Minute
+	}
+	if c.RetryBase <= 0 {
+		c.RetryBase = 2 * time.Second
+	}
+	if c.RetryMax <= 0 {
+		c.RetryMax = 5 * time.Minute
+	}
+	if c.Costs == (enrich.CostTable{}) {
+		c.Costs = enrich.DefaultCosts()
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Float64
+	}
+}
+
+// Processor runs chunk tasks: it claims rows, calls the vendor under the
+// rate limit and the credit budget, and records outcomes.
+type Processor struct {
+	store   *store.Store
+	vendor  Vendor
+	limiter Limiter
+	cfg     ProcessorConfig
+	log     *slog.Logger
+}
+
+// NewProcessor builds a Processor.
+func NewProcessor(st *store.Store, vendor Vendor, limiter Limiter, cfg ProcessorConfig, log *slog.Logger) *Processor {
+	cfg.fill()
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Processor{store: st, vendor: vendor, limiter: limiter, cfg: cfg, log: log}
+}
+
+// HandleChunk is the asynq handler of TypeChunk.
+func (p *Processor) HandleChunk(ctx context.Context, t *asynq.Task) error {
+	ref, err := parseChunkPayload(t)
+	if err != nil {
+		return err
+	}
+	retryIn, err := p.ProcessChunk(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if retryIn > 0 {
+		return &RetryLater{In: retryIn}
+	}
+	return nil
+}
+
+// Stop reasons: why a chunk stops calling the vendor.
+var (
+	errStopBudget = errors.New("budget exhausted")
+	errStopJob    = errors.New("job stopped")
+)
+
+// rowWork is a claimed row as it moves through the stages of one run.
+type rowWork struct {
+	row   store.Row
+	done  map[string]bool
+	found string
+	match bool
+
+	// changes since the last save
+	out   store.Outcome
+	dirty bool
+	end   string // "" while active; else the state the row leaves in
+}
+
+func newRowWork(r store.Row) *rowWork {
+	w := &rowWork{row: r, done: map[string]bool{}, found: r.FoundProfileURL, match: r.AnyMatch}
+	for _, s := range r.StagesDone {
+		w.done[s] = true
+	}
+	w.out.RowID = r.ID
+	return w
+}
+
+func (w *rowWork) stagesDone() []string {
+	var out []string
+	for _, s := range []string{"profile", "email", "phone"} {
+		if w.done[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// chunkRun is the state of one ProcessChunk call.
+type chunkRun struct {
+	p     *Processor
+	job   store.Job
+	token string
+	rows  []*rowWork
+	want  map[string]bool
+	stop  error // errStopBudget or errStopJob once set
+
+	mu      sync.Mutex // guards stop
+	rowsMu  sync.Mutex // guards rows' fields while lookups run concurrently
+	cacheMu sync.Mutex // guards cache
+	cache   []store.CacheEntry
+}
+
+// needs reports whether a row still needs stage.
+func (c *chunkRun) needs(w *rowWork, stage string) bool {
+	if w.end != "" || w.done[stage] {
+		return false
+	}
+	switch stage {
+	case "profile":
+		return c.want["profile"] || (w.found == "" && (c.want["email"] || c.want["phone"]))
+	default:
+		return c.want[stage] && w.found != ""
+	}
+}
+
+func (c *chunkRun) complete(w *rowWork) bool {
+	return w.end == "" && !c.needs(w, "profile") && !c.needs(w, "email") && !c.needs(w, "phone")
+}
+
+// ProcessChunk processes one chunk. It returns a positive duration when
+// rows of the chunk wait for a retry and the task should come back then.
+func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.Duration, error) {
+	job, err := p.store.GetJob(ctx, "", ref.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		p.log.Warn("chunk of an unknown job dropped", "job_id", ref.JobID, "chunk", ref.Chunk)
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if job.State != store.JobQueued && job.State != store.JobRunning {
+		return 0, nil // paused, canceled or finished: the scheduler re-enqueues on resume
+	}
+	claim, err := p.store.ClaimChunk(ctx, ref.JobID, ref.Chunk, p.cfg.Lease)
+	if err != nil {
+		return 0, err
+	}
+	if len(claim.Rows) > 0 {
+		if err := p.store.StartJob(ctx, job.ID); err != nil {
+			return 0, err
+		}
+		if err := p.run(ctx, job, claim); err != nil {
+			return 0, err
+		}
+		if _, err := p.store.FinishJobs(ctx, job.ID); err != nil {
+			return 0, err
+		}
+	}
+	due, ok, err := p.store.NextDue(ctx, ref)
+	if err != nil || !ok {
+		return 0, err
+	}
+	now, err := p.store.Now(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return max(due.Sub(now), time.Millisecond), nil
+}
+
+func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) error {
+	c := &chunkRun{p: p, job: job, token: claim.Token, want: map[string]bool{}}
+	for _, l := range job.Lookups {
+		c.want[l] = true
+	}
+	for _, r := range claim.Rows {
+		c.rows = append(c.rows, newRowWork(r))
+	}
+	stopHeartbeat := p.heartbeat(ctx, claim)
+	defer stopHeartbeat()
+	start := p.cfg.Now()
+
+	for _, stage := range []string{"profile", "email", "phone"} {
+		if c.stop != nil || ctx.Err() != nil {
+			break
+		}
+		var todo []*rowWork
+		for _, w := range c.rows {
+			if c.needs(w, stage) {
+				todo = append(todo, w)
+			}
+		}
+		if len(todo) == 0 {
+			continue
+		}
+		todo = c.fromCache(ctx, stage, todo)
+		if len(todo) > 0 {
+			if stage == "profile" && p.cfg.Bulk {
+				c.bulk(ctx, todo)
+			} else {
+				c.single(ctx, stage, todo)
+			}
+		}
+		if err := c.save(ctx, false); err != nil {
+			return err
+		}
+	}
+	if err := c.save(ctx, true); err != nil {
+		return err
+	}
+	counts := map[string]int{}
+	for _, w := range c.rows {
+		counts[w.end]++
+	}
+	p.log.Info("chunk processed", "job_id", job.ID, "chunk", claim.Rows[0].Chunk, "rows", len(c.rows),
+		"matched", counts[store.RowMatched], "no_match", counts[store.RowNoMatch], "failed", counts[store.RowFailed],
+		"retry_wait", counts[store.RowRetryWait], "released", counts[store.RowPending], "duration", p.cfg.Now().Sub(start))
+	return nil
+}
+
+// heartbeat extends the lease of the claimed rows until stopped.
+func (p *Processor) heartbeat(ctx context.Context, claim store.Claim) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	ids := claim.IDs()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(p.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := p.store.ExtendLease(ctx, claim.Token, ids, p.cfg.Lease); err != nil && ctx.Err() == nil {
+					p.log.Warn("lease heartbeat failed", "err", err)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// save writes the changes of the run. Rows that are complete end matched or
+// no_match on the final save; rows stopped by the budget or a paused job are
+// released without counting an attempt.
+func (c *chunkRun) save(ctx context.Context, final bool) error {
+	var outs []store.Outcome
+	var release []int64
+	for _, w := range c.rows {
+		if w.end == "" && (final || c.complete(w)) {
+			if c.complete(w) {
+				w.end = store.RowNoMatch
+				if w.match {
+					w.end = store.RowMatched
+				}
+			} else {
+				w.end = store.RowPending // stopped before it was done
+			}
+			w.dirty = true
+		}
+		if !w.dirty {
+			continue
+		}
+		if w.end == store.RowPending && len(w.out.NoMatches) == 0 && w.out.Profile == nil && w.out.Email == nil && w.out.Phone == nil {
+			release = append(release, w.row.ID)
+			w.dirty = false
+			continue
+		}
+		o := w.out
+		o.RowID = w.row.ID
+		o.StagesDone = w.stagesDone()
+		o.FoundProfileURL = w.found
+		o.AnyMatch = w.match
+		o.State = w.end
+		if o.State == "" {
+			o.State = store.RowInFlight
+		}
+		if o.Prov.FetchedAt.IsZero() {
+			o.Prov.FetchedAt = c.p.cfg.Now()
+		}
+		outs = append(outs, o)
+		w.out = store.Outcome{RowID: w.row.ID}
+		w.dirty = false
+	}
+	c.cacheMu.Lock()
+	cache := c.cache
+	c.cache = nil
+	c.cacheMu.Unlock()
+	// Outcomes are written even when the task's context ends (shutdown):
+	// credits were spent for them.
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if _, err := c.p.store.SaveOutcomes(wctx, c.job.Tenant, c.token, outs, cache); err != nil {
+		return fmt.Errorf("save outcomes: %w", err)
+	}
+	if len(release) > 0 {
+		if err := c.p.store.ReleaseRows(wctx, c.token, release); err != nil {
+			return fmt.Errorf("release rows: %w", err)
+		}
+	}
+	return nil
+}
+
+// fromCache serves rows whose answer we already hold (newer than the job's
+// max_age) and returns the rows still to look up.
+func (c *chunkRun) fromCache(ctx context.Context, stage string, todo []*rowWork) []*rowWork {
+	if c.job.MaxAge <= 0 {
+		return todo
+	}
+	keys := make([]string, 0, len(todo))
+	for _, w := range todo {
+		keys = append(keys, cacheKey(stage, w.rowWithFound()))
+	}
+	hits, err := c.p.store.CachedAnswers(ctx, c.job.Tenant, stage, keys, c.p.cfg.Now().Add(-c.job.MaxAge))
+	if err != nil {
+		c.p.log.Warn("cache lookup failed; calling the vendor", "err", err)
+		return todo
+	}
+	var rest []*rowWork
+	for i, w := range todo {
+		hit, ok := hits[keys[i]]
+		if !ok {
+			rest = append(rest, w)
+			continue
+		}
+		ans, err := decodeCached(stage, hit)
+		if err != nil {
+			rest = append(rest, w)
+			continue
+		}
+		w.out.Prov = store.Provenance{Source: "vendor", FromCache: true, FetchedAt: hit.FetchedAt}
+		c.apply(w, stage, ans, false)
+	}
+	return rest
+}
+
+func (w *rowWork) rowWithFound() store.Row {
+	r := w.row
+	r.FoundProfileURL = w.found
+	return r
+}
+
+// answer is one stage's answer for one input: a hit or a no-match.
+type answer struct {
+	profile *enrich.Profile
+	email   *enrich.Email
+	phones  *enrich.Phones
+}
+
+func (a answer) matched(stage string) bool {
+	switch stage {
+	case "profile":
+		return a.profile != nil
+	case "email":
+		return a.email != nil
+	default:
+		return a.phones != nil && len(a.phones.Numbers) > 0
+	}
+}
+
+// apply records a stage's answer on a row; remember adds it to the cache.
+func (c *chunkRun) apply(w *rowWork, stage string, a answer, remember bool) {
+	w.done[stage] = true
+	w.dirty = true
+	now := c.p.cfg.Now()
+	if w.out.Prov.FetchedAt.IsZero() {
+		w.out.Prov = store.Provenance{Source: "vendor", FetchedAt: now}
+	}
+	if a.matched(stage) {
+		w.match = true
+		switch stage {
+		case "profile":
+			w.found = a.profile.ProfileURL
+			w.out.Profile = toStoreProfile(a.profile)
+		case "email":
+			w.out.Email = toStoreEmail(w.found, a.email)
+		case "phone":
+			w.out.Phone = toStorePhone(w.found, a.phones)
+		}
+	} else {
+		w.out.NoMatches = append(w.out.NoMatches, stage)
+	}
+	if remember {
+		key := cacheKey(stage, w.rowWithFound())
+		if stage == "profile" {
+			key = cacheKey(stage, w.row)
+		}
+		entry := store.CacheEntry{Stage: stage, Key: key, Matched: a.matched(stage), FetchedAt: now}
+		if entry.Matched {
+			entry.Result = encodeCached(stage, a)
+		}
+		c.cacheMu.Lock()
+		c.cache = append(c.cache, entry)
+		c.cacheMu.Unlock()
+	}
+}
+
+// fail ends a row's run with a failure: a retry later, or failed for good.
+func (c *chunkRun) fail(w *rowWork, err error) {
+	w.dirty = true
+	var ve *enrich.Error
+	if errors.As(err, &ve) && !ve.Retryable() {
+		w.end = store.RowFailed
+		w.out.Reason = "vendor rejected the input: " + ve.Error()
+		w.out.LastError = ve.Error()
+		return
+	}
+	var notYet *ratelimit.NotYetError
+	if errors.As(err, &notYet) {
+		// The shared limiter says "not yet" for longer than a task should wait: not a failed attempt.
+		w.end = store.RowRetryWait
+		w.out.LastError = err.Error()
+		w.out.NextAttemptAt = c.p.cfg.Now().Add(notYet.RetryIn + time.Duration(c.p.cfg.Rand()*float64(time.Second)))
+		return
+	}
+	attempts := w.row.Attempts + 1
+	w.out.FailedAttempt = true
+	w.out.LastError = err.Error()
+	if attempts >= c.p.cfg.MaxAttempts {
+		w.end = store.RowFailed
+		w.out.Reason = fmt.Sprintf("attempts exhausted (%d): %v", attempts, err)
+		return
+	}
+	delay := ratelimit.Backoff(attempts-1, c.p.cfg.RetryBase, c.p.cfg.RetryMax, c.p.cfg.Rand)
+	if errors.As(err, &ve) && ve.RetryAfter > delay {
+		delay = ve.RetryAfter + time.Duration(c.p.cfg.Rand()*float64(c.p.cfg.RetryBase))
+	}
+	w.end = store.RowRetryWait
+	w.out.NextAttemptAt = c.p.cfg.Now().Add(max(delay, 100*time.Millisecond))
+}
+
+// halt stops the run: the rest of the chunk is released, and the job paused
+// when the reason calls for it.
+func (c *chunkRun) halt(ctx context.Context, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop != nil {
+		return
+	}
+	var be *store.BudgetError
+	var ve *enrich.Error
+	switch {
+	case errors.As(err, &be):
+		c.stop = errStopBudget
+		c.pause(ctx, "budget exhausted: "+be.Error()+"; raise budget_credits to continue")
+	case errors.As(err, &ve) && ve.Class == enrich.ClassUnauthorized:
+		c.stop = errStopJob
+		c.pause(ctx, "the vendor refused the API key (401): check ENRICHQ_VENDOR_KEY; "+ve.Message)
+	case errors.As(err, &ve) && ve.Class == enrich.ClassForbidden:
+		c.stop = errStopJob
+		c.pause(ctx, "the vendor refused access (403 "+ve.Code+"): the plan has no API access; "+ve.Message)
+	default:
+		c.stop = errStopJob
+	}
+}
+
+func (c *chunkRun) pause(ctx context.Context, reason string) {
+	paused, err := c.p.store.PauseJob(context.WithoutCancel(ctx), c.job.ID, reason)
+	if err != nil {
+		c.p.log.Error("pause job failed", "job_id", c.job.ID, "err", err)
+		return
+	}
+	if paused {
+		c.p.log.Warn("job paused", "job_id", c.job.ID, "reason", reason)
+	}
+}
+
+func (c *chunkRun) stopped() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stop != nil
+}
+
+// call makes one vendor call under the rate limit and a credit reservation.
+// fn does the call and returns its charge. A nil error from call means the
+// vendor answered; the caller classifies.
+func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx context.Context) (enrich.Charge, error)) error {
+	if err := c.p.limiter.Wait(ctx); err != nil {
+		return fmt.Errorf("rate limiter: %w", err)
+	}
+	res.JobID = c.job.ID
+	res.TTL = c.p.cfg.Lease + time.Minute
+	id, err := c.p.store.Reserve(ctx, res)
+	if err != nil {
+		if errors.Is(err, store.ErrBudgetExhausted) || errors.Is(err, store.ErrJobNotRunning) {
+			c.halt(ctx, err)
+			return errStopJob
+		}
+		return err
+	}
+	charge, callErr := fn(ctx)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	var ve *enrich.Error
+	switch {
+	case callErr == nil:
+		c.p.limiter.Succeeded(ctx)
+		err = c.p.store.Settle(sctx, id, settlement(charge, ""))
+	case errors.As(callErr, &ve) && ve.Charge != nil:
+		c.throttled(ctx, ve)
+		err = c.p.store.Settle(sctx, id, settlement(*ve.Charge, ve.Error()))
+	case errors.As(callErr, &ve) && ve.OutcomeUnknown:
+		err = c.p.store.MarkUnknown(sctx, id, ve.Error())
+	case errors.As(callErr, &ve):
+		c.throttled(ctx, ve)
+		err = c.p.store.Release(sctx, id, ve.Error())
+	default: // canceled or an error before the request left: unknown to be safe
+		err = c.p.store.MarkUnknown(sctx, id, callErr.Error())
+	}
+	if err != nil {
+		c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
+	}
+	return callErr
+}
+
+func (c *chunkRun) throttled(ctx context.Context, ve *enrich.Error) {
+	if ve.Class == enrich.ClassRateLimited {
+		if err := c.p.limiter.Throttled(ctx, ve.RetryAfter); err != nil {
+			c.p.log.Warn("shared cool-down not recorded", "err", err)
+		}
+	}
+}
+
+func settlement(ch enrich.Charge, errText string) store.Settlement {
+	s := store.Settlement{Charged: ch.Credits, Reported: ch.Reported, Error: errText}
+	if ch.RemainingReported {
+		r := ch.Remaining
+		s.Remaining = &r
+	}
+	return s
+}
+
+// single runs one lookup per distinct input of stage, concurrently.
+func (c *chunkRun) single(ctx context.Context, stage string, todo []*rowWork) {
+	groups := map[string][]*rowWork{}
+	var order []string
+	for _, w := range todo {
+		k := cacheKey(stage, w.rowWithFound())
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], w)
+	}
+	sem := make(chan struct{}, c.p.cfg.LookupConcurrency)
+	var wg sync.WaitGroup
+	for _, k := range order {
+		if c.stopped() || ctx.Err() != nil {
+			break
+		}
+		sem <- struct{}{}
+		rows := groups[k]
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c.lookup(ctx, stage, rows)
+		})
+	}
+	wg.Wait()
+}
+
+// lookup makes the single call of stage for rows sharing one input.
+func (c *chunkRun) lookup(ctx context.Context, stage string, rows []*rowWork) {
+	w := rows[0]
+	rowID := w.row.ID
+	key := idempotencyKey(c.job.ID, rowID, stage)
+	var a answer
+	endpoint := "/v1/" + stage
+	err := c.call(ctx, store.Reservation{RowID: &rowID, RowCount: 1, Stage: stage, Endpoint: endpoint, IdempotencyKey: key,
+		Credits: c.p.cfg.Costs.Worst(enrich.Stage(stage))}, func(ctx context.Context) (enrich.Charge, error) {
+		switch stage {
+		case "profile":
+			r, err := c.p.vendor.Profile(ctx, profileQuery(w.row), key)
+			a.profile = r.Profile
+			return r.Charge, err
+		case "email":
+			r, err := c.p.vendor.Email(ctx, w.found, key)
+			a.email = r.Email
+			return r.Charge, err
+		default:
+			r, err := c.p.vendor.Phone(ctx, w.found, key)
+			a.phones = r.Phones
+			return r.Charge, err
+		}
+	})
+	c.settleRows(ctx, rows, err, func(w *rowWork, remember bool) { c.apply(w, stage, a, remember) })
+}
+
+// settleRows applies a call's outcome to the rows that share it.
+func (c *chunkRun) settleRows(ctx context.Context, rows []*rowWork, err error, ok func(w *rowWork, remember bool)) {
+	var ve *enrich.Error
+	if errors.As(err, &ve) && (ve.Class == enrich.ClassUnauthorized || ve.Class == enrich.ClassForbidden) {
+		c.halt(ctx, err) // the rows are released on save
+		return
+	}
+	c.rowsMu.Lock()
+	defer c.rowsMu.Unlock()
+	switch {
+	case err == nil:
+		for i, w := range rows {
+			ok(w, i == 0)
+		}
+	case errors.Is(err, errStopJob) || ctx.Err() != nil:
+		// not attempted, or shutting down: rows are released on save
+	default:
+		for _, w := range rows {
+			c.fail(w, err)
+		}
+	}
+}
+
+// bulk runs the profile stage (and the later stages the job wants) with
+// POST /v1/bulk, one call per BulkSize distinct inputs.
+func (c *chunkRun) bulk(ctx context.Context, todo []*rowWork) {
+	var include []enrich.Stage
+	perRow := c.p.cfg.Costs.Worst(enrich.StageProfile)
+	for _, s := range []enrich.Stage{enrich.StageEmail, enrich.StagePhone} {
+		if c.want[string(s)] {
+			include = append(include, s)
+			perRow += c.p.cfg.Costs.Worst(s)
+		}
+	}
+	groups := map[string][]*rowWork{}
+	var order []string
+	for _, w := range todo {
+		k := cacheKey("profile", w.row)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], w)
+	}
+	for len(order) > 0 && !c.stopped() && ctx.Err() == nil {
+		n := min(len(order), c.p.cfg.BulkSize)
+		// Shrink the call to what the budget still covers.
+		if avail, limited, err := c.p.store.Available(ctx, c.job.ID); err == nil && limited && avail < int64(n)*perRow {
+			n = int(avail / perRow)
+			if n == 0 {
+				c.halt(ctx, c.budgetError(ctx, perRow))
+				return
+			}
+		}
+		keys := order[:n]
+		order = order[n:]
+		c.bulkCall(ctx, keys, groups, include, perRow)
+	}
+}
+
+// budgetError describes the job's budget when a call of wanted credits does not fit.
+func (c *chunkRun) budgetError(ctx context.Context, wanted int64) *store.BudgetError {
+	be := &store.BudgetError{Wanted: wanted}
+	if j, err := c.p.store.GetJob(ctx, "", c.job.ID); err == nil {
+		be.Spent, be.Reserved = j.CreditsSpent, j.CreditsReserved
+		if j.BudgetCredits != nil {
+			be.Budget = *j.BudgetCredits
+		}
+	}
+	return be
+}
+
+func (c *chunkRun) bulkCall(ctx context.Context, keys []string, groups map[string][]*rowWork, include []enrich.Stage, perRow int64) {
+	queries := make([]enrich.ProfileQuery, len(keys))
+	for i, k := range keys {
+		queries[i] = profileQuery(groups[k][0].row)
+	}
+	idem := bulkIdempotencyKey(c.job.ID, keys, include)
+	var res enrich.BulkResult
+	err := c.call(ctx, store.Reservation{RowCount: len(keys), Stage: "bulk", Endpoint: "/v1/bulk", IdempotencyKey: idem,
+		Credits: int64(len(keys)) * perRow}, func(ctx context.Context) (enrich.Charge, error) {
+		var err error
+		res, err = c.p.vendor.Bulk(ctx, queries, include, idem)
+		return res.Charge, err
+	})
+	var ve *enrich.Error
+	if err != nil && errors.As(err, &ve) && ve.Class == enrich.ClassPermanent && len(keys) > 1 {
+		// The whole call was refused: isolate the bad input with single lookups.
+		c.p.log.Warn("bulk call refused; falling back to single lookups", "job_id", c.job.ID, "err", err)
+		var rows []*rowWork
+		for _, k := range keys {
+			rows = append(rows, groups[k]...)
+		}
+		c.single(ctx, "profile", rows)
+		return
+	}
+	if err != nil {
+		for _, k := range keys {
+			c.settleRows(ctx, groups[k], err, nil)
+		}
+		return
+	}
+	for i, k := range keys {
+		rows := groups[k]
+		if i >= len(res.Items) {
+			c.settleRows(ctx, rows, &enrich.Error{Class: enrich.ClassTransient, Message: "bulk answer lacks this row"}, nil)
+			continue
+		}
+		item := res.Items[i]
+		if item.Err != nil {
+			c.settleRows(ctx, rows, item.Err, nil)
+			continue
+		}
+		c.settleRows(ctx, rows, nil, func(w *rowWork, remember bool) {
+			c.apply(w, "profile", answer{profile: item.Profile}, remember)
+			if item.Profile == nil {
+				return // the later stages were not looked up
+			}
+			for _, s := range include {
+				c.apply(w, string(s), answer{email: item.Email, phones: item.Phones}, remember)
+			}
+		})
+	}
+}
