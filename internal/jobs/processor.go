@@ -483,7 +483,8 @@ func (c *chunkRun) fail(w *rowWork, err error) {
 	}
 	delay := ratelimit.Backoff(attempts-1, c.p.cfg.RetryBase, c.p.cfg.RetryMax, c.p.cfg.Rand)
 	if errors.As(err, &ve) && ve.RetryAfter > delay {
-		delay = ve.RetryAfter + time.Duration(c.p.cfg.Rand()*float64(c.p.cfg.RetryBase))
+		// Honour Retry-After, clamped so a wild value cannot park a row for days.
+		delay = min(ve.RetryAfter, time.Hour) + time.Duration(c.p.cfg.Rand()*float64(c.p.cfg.RetryBase))
 	}
 	w.end = store.RowRetryWait
 	w.out.NextAttemptAt = c.p.cfg.Now().Add(max(delay, 100*time.Millisecond))

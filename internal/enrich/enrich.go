@@ -1,0 +1,208 @@
+// Package enrich is the client of the third-party enrichment vendor: its
+// lookups, the classes of its answers (match, no match, rate limited,
+// permanent, transient...), what each call cost in credits, and the cost table
+// used when the vendor does not say.
+//
+// The vendor's wire format (paths, parameters, headers, JSON shapes, status
+// codes) is assumed in one file, vendor_wire.go, so adapting to a real vendor
+// is a change of that file. The client makes exactly one HTTP call per method
+// call and never retries: retries, backoff and rate limiting belong to the
+// caller, which decides with [Error.Class], [Error.RetryAfter] and
+// [Error.OutcomeUnknown].
+package enrich
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Stage is one kind of lookup done for a row: its profile, then its email,
+// then its phone numbers.
+type Stage string
+
+// The stages, in the order a row goes through them.
+const (
+	StageProfile Stage = "profile"
+	StageEmail   Stage = "email"
+	StagePhone   Stage = "phone"
+)
+
+// Valid reports whether s is one of the known stages.
+func (s Stage) Valid() bool {
+	switch s {
+	case StageProfile, StageEmail, StagePhone:
+		return true
+	}
+	return false
+}
+
+// The kinds of a [ProfileQuery], as returned by [ProfileQuery.Kind].
+const (
+	KindProfileURL  = "profile_url"
+	KindEmail       = "email"
+	KindNameCompany = "name_company"
+)
+
+// ProfileQuery is the input of a profile lookup: exactly one of ProfileURL,
+// Email, or Name together with Company is set. Name may be a person's name or
+// a role title such as "VP Sales". The client sends the values as given:
+// normalising them is the caller's job.
+type ProfileQuery struct {
+	ProfileURL string
+	Name       string
+	Company    string
+	Email      string
+}
+
+// Kind is "profile_url", "email" or "name_company" for a valid query, and ""
+// for one that sets none or more than one of the three inputs (see [ProfileQuery.Validate]).
+func (q ProfileQuery) Kind() string {
+	url, email := set(q.ProfileURL), set(q.Email)
+	name, company := set(q.Name), set(q.Company)
+	switch {
+	case url && !email && !name && !company:
+		return KindProfileURL
+	case email && !url && !name && !company:
+		return KindEmail
+	case name && company && !url && !email:
+		return KindNameCompany
+	}
+	return ""
+}
+
+// Validate returns an error unless exactly one input of q is set (Name and
+// Company count as one and need each other). Values that are only blanks
+// count as unset.
+func (q ProfileQuery) Validate() error {
+	if q.Kind() != "" {
+		return nil
+	}
+	if set(q.Name) != set(q.Company) && !set(q.ProfileURL) && !set(q.Email) {
+		return errString("profile query: name and company go together")
+	}
+	return errString("profile query: set exactly one of profile URL, email, or name with company")
+}
+
+func set(s string) bool { return strings.TrimSpace(s) != "" }
+
+type errString string
+
+func (e errString) Error() string { return string(e) }
+
+// Profile is a matched profile. Every field but ProfileURL may be empty: the
+// vendor may leave any of them out, send null, or send a type we do not
+// expect (then the field is empty here and the value stays in Raw).
+type Profile struct {
+	ProfileURL     string
+	Name           string
+	Headline       string
+	Company        string
+	Role           string
+	Location       string
+	CompanySize    string
+	Industry       string
+	Technographics []string
+	// Raw is the record exactly as received, unknown fields included.
+	Raw json.RawMessage
+}
+
+// Email is a found email address.
+type Email struct {
+	Address    string
+	Confidence float64 // 0.0 to 1.0 as the vendor said; 0 when absent
+	Verified   bool
+	// Raw is the answer exactly as received, unknown fields included.
+	Raw json.RawMessage
+}
+
+// Phone is one phone number of a profile.
+type Phone struct {
+	Number  string // as received, normally E.164 ("+14155550100")
+	Type    string // "mobile", "direct" or "office" as the vendor said; may be empty
+	Country string // ISO 3166 alpha-2 as the vendor said; may be empty
+}
+
+// HasMobile reports whether one of the numbers is a mobile (the expensive kind).
+func (p *Phones) HasMobile() bool {
+	if p == nil {
+		return false
+	}
+	for _, n := range p.Numbers {
+		if strings.EqualFold(n.Type, "mobile") {
+			return true
+		}
+	}
+	return false
+}
+
+// Phones are the numbers found for a profile (at least one).
+type Phones struct {
+	Numbers []Phone
+	// Raw is a JSON object whose "phones" member is the list exactly as
+	// received (from /v1/phone: the whole answer, unknown fields included;
+	// from /v1/bulk: {"phones": <the row's list>}).
+	Raw json.RawMessage
+}
+
+// Charge is what a call cost: as the vendor said in X-Credits-Charged, or,
+// when that header was absent, as the client's [CostTable] estimates it.
+type Charge struct {
+	Credits           int64
+	Reported          bool  // Credits came from X-Credits-Charged
+	Remaining         int64 // X-Credits-Remaining (negative in overage)
+	RemainingReported bool  // X-Credits-Remaining was present
+}
+
+// RateLimit is what the vendor said of its rate limit in X-RateLimit-*
+// headers. Absent headers leave their field at -1.
+type RateLimit struct {
+	Limit     int64 // X-RateLimit-Limit
+	Remaining int64 // X-RateLimit-Remaining
+	ResetIn   int64 // X-RateLimit-Reset: seconds until the window resets
+}
+
+// ProfileResult answers [Client.Profile]. Profile is nil when there was no
+// match (a result, not an error: the search is still charged).
+type ProfileResult struct {
+	Profile   *Profile
+	Charge    Charge
+	RateLimit *RateLimit // nil when no X-RateLimit-* header was sent
+}
+
+// EmailResult answers [Client.Email]. Email is nil when there was no match.
+type EmailResult struct {
+	Email     *Email
+	Charge    Charge
+	RateLimit *RateLimit
+}
+
+// PhoneResult answers [Client.Phone]. Phones is nil when there was no match.
+type PhoneResult struct {
+	Phones    *Phones
+	Charge    Charge
+	RateLimit *RateLimit
+}
+
+// BulkItem answers one row of a [Client.Bulk] call.
+type BulkItem struct {
+	Profile *Profile // nil = no match, or Err is set
+	Email   *Email   // nil = not asked, no profile, or no match
+	Phones  *Phones  // nil = not asked, no profile, or no match
+	// Err is this row's own error, else nil. The vendor's per-row errors are
+	// permanent for that row (bad input) unless their code says otherwise; a
+	// row the vendor did not answer (missing or duplicate index, a result
+	// that does not parse) gets a transient error with OutcomeUnknown set.
+	Err *Error
+	// EstimatedCredits is this row's cost by the cost table (worst case when
+	// Err.OutcomeUnknown). The vendor reports only the call's total, so this
+	// is the way to share BulkResult.Charge among rows.
+	EstimatedCredits int64
+}
+
+// BulkResult answers [Client.Bulk]: Items[i] answers rows[i] (matched by the
+// vendor's "index", never by position in its answer).
+type BulkResult struct {
+	Items     []BulkItem
+	Charge    Charge
+	RateLimit *RateLimit
+}

@@ -1,0 +1,130 @@
+package enrich
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Class says what the caller should do with a failed call. A no-match is not
+// an error and has no class.
+type Class int
+
+// The classes of failed calls. Which answer falls in which class is decided
+// in one place, classify in vendor_wire.go.
+const (
+	// ClassTransient: 5xx, timeouts, connection resets, malformed answers.
+	// Retry with backoff, a bounded number of times.
+	ClassTransient Class = iota
+	// ClassRateLimited: 429. Back off (honour RetryAfter) and slow every
+	// worker sharing the API key.
+	ClassRateLimited
+	// ClassPermanent: bad input (400, 413, 422, a per-row error). Never retried.
+	ClassPermanent
+	// ClassUnauthorized: 401, the API key is bad or revoked. Stop the job.
+	ClassUnauthorized
+	// ClassForbidden: 403, the plan has no API access (code plan_required).
+	// Stop the job.
+	ClassForbidden
+)
+
+// String is the class's name, as used in logs and stored reasons.
+func (c Class) String() string {
+	switch c {
+	case ClassTransient:
+		return "transient"
+	case ClassRateLimited:
+		return "rate_limited"
+	case ClassPermanent:
+		return "permanent"
+	case ClassUnauthorized:
+		return "unauthorized"
+	case ClassForbidden:
+		return "forbidden"
+	}
+	return fmt.Sprintf("class(%d)", int(c))
+}
+
+// Error is a failed call to the vendor, or one failed row of a bulk call.
+// Its text never holds the API key.
+type Error struct {
+	Class    Class
+	Endpoint string // "profile", "email", "phone" or "bulk"
+	Status   int    // HTTP status, 0 if none (network error, per-row error, refused before the call)
+	Code     string // vendor error code, e.g. "invalid_request", "plan_required"; or the client's own ("timeout", "malformed_response"...)
+	Message  string
+	// RetryAfter is the vendor's Retry-After (seconds or HTTP date) on a 429
+	// or 503; 0 when absent.
+	RetryAfter time.Duration
+	// Charge is set when the answer carried credit headers.
+	Charge *Charge
+	// RateLimit is set when the answer carried X-RateLimit-* headers.
+	RateLimit *RateLimit
+	// OutcomeUnknown: the request may have reached the vendor and been billed
+	// (a timeout or reset after sending it, a 5xx other than 503, a malformed
+	// 2xx answer). Count it as spent, retry with the same Idempotency-Key.
+	OutcomeUnknown bool
+	// Err is the underlying error, if any (for errors.Is: context.Canceled,
+	// context.DeadlineExceeded, ...). Its own text is not part of Error().
+	Err error
+}
+
+// Error says endpoint, status, code and message; never the API key.
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("enrich: vendor ")
+	if e.Endpoint != "" {
+		b.WriteString(e.Endpoint)
+	} else {
+		b.WriteString("call")
+	}
+	b.WriteString(": ")
+	if e.Status != 0 {
+		fmt.Fprintf(&b, "status %d", e.Status)
+	} else {
+		b.WriteString("no status")
+	}
+	if e.Code != "" {
+		b.WriteString(", code ")
+		b.WriteString(e.Code)
+	}
+	if e.Message != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Message)
+	}
+	b.WriteString(" (")
+	b.WriteString(e.Class.String())
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, "; retry after %s", e.RetryAfter)
+	}
+	if e.OutcomeUnknown {
+		b.WriteString("; outcome unknown, may have been billed")
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Retryable reports whether the call may succeed if made again later: the
+// transient and rate-limited classes.
+func (e *Error) Retryable() bool {
+	return e.Class == ClassTransient || e.Class == ClassRateLimited
+}
+
+// StopsKey reports whether no call with this API key can succeed until someone
+// acts (401, 403): the job should stop with this error as its reason.
+func (e *Error) StopsKey() bool {
+	return e.Class == ClassUnauthorized || e.Class == ClassForbidden
+}
+
+// AsError finds an [*Error] in err's chain.
+func AsError(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	return nil, false
+}

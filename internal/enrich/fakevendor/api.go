@@ -1,0 +1,569 @@
+package fakevendor
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/enrichq/enrichq/internal/enrich"
+)
+
+const maxRequestBytes = 1 << 20
+
+func (v *Vendor) routes() *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/profile", v.api("profile", v.profile))
+	mux.HandleFunc("GET /v1/email", v.api("email", v.email))
+	mux.HandleFunc("GET /v1/phone", v.api("phone", v.phone))
+	mux.HandleFunc("POST /v1/bulk", v.api("bulk", v.bulk))
+	mux.HandleFunc("GET /_fake/ledger", v.serveLedger)
+	mux.HandleFunc("GET /_fake/stats", v.serveStats)
+	mux.HandleFunc("GET /_fake/faults", v.serveFaults)
+	mux.HandleFunc("POST /_fake/faults", v.postFaults)
+	return mux
+}
+
+// answer is what an endpoint makes of a request that passed auth, the rate
+// limit and the idempotency check.
+type answer struct {
+	status  int
+	body    []byte
+	credits int64
+	inputs  []string // for the ledger
+	lookups int64
+}
+
+// work reports whether the answer is the result of a lookup: charged,
+// recorded in the ledger, replayed for its Idempotency-Key.
+func (a answer) work() bool { return a.status/100 == 2 || a.status == http.StatusNotFound }
+
+func errorAnswer(status int, code, msg string) answer {
+	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	return answer{status: status, body: body}
+}
+
+func jsonAnswer(status int, v any) answer {
+	body, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // our own records always marshal
+	}
+	return answer{status: status, body: body}
+}
+
+type fault int
+
+const (
+	faultNone fault = iota
+	faultFail
+	faultReset
+	faultMalformed
+	faultSlow
+)
+
+type idemScope struct{ apiKey, key string }
+
+type idemEntry struct {
+	fingerprint string
+	inflight    bool
+	status      int
+	body        []byte
+	expires     time.Time
+}
+
+// api wraps an endpoint with what every vendor call goes through, and counts it.
+func (v *Vendor) api(endpoint string, handle func(r *http.Request, body []byte) answer) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		status := v.serveAPI(endpoint, handle, w, r)
+		v.mu.Lock()
+		v.stats.Requests++
+		v.stats.ByEndpoint[endpoint]++
+		if status != 0 {
+			v.stats.ByStatus[status]++
+		}
+		v.mu.Unlock()
+	}
+}
+
+// serveAPI answers one call and returns the status written (0: connection reset).
+// Order: auth, body, rate limit, injected 503, idempotency, work and charge,
+// latency, faults that come after the work (reset, slow, malformed).
+func (v *Vendor) serveAPI(endpoint string, handle func(*http.Request, []byte) answer, w http.ResponseWriter, r *http.Request) int {
+	key, ok := bearer(r.Header.Get("Authorization"))
+	switch {
+	case !ok || (!v.keys[key] && !v.noPlan[key]):
+		return write(w, errorAnswer(http.StatusUnauthorized, "unauthorized", "missing or invalid API key"))
+	case v.noPlan[key]:
+		return write(w, errorAnswer(http.StatusForbidden, "plan_required", "your plan has no API access: upgrade to PLUS"))
+	}
+	var body []byte
+	if r.Method == http.MethodPost {
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
+		switch {
+		case err != nil:
+			return write(w, errorAnswer(http.StatusBadRequest, "invalid_request", "cannot read the body"))
+		case len(b) > maxRequestBytes:
+			return write(w, errorAnswer(http.StatusRequestEntityTooLarge, "payload_too_large", "body over 1 MiB"))
+		}
+		body = b
+	}
+	h := w.Header()
+	now := v.opts.Now()
+	idemKey := ""
+	if !v.opts.IgnoreIdempotency {
+		idemKey = r.Header.Get("Idempotency-Key")
+	}
+	scope := idemScope{key, idemKey}
+	fp := fingerprint(r, body)
+
+	v.mu.Lock()
+	f := v.faults
+	if lim := v.limiter(key, f); lim != nil {
+		allowed := lim.AllowN(now, 1)
+		tokens := lim.TokensAt(now)
+		h.Set("X-RateLimit-Limit", strconv.FormatInt(int64(math.Ceil(f.RPS)), 10))
+		h.Set("X-RateLimit-Remaining", strconv.FormatInt(int64(math.Max(0, math.Floor(tokens))), 10))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(int64(math.Ceil(math.Max(0, float64(burst(f))-tokens)/f.RPS)), 10))
+		if !allowed {
+			wait := max(1, int64(math.Ceil((1-tokens)/f.RPS)))
+			remaining := v.opts.StartCredits - v.charged
+			v.mu.Unlock()
+			h.Set("Retry-After", strconv.FormatInt(wait, 10))
+			v.setCredits(h, 0, remaining)
+			return write(w, errorAnswer(http.StatusTooManyRequests, "rate_limited", "rate limit exceeded"))
+		}
+	}
+	flt := v.drawFault(f)
+	delay := v.drawLatency(f)
+	if flt == faultFail {
+		withRetryAfter := v.rng.IntN(2) == 0
+		remaining := v.opts.StartCredits - v.charged
+		v.mu.Unlock()
+		if withRetryAfter {
+			h.Set("Retry-After", "1")
+		}
+		v.setCredits(h, 0, remaining)
+		return write(w, errorAnswer(http.StatusServiceUnavailable, "unavailable", "service unavailable, try again later"))
+	}
+	var (
+		conflict *answer
+		replay   *idemEntry
+		entry    *idemEntry
+	)
+	if idemKey != "" {
+		v.purgeIdem(now)
+		if e, ok := v.idem[scope]; ok && now.Before(e.expires) {
+			switch {
+			case e.fingerprint != fp:
+				conflict = ptr(errorAnswer(http.StatusUnprocessableEntity, "idempotency_mismatch", "this Idempotency-Key was used for another request"))
+			case e.inflight:
+				conflict = ptr(errorAnswer(http.StatusConflict, "idempotency_in_progress", "a request with this Idempotency-Key is in progress"))
+			default:
+				replay = e
+				v.stats.Replays++
+			}
+		} else {
+			entry = &idemEntry{fingerprint: fp, inflight: true, expires: now.Add(IdempotencyTTL)}
+			v.idem[scope] = entry
+		}
+	}
+	v.mu.Unlock()
+
+	var ans answer
+	switch {
+	case conflict != nil:
+		ans = *conflict
+	case replay != nil:
+		ans = answer{status: replay.status, body: replay.body}
+		h.Set("Idempotent-Replayed", "true")
+	default:
+		ans = handle(r, body)
+	}
+	v.mu.Lock()
+	if conflict == nil && replay == nil {
+		if ans.work() {
+			v.charged += ans.credits
+			v.stats.Lookups += ans.lookups
+			v.stats.BilledCalls++
+			v.ledger = append(v.ledger, LedgerEntry{Time: now, APIKey: key, Endpoint: endpoint, IdempotencyKey: idemKey,
+				Inputs: ans.inputs, Status: ans.status, Credits: ans.credits})
+			if entry != nil {
+				entry.inflight, entry.status, entry.body = false, ans.status, ans.body
+			}
+		} else if entry != nil {
+			delete(v.idem, scope) // only a 2xx or 404 is replayed
+		}
+	}
+	charged := int64(0)
+	if conflict == nil && replay == nil && ans.work() {
+		charged = ans.credits
+	}
+	remaining := v.opts.StartCredits - v.charged
+	v.mu.Unlock()
+
+	v.setCredits(h, charged, remaining)
+	sleep(r.Context(), delay)
+	if ans.work() {
+		switch flt {
+		case faultReset:
+			v.count(&v.stats.Resets)
+			reset(w)
+			return 0
+		case faultSlow:
+			v.count(&v.stats.Slow)
+			sleep(r.Context(), f.SlowDelay)
+		case faultMalformed:
+			if ans.status == http.StatusOK {
+				v.count(&v.stats.Malformed)
+				ans.body = append(ans.body[:len(ans.body)/2:len(ans.body)/2], `,"trunc`...)
+			}
+		}
+	}
+	return write(w, ans)
+}
+
+// limiter is key's token bucket, nil when unlimited. Called with v.mu held.
+func (v *Vendor) limiter(key string, f Faults) *rate.Limiter {
+	if f.RPS <= 0 {
+		return nil
+	}
+	l, ok := v.limiters[key]
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(f.RPS), burst(f))
+		v.limiters[key] = l
+	}
+	return l
+}
+
+// drawFault picks at most one fault. Called with v.mu held.
+func (v *Vendor) drawFault(f Faults) fault {
+	u := v.rng.Float64()
+	for _, c := range []struct {
+		rate  float64
+		fault fault
+	}{{f.FailRate, faultFail}, {f.ResetRate, faultReset}, {f.MalformedRate, faultMalformed}, {f.SlowRate, faultSlow}} {
+		if u < c.rate {
+			return c.fault
+		}
+		u -= c.rate
+	}
+	return faultNone
+}
+
+// drawLatency is Latency plus or minus jitter. Called with v.mu held.
+func (v *Vendor) drawLatency(f Faults) time.Duration {
+	d := f.Latency
+	if f.LatencyJitter > 0 {
+		d += time.Duration((v.rng.Float64()*2 - 1) * float64(f.LatencyJitter))
+	}
+	return max(0, d)
+}
+
+// purgeIdem drops expired idempotency entries, at most once a minute. Called
+// with v.mu held.
+func (v *Vendor) purgeIdem(now time.Time) {
+	if now.Sub(v.lastPurge) < time.Minute {
+		return
+	}
+	v.lastPurge = now
+	for k, e := range v.idem {
+		if !now.Before(e.expires) && !e.inflight {
+			delete(v.idem, k)
+		}
+	}
+}
+
+func (v *Vendor) count(n *int64) {
+	v.mu.Lock()
+	*n++
+	v.mu.Unlock()
+}
+
+func (v *Vendor) setCredits(h http.Header, charged, remaining int64) {
+	if v.opts.OmitCreditHeaders {
+		return
+	}
+	h.Set("X-Credits-Charged", strconv.FormatInt(charged, 10))
+	h.Set("X-Credits-Remaining", strconv.FormatInt(remaining, 10))
+}
+
+func write(w http.ResponseWriter, a answer) int {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(a.status)
+	_, _ = w.Write(a.body)
+	return a.status
+}
+
+// reset closes the connection without an answer (a TCP reset where possible).
+func reset(w http.ResponseWriter) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler) // HTTP/2: abort the stream
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	tok = strings.TrimSpace(tok)
+	return tok, tok != ""
+}
+
+// fingerprint identifies a request, to tell a replay from a reused key.
+func fingerprint(r *http.Request, body []byte) string {
+	s := sha256.Sum256(body)
+	return r.Method + " " + r.URL.Path + "?" + r.URL.Query().Encode() + " " + hex.EncodeToString(s[:])
+}
+
+// apiError is a bad input: a 4xx for a single lookup, a row's error in bulk.
+type apiError struct {
+	status    int
+	code, msg string
+}
+
+// checkInputs validates a profile lookup's inputs (query parameters or a
+// bulk row).
+func (v *Vendor) checkInputs(in map[string]string) (enrich.ProfileQuery, *apiError) {
+	q := enrich.ProfileQuery{
+		ProfileURL: strings.TrimSpace(in["profile_url"]),
+		Email:      strings.TrimSpace(in["email"]),
+		Name:       strings.TrimSpace(in["name"]),
+		Company:    strings.TrimSpace(in["company"]),
+	}
+	if (q.Name == "") != (q.Company == "") && q.ProfileURL == "" && q.Email == "" {
+		return q, &apiError{http.StatusBadRequest, "invalid_request", "name and company go together"}
+	}
+	if q.Kind() == "" {
+		return q, &apiError{http.StatusBadRequest, "invalid_request", "give exactly one of profile_url, email, or name with company"}
+	}
+	if v.rejected(q.ProfileURL, q.Email, q.Name, q.Company) {
+		return q, &apiError{http.StatusBadRequest, "invalid_request", "input rejected"}
+	}
+	if q.ProfileURL != "" && !validProfileURL(q.ProfileURL) {
+		return q, &apiError{http.StatusUnprocessableEntity, "invalid_profile_url", "profile_url is not a profile URL"}
+	}
+	if local, domain, ok := strings.Cut(q.Email, "@"); q.Email != "" && (!ok || local == "" || !strings.Contains(domain, ".")) {
+		return q, &apiError{http.StatusUnprocessableEntity, "invalid_email", "email is not an email address"}
+	}
+	return q, nil
+}
+
+func (v *Vendor) rejected(inputs ...string) bool {
+	if v.opts.RejectSubstring == "" {
+		return false
+	}
+	for _, s := range inputs {
+		if strings.Contains(s, v.opts.RejectSubstring) {
+			return true
+		}
+	}
+	return false
+}
+
+func validProfileURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && strings.Trim(u.Path, "/") != ""
+}
+
+// checkProfileURL validates the input of /v1/email and /v1/phone.
+func (v *Vendor) checkProfileURL(s string) *apiError {
+	switch {
+	case s == "":
+		return &apiError{http.StatusBadRequest, "invalid_request", "profile_url is required"}
+	case v.rejected(s):
+		return &apiError{http.StatusBadRequest, "invalid_request", "input rejected"}
+	case !validProfileURL(s):
+		return &apiError{http.StatusUnprocessableEntity, "invalid_profile_url", "profile_url is not a profile URL"}
+	}
+	return nil
+}
+
+func inputOf(q enrich.ProfileQuery) string {
+	switch q.Kind() {
+	case enrich.KindProfileURL:
+		return "profile_url=" + q.ProfileURL
+	case enrich.KindEmail:
+		return "email=" + q.Email
+	}
+	return "name=" + q.Name + "&company=" + q.Company
+}
+
+func profileCost(q enrich.ProfileQuery) int64 {
+	if q.Kind() == enrich.KindProfileURL {
+		return CostProfileByURL
+	}
+	return CostProfileBySearch
+}
+
+// GET /v1/profile?profile_url= | ?email= | ?name=&company=
+func (v *Vendor) profile(r *http.Request, _ []byte) answer {
+	p := r.URL.Query()
+	q, aerr := v.checkInputs(map[string]string{
+		"profile_url": p.Get("profile_url"), "email": p.Get("email"), "name": p.Get("name"), "company": p.Get("company"),
+	})
+	if aerr != nil {
+		return errorAnswer(aerr.status, aerr.code, aerr.msg)
+	}
+	var a answer
+	switch {
+	case v.ProfileHit(q):
+		a = jsonAnswer(http.StatusOK, makeProfile(q))
+	case v.opts.NoMatchAs200:
+		a = jsonAnswer(http.StatusOK, map[string]any{"status": "no_match", "name": nil})
+	default:
+		a = errorAnswer(http.StatusNotFound, "not_found", "no match")
+	}
+	a.credits, a.inputs, a.lookups = profileCost(q), []string{inputOf(q)}, 1
+	return a
+}
+
+// GET /v1/email?profile_url=
+func (v *Vendor) email(r *http.Request, _ []byte) answer {
+	u := strings.TrimSpace(r.URL.Query().Get("profile_url"))
+	if aerr := v.checkProfileURL(u); aerr != nil {
+		return errorAnswer(aerr.status, aerr.code, aerr.msg)
+	}
+	var a answer
+	switch {
+	case v.EmailHit(u):
+		e := makeEmail(u)
+		a = jsonAnswer(http.StatusOK, e)
+		a.credits = e.cost()
+	case v.opts.NoMatchAs200:
+		a = jsonAnswer(http.StatusOK, map[string]any{"email": nil})
+	default:
+		a = errorAnswer(http.StatusNotFound, "not_found", "no email found")
+	}
+	a.inputs, a.lookups = []string{"profile_url=" + u}, 1
+	return a
+}
+
+// GET /v1/phone?profile_url=
+func (v *Vendor) phone(r *http.Request, _ []byte) answer {
+	u := strings.TrimSpace(r.URL.Query().Get("profile_url"))
+	if aerr := v.checkProfileURL(u); aerr != nil {
+		return errorAnswer(aerr.status, aerr.code, aerr.msg)
+	}
+	var a answer
+	switch {
+	case v.PhoneHit(u):
+		p := makePhones(u)
+		a = jsonAnswer(http.StatusOK, map[string]any{"phones": p})
+		a.credits = phonesCost(p)
+	case v.opts.NoMatchAs200:
+		a = jsonAnswer(http.StatusOK, map[string]any{"phones": []phoneRecord{}})
+	default:
+		a = errorAnswer(http.StatusNotFound, "not_found", "no phone found")
+	}
+	a.inputs, a.lookups = []string{"profile_url=" + u}, 1
+	return a
+}
+
+// POST /v1/bulk {"rows": [...], "include": ["email", "phone"]}: results in
+// shuffled order, matched by index; a bad row gets its own error.
+func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
+	var req struct {
+		Rows    *[]json.RawMessage `json:"rows"`
+		Include []string           `json:"include"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return errorAnswer(http.StatusBadRequest, "invalid_request", "body is not a JSON object with rows")
+	}
+	if req.Rows == nil || len(*req.Rows) == 0 {
+		return errorAnswer(http.StatusBadRequest, "invalid_request", "rows is required")
+	}
+	rows := *req.Rows
+	if len(rows) > MaxBulkRows {
+		return errorAnswer(http.StatusBadRequest, "too_many_rows", "at most 100 rows per call")
+	}
+	var wantEmail, wantPhone bool
+	for _, s := range req.Include {
+		switch s {
+		case "email":
+			wantEmail = true
+		case "phone", "phones":
+			wantPhone = true
+		case "profile":
+		default:
+			return errorAnswer(http.StatusBadRequest, "invalid_request", "include takes email and phone")
+		}
+	}
+	var a answer
+	a.status = http.StatusOK
+	results := make([]map[string]any, len(rows))
+	for i, raw := range rows {
+		res := map[string]any{"index": i}
+		results[i] = res
+		var in map[string]string
+		if err := json.Unmarshal(raw, &in); err != nil || in == nil {
+			res["error"] = map[string]string{"code": "invalid_request", "message": "a row is an object of strings"}
+			continue
+		}
+		q, aerr := v.checkInputs(in)
+		if aerr != nil {
+			res["error"] = map[string]string{"code": aerr.code, "message": aerr.msg}
+			continue
+		}
+		a.credits += profileCost(q)
+		a.lookups++
+		a.inputs = append(a.inputs, inputOf(q))
+		if !v.ProfileHit(q) {
+			res["profile"] = nil
+			continue
+		}
+		rec := makeProfile(q)
+		res["profile"] = rec
+		if wantEmail {
+			a.lookups++
+			res["email"] = nil
+			if v.EmailHit(rec.ProfileURL) {
+				e := makeEmail(rec.ProfileURL)
+				res["email"] = e
+				a.credits += e.cost()
+			}
+		}
+		if wantPhone {
+			a.lookups++
+			res["phones"] = []phoneRecord{}
+			if v.PhoneHit(rec.ProfileURL) {
+				p := makePhones(rec.ProfileURL)
+				res["phones"] = p
+				a.credits += phonesCost(p)
+			}
+		}
+	}
+	v.mu.Lock()
+	v.rng.Shuffle(len(results), func(i, j int) { results[i], results[j] = results[j], results[i] })
+	v.mu.Unlock()
+	out := jsonAnswer(http.StatusOK, map[string]any{"results": results})
+	a.body = out.body
+	return a
+}

@@ -1,0 +1,135 @@
+package enrich
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestClassify(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		endpoint string
+		status   int
+		body     string
+		noMatch  bool
+		class    Class
+		unknown  bool
+		code     string
+	}{
+		{endpointProfile, 200, `{}`, false, -1, false, ""},
+		{endpointProfile, 404, ``, true, -1, false, ""},
+		{endpointEmail, 404, `{"error": {"code": "not_found"}}`, true, -1, false, ""},
+		{endpointBulk, 404, ``, false, ClassPermanent, false, "not_found"},
+		{endpointProfile, 400, `{"error": {"code": "invalid_request", "message": "m"}}`, false, ClassPermanent, false, "invalid_request"},
+		{endpointProfile, 413, ``, false, ClassPermanent, false, "request_entity_too_large"},
+		{endpointProfile, 422, `{"error": {"code": 12}}`, false, ClassPermanent, false, "12"},
+		{endpointProfile, 401, ``, false, ClassUnauthorized, false, "unauthorized"},
+		{endpointProfile, 403, `{"error": {"code": "plan_required"}}`, false, ClassForbidden, false, "plan_required"},
+		{endpointProfile, 409, ``, false, ClassTransient, false, "conflict"},
+		{endpointProfile, 429, ``, false, ClassRateLimited, false, "too_many_requests"},
+		{endpointProfile, 500, ``, false, ClassTransient, true, "internal_server_error"},
+		{endpointProfile, 503, ``, false, ClassTransient, false, "service_unavailable"},
+		{endpointProfile, 302, ``, false, ClassTransient, false, "found"},
+	} {
+		ans, e := classify(tc.endpoint, tc.status, http.Header{}, []byte(tc.body), now)
+		if tc.class < 0 {
+			if e != nil || (ans == answerNoMatch) != tc.noMatch {
+				t.Errorf("%s %d: = %v, %v", tc.endpoint, tc.status, ans, e)
+			}
+			continue
+		}
+		if e == nil || e.Class != tc.class || e.OutcomeUnknown != tc.unknown || e.Code != tc.code || e.Status != tc.status {
+			t.Errorf("%s %d: = %+v, want class %s unknown %v code %q", tc.endpoint, tc.status, e, tc.class, tc.unknown, tc.code)
+		}
+	}
+}
+
+func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Duration{
+		"":                              0,
+		"0":                             0,
+		"-3":                            0,
+		" 12 ":                          12 * time.Second,
+		"1.5":                           0,
+		"Sun, 01 Mar 2026 00:01:00 GMT": time.Minute,
+		"Sat, 28 Feb 2026 00:00:00 GMT": 0,
+		"99999999999999999999":          0,
+		"9223372036854775807":           time.Duration(9223372036854775807/int64(time.Second)) * time.Second,
+	} {
+		if got := parseRetryAfter(in, now); got != want {
+			t.Errorf("parseRetryAfter(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestCostTable(t *testing.T) {
+	t.Parallel()
+	c := DefaultCosts()
+	for s, want := range map[Stage][2]int64{StageProfile: {1, 2}, StageEmail: {0, 10}, StagePhone: {0, 25}} {
+		if c.Best(s) != want[0] || c.Worst(s) != want[1] {
+			t.Errorf("%s: best %d worst %d, want %v", s, c.Best(s), c.Worst(s), want)
+		}
+	}
+	if got := c.PhoneCost(&Phones{Numbers: []Phone{{Number: "+1", Type: "office"}, {Number: "+2", Type: "Mobile"}}}); got != 25 {
+		t.Errorf("a mobile costs %d", got)
+	}
+	if got := c.EmailCost(&Email{Address: "a@b", Verified: false}); got != 5 {
+		t.Errorf("an unverified email costs %d", got)
+	}
+	rows := []ProfileQuery{{ProfileURL: "u"}, {Name: "n", Company: "c"}}
+	if got := c.BulkWorst(rows, []Stage{StageEmail, StagePhone}); got != (1+10+25)+(2+10+25) {
+		t.Errorf("bulk worst = %d", got)
+	}
+}
+
+func TestClip(t *testing.T) {
+	t.Parallel()
+	if got := clip("a\x00b\n\n c\xff", 100); got != "a b c" {
+		t.Errorf("clip = %q", got)
+	}
+	if got := clip(strings.Repeat("é", 10), 5); got != "éé..." {
+		t.Errorf("clip = %q", got)
+	}
+}
+
+func FuzzDecodeBulk(f *testing.F) {
+	f.Add([]byte(`{"results": [{"index": 0, "profile": {"profile_url": "u"}, "email": {"email": "a@b"}, "phones": [{"number": "+1"}]}]}`), 2)
+	f.Add([]byte(`{"results": [{"index": 1, "error": {"code": "x"}}, {"index": 1}, {"index": -1}, "x", null]}`), 3)
+	f.Add([]byte(`{"results": null}`), 1)
+	f.Fuzz(func(t *testing.T, body []byte, n int) {
+		if n < 0 || n > MaxBulkRows {
+			return
+		}
+		items, err := decodeBulk(body, n)
+		if err != nil {
+			return
+		}
+		if len(items) != n {
+			t.Fatalf("%d items for %d rows", len(items), n)
+		}
+		for i, it := range items {
+			if it.Err == nil && it.Profile != nil && it.Profile.ProfileURL == "" {
+				t.Fatalf("row %d: a match without a profile URL", i)
+			}
+		}
+	})
+}
+
+func FuzzDecodeProfile(f *testing.F) {
+	f.Add([]byte(`{"profile_url": "u", "name": "n", "technographics": ["a", 1]}`))
+	f.Add([]byte(`{"profile_url": null}`))
+	f.Add([]byte(`[1]`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, err := decodeProfile(body)
+		if err == nil && p != nil && strings.TrimSpace(p.ProfileURL) == "" {
+			t.Fatal("a match without a profile URL")
+		}
+		_, _ = decodeEmail(body)
+		_, _ = decodePhones(body)
+	})
+}

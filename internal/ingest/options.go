@@ -1,0 +1,284 @@
+package ingest
+
+import (
+	"encoding/csv"
+	"fmt"
+	"math"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Options are what ParseCSV and ExpandRows need of the job options.
+type Options struct {
+	// Roles are the role titles a company-only row expands to, one lookup
+	// each (JobOptions.Roles, already validated).
+	Roles []string
+}
+
+// Lookup stages a job can run, in the order they run.
+const (
+	LookupProfile = "profile"
+	LookupEmail   = "email"
+	LookupPhone   = "phone"
+)
+
+// DefaultMaxAge is max_age when the job does not give one: 30 days.
+const DefaultMaxAge = 720 * time.Hour
+
+var lookupOrder = []string{LookupProfile, LookupEmail, LookupPhone}
+
+// JobOptions are a job's options, from the JSON body or the query parameters
+// of a CSV upload, validated.
+type JobOptions struct {
+	Name          string        // trimmed, at most 200 characters; "" when not given
+	Lookups       []string      // a subset of profile, email, phone, in that order; default [profile]
+	Roles         []string      // trimmed, deduplicated (case-insensitively, first spelling kept), at most Limits.MaxRoles
+	BudgetCredits *int64        // >= 0; nil: the job has no budget of its own
+	MaxAge        time.Duration // reuse results newer than this; default DefaultMaxAge
+}
+
+// optionsIn are the options as given, before validation.
+type optionsIn struct {
+	name, maxAge     string
+	budget           *int64
+	lookups, roles   []listItem
+	queryBudget      string
+	queryBudgetGiven bool
+}
+
+// listItem is one element of lookups or roles with its place for messages.
+type listItem struct{ v, place string }
+
+var queryParams = []string{"name", "lookups", "roles", "budget_credits", "max_age"}
+
+// ParseOptions reads the options of a CSV upload from its query parameters:
+// name, lookups, roles, budget_credits, max_age. lookups and roles may repeat
+// and each value is a comma-separated list (CSV quoting lets a role contain a
+// comma: roles="VP Sales, EMEA",CTO). An empty value is the same as an absent
+// parameter; an unknown or repeated single-valued parameter is an error.
+// Errors are *Error with code invalid_options.
+func ParseOptions(v url.Values, lim Limits) (JobOptions, error) {
+	lim = lim.withDefaults()
+	var in optionsIn
+	var errs []FieldError
+	bad := func(col, msg string) { errs = append(errs, FieldError{Column: col, Message: msg}) }
+	keys := make([]string, 0, len(v))
+	for k := range v {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		vals := v[key]
+		switch key {
+		case "name", "budget_credits", "max_age":
+			if len(vals) > 1 {
+				bad(key, fmt.Sprintf("%s is given %d times", key, len(vals)))
+				continue
+			}
+			val := strings.TrimSpace(vals[0])
+			switch key {
+			case "name":
+				in.name = vals[0]
+			case "max_age":
+				in.maxAge = val
+			case "budget_credits":
+				in.queryBudget, in.queryBudgetGiven = val, val != ""
+			}
+		case "lookups", "roles":
+			n := 0
+			for _, val := range vals {
+				items, err := splitList(val)
+				if err != nil {
+					bad(key, fmt.Sprintf("%s: %v", key, err))
+					continue
+				}
+				for _, it := range items {
+					n++
+					li := listItem{v: it, place: fmt.Sprintf("%s item %d", key, n)}
+					if key == "roles" {
+						in.roles = append(in.roles, li)
+					} else {
+						in.lookups = append(in.lookups, li)
+					}
+				}
+			}
+		default:
+			col, msg := key, fmt.Sprintf("unknown parameter %q (known: %s)", key, strings.Join(queryParams, ", "))
+			if !utf8.ValidString(key) || len(key) > maxShortChars {
+				col, msg = "", "unknown parameter (known: "+strings.Join(queryParams, ", ")+")"
+			}
+			bad(col, msg)
+		}
+	}
+	if in.queryBudgetGiven {
+		n, err := strconv.ParseInt(in.queryBudget, 10, 64)
+		if err != nil {
+			bad("budget_credits", fmt.Sprintf("budget_credits %q is not a whole number", clip(in.queryBudget)))
+		} else {
+			in.budget = &n
+		}
+	}
+	return in.validate(lim, errs)
+}
+
+// splitList splits one parameter value on commas, with CSV quoting.
+func splitList(v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	if strings.ContainsAny(v, "\r\n") {
+		return nil, fmt.Errorf("contains a line break")
+	}
+	cr := csv.NewReader(strings.NewReader(v))
+	cr.TrimLeadingSpace = true
+	rec, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("cannot split %q on commas: %v", clip(v), err)
+	}
+	return rec, nil
+}
+
+// Options returns the job options of a JSON job, validated like ParseOptions
+// (roles and lookups are JSON arrays here, not comma-separated).
+func (r *JobRequest) Options(lim Limits) (JobOptions, error) {
+	lim = lim.withDefaults()
+	in := optionsIn{name: r.Name, maxAge: strings.TrimSpace(r.MaxAge), budget: r.BudgetCredits}
+	for i, v := range r.Lookups {
+		in.lookups = append(in.lookups, listItem{v: v, place: fmt.Sprintf("lookups[%d]", i)})
+	}
+	for i, v := range r.Roles {
+		in.roles = append(in.roles, listItem{v: v, place: fmt.Sprintf("roles[%d]", i)})
+	}
+	return in.validate(lim, nil)
+}
+
+func (in *optionsIn) validate(lim Limits, errs []FieldError) (JobOptions, error) {
+	bad := func(col, msg string) { errs = append(errs, FieldError{Column: col, Message: msg}) }
+	var o JobOptions
+
+	if msg := shortText(in.name); msg != "" {
+		bad("name", "name "+msg)
+	} else {
+		o.Name = strings.TrimSpace(in.name)
+	}
+
+	want := map[string]bool{}
+	for _, it := range in.lookups {
+		v := strings.ToLower(strings.TrimSpace(it.v))
+		if !slices.Contains(lookupOrder, v) {
+			bad("lookups", fmt.Sprintf("%s: unknown lookup %q (use profile, email or phone)", it.place, clip(it.v)))
+			continue
+		}
+		want[v] = true
+	}
+	for _, l := range lookupOrder {
+		if want[l] {
+			o.Lookups = append(o.Lookups, l)
+		}
+	}
+	if len(o.Lookups) == 0 {
+		o.Lookups = []string{LookupProfile}
+	}
+
+	seen := map[string]bool{}
+	for _, it := range in.roles {
+		if msg := shortText(it.v); msg != "" {
+			bad("roles", it.place+" "+msg)
+			continue
+		}
+		role := strings.TrimSpace(it.v)
+		if role == "" {
+			bad("roles", it.place+" is empty")
+			continue
+		}
+		if key := strings.ToLower(role); !seen[key] {
+			seen[key] = true
+			o.Roles = append(o.Roles, role)
+		}
+	}
+	if len(o.Roles) > lim.MaxRoles {
+		bad("roles", fmt.Sprintf("%d roles; the limit is %d", len(o.Roles), lim.MaxRoles))
+	}
+
+	if in.budget != nil {
+		if *in.budget < 0 {
+			bad("budget_credits", fmt.Sprintf("budget_credits is %d; it must be 0 or more", *in.budget))
+		} else {
+			b := *in.budget
+			o.BudgetCredits = &b
+		}
+	}
+
+	o.MaxAge = DefaultMaxAge
+	if in.maxAge != "" {
+		d, msg := parseMaxAge(in.maxAge)
+		if msg != "" {
+			bad("max_age", msg)
+		}
+		o.MaxAge = d
+	}
+
+	if len(errs) > 0 {
+		errs = errs[:min(len(errs), lim.MaxErrors)]
+		return JobOptions{}, &Error{Code: CodeInvalidOptions, Message: "invalid job options", Details: errs}
+	}
+	return o, nil
+}
+
+// shortText checks a name or role title; it returns "" or what is wrong.
+func shortText(v string) string {
+	if !utf8.ValidString(v) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range v {
+		if unicode.IsControl(r) {
+			return fmt.Sprintf("contains the control character %U", r)
+		}
+	}
+	if n := utf8.RuneCountInString(strings.TrimSpace(v)); n > maxShortChars {
+		return fmt.Sprintf("is %d characters; the limit is %d", n, maxShortChars)
+	}
+	return ""
+}
+
+// parseMaxAge reads a Go duration ("720h", "90m") or whole days ("30d").
+func parseMaxAge(s string) (time.Duration, string) {
+	bad := fmt.Sprintf("max_age %q is not a duration like 720h or 30d", clip(s))
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		days, ok := strings.CutSuffix(s, "d")
+		if !ok {
+			return 0, bad
+		}
+		n, err := strconv.ParseInt(days, 10, 64)
+		if err != nil {
+			return 0, bad
+		}
+		if n > math.MaxInt64/int64(24*time.Hour) {
+			return 0, fmt.Sprintf("max_age %q is too long", clip(s))
+		}
+		d = time.Duration(n) * 24 * time.Hour
+	}
+	if d < 0 {
+		return 0, fmt.Sprintf("max_age %q is negative", clip(s))
+	}
+	return d, ""
+}
+
+// clip shortens a user value quoted in a message.
+func clip(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}

@@ -1,0 +1,129 @@
+package ingest
+
+import (
+	"net/url"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseOptions(t *testing.T) {
+	t.Parallel()
+	def := JobOptions{Lookups: []string{"profile"}, MaxAge: 720 * time.Hour}
+	with := func(f func(*JobOptions)) JobOptions {
+		o := def
+		f(&o)
+		return o
+	}
+	tests := []struct {
+		name    string
+		query   string
+		lim     Limits
+		want    JobOptions
+		details []at // nil: success
+	}{
+		{name: "defaults", query: "", want: def},
+		{name: "empty values are absent", query: "name=&lookups=&roles=&budget_credits=&max_age=", want: def},
+		{
+			name:  "the api.md example",
+			query: "lookups=profile,email&roles=VP%20Sales&budget_credits=500",
+			want: with(func(o *JobOptions) {
+				o.Lookups, o.Roles, o.BudgetCredits = []string{"profile", "email"}, []string{"VP Sales"}, ptr[int64](500)
+			}),
+		},
+		{name: "lookups ordered and deduplicated", query: "lookups=phone,%20Email%20,profile,email", want: with(func(o *JobOptions) { o.Lookups = []string{"profile", "email", "phone"} })},
+		{name: "lookups repeated", query: "lookups=email&lookups=phone", want: with(func(o *JobOptions) { o.Lookups = []string{"email", "phone"} })},
+		{
+			name:  "roles comma-separated, repeated, trimmed, deduplicated",
+			query: "roles=VP%20Sales,%20Head%20of%20Marketing%20&roles=CTO&roles=vp%20sales",
+			want:  with(func(o *JobOptions) { o.Roles = []string{"VP Sales", "Head of Marketing", "CTO"} }),
+		},
+		{name: "a quoted role with a comma", query: `roles=` + url.QueryEscape(`"VP Sales, EMEA", CTO`), want: with(func(o *JobOptions) { o.Roles = []string{"VP Sales, EMEA", "CTO"} })},
+		{name: "budget 0", query: "budget_credits=0", want: with(func(o *JobOptions) { o.BudgetCredits = ptr[int64](0) })},
+		{name: "max_age in days", query: "max_age=30d", want: def},
+		{name: "max_age zero", query: "max_age=0", want: with(func(o *JobOptions) { o.MaxAge = 0 })},
+		{name: "max_age a Go duration", query: "max_age=1h30m", want: with(func(o *JobOptions) { o.MaxAge = 90 * time.Minute })},
+		{name: "name trimmed", query: "name=%20Q4%20DACH%20", want: with(func(o *JobOptions) { o.Name = "Q4 DACH" })},
+		{name: "unknown lookup", query: "lookups=profile,sms", details: []at{{0, "lookups", `lookups item 2: unknown lookup "sms"`}}},
+		{name: "empty role", query: "roles=a,,b", details: []at{{0, "roles", "roles item 2 is empty"}}},
+		{name: "too many roles", query: "roles=a,b,c", lim: Limits{MaxRoles: 2}, details: []at{{0, "roles", "3 roles; the limit is 2"}}},
+		{name: "role too long", query: "roles=" + strings.Repeat("é", 201), details: []at{{0, "roles", "201 characters; the limit is 200"}}},
+		{name: "role with a control character", query: "roles=a%00b", details: []at{{0, "roles", "U+0000"}}},
+		{name: "role not UTF-8", query: "roles=a%FFb", details: []at{{0, "roles", "UTF-8"}}},
+		{name: "broken role quoting", query: `roles=` + url.QueryEscape(`"VP`), details: []at{{0, "roles", "cannot split"}}},
+		{name: "negative budget", query: "budget_credits=-1", details: []at{{0, "budget_credits", "0 or more"}}},
+		{name: "budget not a number", query: "budget_credits=5e3", details: []at{{0, "budget_credits", "not a whole number"}}},
+		{name: "negative max_age", query: "max_age=-1h", details: []at{{0, "max_age", "negative"}}},
+		{name: "fractional days", query: "max_age=1.5d", details: []at{{0, "max_age", "not a duration"}}},
+		{name: "huge days", query: "max_age=999999999999d", details: []at{{0, "max_age", "too long"}}},
+		{name: "name too long", query: "name=" + strings.Repeat("x", 201), details: []at{{0, "name", "201 characters"}}},
+		{name: "repeated name", query: "name=a&name=b", details: []at{{0, "name", "given 2 times"}}},
+		{name: "unknown parameter", query: "role=CTO", details: []at{{0, "role", `unknown parameter "role"`}}},
+		{
+			name:    "all errors at once",
+			query:   "budget_credits=-5&lookups=fax&max_age=soon",
+			details: []at{{0, "lookups", "fax"}, {0, "budget_credits", ""}, {0, "max_age", "soon"}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			v, err := url.ParseQuery(tt.query)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := ParseOptions(v, tt.lim)
+			if tt.details != nil {
+				checkResult(t, err, nil, nil, CodeInvalidOptions, tt.details)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJobRequestOptions(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		req     JobRequest
+		want    JobOptions
+		details []at
+	}{
+		{
+			name: "values",
+			req: JobRequest{Name: "Q4", Roles: []string{"VP Sales", " CTO ", "cto"}, Lookups: []string{"email", "profile"},
+				BudgetCredits: ptr[int64](5000), MaxAge: "7d"},
+			want: JobOptions{Name: "Q4", Roles: []string{"VP Sales", "CTO"}, Lookups: []string{"profile", "email"},
+				BudgetCredits: ptr[int64](5000), MaxAge: 7 * 24 * time.Hour},
+		},
+		{name: "defaults", want: JobOptions{Lookups: []string{"profile"}, MaxAge: 720 * time.Hour}},
+		{
+			name:    "errors name the array index",
+			req:     JobRequest{Roles: []string{"a", ""}, Lookups: []string{"profile", "sms"}, BudgetCredits: ptr[int64](-1), MaxAge: "forever"},
+			details: []at{{0, "lookups", "lookups[1]"}, {0, "roles", "roles[1] is empty"}, {0, "budget_credits", ""}, {0, "max_age", ""}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := tt.req.Options(Limits{})
+			if tt.details != nil {
+				checkResult(t, err, nil, nil, CodeInvalidOptions, tt.details)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("got  %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
