@@ -400,6 +400,6 @@ func TestDuplicateTaskDoesNothing(t *testing.T) {
 
 type noLimit struct{}
 
-func (noLimit) Wait(context.Context) error                    { return nil }
+func (noLimit) Wait(context.Context) error                     { return nil }
 func (noLimit) Throttled(context.Context, time.Duration) error { return nil }
-func (noLimit) Succeeded(context.Context)                     {}
+func (noLimit) Succeeded(context.Context)                      {}
