@@ -235,7 +235,33 @@ type jobStatus struct {
 	ETASeconds *float64 `json:"eta_seconds"`
 }
 
+// waitReady polls /readyz until the API answers 200 (it may still be migrating).
+func waitReady(ctx context.Context, apiURL string) error {
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, apiURL+"/readyz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("api at %s not ready: %w", apiURL, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
 func drive(ctx context.Context, o options, stdout io.Writer) error {
+	if err := waitReady(ctx, o.apiURL); err != nil {
+		return err
+	}
 	csv := sampleCSV(o.rows)
 	q := url.Values{"name": {"Demo: " + fmt.Sprint(o.rows) + " companies"}, "roles": {o.roles}, "lookups": {o.lookups},
 		"budget_credits": {fmt.Sprint(o.budget)}}
