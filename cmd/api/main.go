@@ -1,0 +1,147 @@
+// Command api is enrichq's submit API: jobs in, status and results out.
+//
+// It reads the environment described in api.md (ENRICHQ_API_ADDR,
+// ENRICHQ_API_KEYS, DATABASE_URL, REDIS_URL, ...), applies pending
+// migrations unless ENRICHQ_MIGRATE=false, prints "api listening on
+// http://ADDR" to stdout once it accepts connections, and stops cleanly on
+// SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/config"
+	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "api:", err)
+		os.Exit(1)
+	}
+}
+
+// HTTP server timeouts. Uploads get their own read deadline (see httpapi.Deps).
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// run starts the API and serves until ctx is done, then shuts down within
+// the configured ShutdownTimeout.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("api", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "", "listen address (default ENRICHQ_API_ADDR, else 127.0.0.1:8080; port 0 picks a free port)")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	if *addr != "" {
+		cfg.APIAddr = *addr
+	}
+	if len(cfg.APIKeys) == 0 {
+		return errors.New("no API keys: set ENRICHQ_API_KEYS=tenant:key[,tenant:key...] (the API refuses to start without a key source)")
+	}
+	log := cfg.Logger(stderr).With("cmd", "api")
+
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if cfg.Migrate {
+		if err := st.Migrate(ctx, log); err != nil {
+			return err
+		}
+	}
+	redisOpt, err := cfg.AsynqRedis()
+	if err != nil {
+		return err
+	}
+	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
+	defer enq.Close()
+
+	limits := ingest.DefaultLimits()
+	limits.MaxBytes = cfg.MaxUploadBytes
+	limits.MaxLookups = cfg.MaxRows
+	handler := httpapi.NewServer(httpapi.Deps{
+		Store:     st,
+		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize},
+		Keys:      httpapi.NewStaticKeys(cfg.APIKeys),
+		Limits:    limits,
+		Ready: func(ctx context.Context) error {
+			if err := st.Ping(ctx); err != nil {
+				return fmt.Errorf("postgres: %w", err)
+			}
+			// asynq's Ping takes no context: do not wait for it past ctx.
+			pinged := make(chan error, 1)
+			go func() { pinged <- enq.Client.Ping() }()
+			select {
+			case err := <-pinged:
+				if err != nil {
+					return fmt.Errorf("redis: %w", err)
+				}
+				return nil
+			case <-ctx.Done():
+				return fmt.Errorf("redis: %w", ctx.Err())
+			}
+		},
+		Log: log,
+	})
+
+	ln, err := net.Listen("tcp", cfg.APIAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	log.Info("api listening", "addr", ln.Addr().String(), "tenants", len(cfg.APIKeys), "queue", cfg.Queue)
+	fmt.Fprintf(stdout, "api listening on http://%s\n", ln.Addr())
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("api shutting down", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	log.Info("api stopped")
+	return nil
+}

@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// apiError is an error with its answer: status, code and message for the
+// client. Handlers return it for problems they name themselves.
+type apiError struct {
+	Status  int
+	Code    string
+	Message string
+	Details []ingest.FieldError
+	header  http.Header // extra response headers
+}
+
+func (e *apiError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Code, e.Message) }
+
+func errorf(status int, code, format string, args ...any) *apiError {
+	return &apiError{Status: status, Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// badParam is a 400 naming the query parameter that is wrong.
+func badParam(param, format string, args ...any) *apiError {
+	msg := fmt.Sprintf(format, args...)
+	return &apiError{Status: http.StatusBadRequest, Code: "invalid_parameter", Message: msg,
+		Details: []ingest.FieldError{{Column: param, Message: msg}}}
+}
+
+func errUnauthorized(msg string) *apiError {
+	return &apiError{Status: http.StatusUnauthorized, Code: "unauthorized", Message: msg,
+		header: http.Header{"Www-Authenticate": {`Bearer realm="enrichq"`}}}
+}
+
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Error errorJSON `json:"error"`
+}
+
+type errorJSON struct {
+	Code    string              `json:"code"`
+	Message string              `json:"message"`
+	Details []ingest.FieldError `json:"details,omitempty"`
+}
+
+// writeError answers err. It is the one place errors become statuses:
+// *apiError as it says; *ingest.Error with its own status and details;
+// store.ErrNotFound 404; store.ErrConflict 409; an upload over the byte
+// limit 413; an upload that stopped sending 408; a server-side deadline 503;
+// anything else 500, with the detail logged and never sent.
+func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	ae := s.classify(r, err)
+	for k, v := range ae.header {
+		w.Header()[k] = v
+	}
+	if info := infoFrom(r.Context()); info != nil {
+		info.errCode = ae.Code
+	}
+	writeJSON(w, ae.Status, errorBody{Error: errorJSON{Code: ae.Code, Message: ae.Message, Details: ae.Details}})
+}
+
+func (s *server) classify(r *http.Request, err error) *apiError {
+	var (
+		ae       *apiError
+		be       *bodyError
+		ie       *ingest.Error
+		tooLarge *http.MaxBytesError
+		netErr   net.Error
+	)
+	switch {
+	case errors.As(err, &ae):
+		return ae
+	case errors.As(err, &ie):
+		return &apiError{Status: ie.HTTPStatus(), Code: ie.Code, Message: ie.Message, Details: ie.Details}
+	case errors.As(err, &be):
+		// Reading the request body failed: too much of it, too slow, or cut off.
+		switch {
+		case errors.As(be.err, &tooLarge):
+			return errorf(http.StatusRequestEntityTooLarge, ingest.CodeTooLarge, "the request body is larger than %d bytes", tooLarge.Limit)
+		case errors.As(be.err, &netErr) && netErr.Timeout():
+			return &apiError{Status: http.StatusRequestTimeout, Code: "request_timeout",
+				Message: "the request body did not arrive in time", header: http.Header{"Connection": {"close"}}}
+		default:
+			return errorf(http.StatusBadRequest, "unreadable_body", "the request body could not be read")
+		}
+	case errors.Is(err, store.ErrNotFound):
+		return errorf(http.StatusNotFound, "not_found", "no such job")
+	case errors.Is(err, store.ErrConflict):
+		return errorf(http.StatusConflict, "conflict", "the request conflicts with the job's current state")
+	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
+		// The client went away; nobody reads this answer.
+		return errorf(statusClientClosed, "client_closed_request", "the client closed the request")
+	case errors.Is(err, context.DeadlineExceeded):
+		s.Log.ErrorContext(r.Context(), "request timed out", "method", r.Method, "path", r.URL.Path, "err", err)
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "timeout",
+			Message: "the service took too long; try again", header: http.Header{"Retry-After": {"5"}}}
+	default:
+		s.Log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		return errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+}
+
+// bodyError is a failure to read the request body (as opposed to bad
+// content in it); upload readers wrap their read errors in it.
+type bodyError struct{ err error }
+
+func (e *bodyError) Error() string { return "reading the request body: " + e.err.Error() }
+func (e *bodyError) Unwrap() error { return e.err }
+
+// statusClientClosed is logged for requests whose client went away
+// (nginx's 499); the client never sees it.
+const statusClientClosed = 499

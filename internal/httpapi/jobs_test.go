@@ -1,0 +1,279 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+const oneRow = "profile_url\nhttps://platform.example/in/a\n"
+
+func TestAuth(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	job := b.mustCreate(t, keyA, "", oneRow)
+	routes := []struct{ method, path string }{
+		{http.MethodPost, "/v1/jobs"},
+		{http.MethodGet, "/v1/jobs"},
+		{http.MethodGet, "/v1/jobs/" + job.ID},
+		{http.MethodGet, "/v1/jobs/" + job.ID + "/results"},
+		{http.MethodPost, "/v1/jobs/" + job.ID + "/cancel"},
+	}
+	for _, rt := range routes {
+		for _, auth := range []string{"", "Bearer", "Bearer not-a-key-0000", "Basic " + keyA, keyA} {
+			var header []string
+			if auth != "" {
+				header = []string{"Authorization", auth}
+			}
+			resp, data := b.call(t, rt.method, rt.path, "", strings.NewReader(oneRow), append(header, "Content-Type", "text/csv")...)
+			if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Bearer") {
+				t.Errorf("%s %s with %q: %d %v", rt.method, rt.path, auth, resp.StatusCode, resp.Header)
+				continue
+			}
+			if e := apiErr(t, data); e.Code != "unauthorized" {
+				t.Errorf("%s %s: %+v", rt.method, rt.path, e)
+			}
+		}
+	}
+	if jobsN, _ := b.counts(t); jobsN != 1 {
+		t.Fatalf("%d jobs; unauthenticated submits stored jobs", jobsN)
+	}
+	// The scheme is case-insensitive.
+	if resp, data := b.call(t, http.MethodGet, "/v1/jobs/"+job.ID, "", nil, "Authorization", "bearer "+keyA); resp.StatusCode != http.StatusOK {
+		t.Fatalf("lower-case scheme: %d %s", resp.StatusCode, data)
+	}
+	// The log names the route and tenant, never a key.
+	logs := b.logs.String()
+	if strings.Contains(logs, keyA) || strings.Contains(logs, "not-a-key-0000") {
+		t.Fatalf("a key is in the log:\n%s", logs)
+	}
+	if !strings.Contains(logs, `"route":"GET /v1/jobs/{id}"`) || !strings.Contains(logs, `"tenant":"acme"`) || !strings.Contains(logs, `"status":401`) {
+		t.Fatalf("request log lacks route, tenant or status:\n%s", logs)
+	}
+}
+
+func TestOtherTenantsJobIsNotFound(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	job := b.mustCreate(t, keyA, "", oneRow)
+	for _, id := range []string{job.ID, "00000000-0000-0000-0000-000000000000", "not-a-uuid"} {
+		for _, rt := range []struct{ method, path string }{
+			{http.MethodGet, "/v1/jobs/" + id},
+			{http.MethodGet, "/v1/jobs/" + id + "/results"},
+			{http.MethodGet, "/v1/jobs/" + id + "/results?format=csv"},
+			{http.MethodPost, "/v1/jobs/" + id + "/cancel"},
+		} {
+			resp, data := b.call(t, rt.method, rt.path, keyB, nil)
+			if resp.StatusCode != http.StatusNotFound || apiErr(t, data).Code != "not_found" {
+				t.Errorf("%s %s as tenant B: %d %s", rt.method, rt.path, resp.StatusCode, data)
+			}
+		}
+	}
+	if got, _ := b.st.GetJob(context.Background(), "", job.ID); got.State != store.JobQueued {
+		t.Fatalf("tenant B's cancel changed the job: %s", got.State)
+	}
+}
+
+func TestListJobsPaginates(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var ids []string
+	for i := range 3 {
+		ids = append(ids, b.mustCreate(t, keyA, "name=job"+string(rune('1'+i)), oneRow).ID)
+	}
+	b.mustCreate(t, keyB, "", oneRow) // not in tenant A's list
+
+	resp, data := b.call(t, http.MethodGet, "/v1/jobs?limit=2", keyA, nil)
+	page := decode[jobList](t, data)
+	if resp.StatusCode != http.StatusOK || len(page.Jobs) != 2 || page.NextCursor == nil {
+		t.Fatalf("page 1: %d %s", resp.StatusCode, data)
+	}
+	if page.Jobs[0].ID != ids[2] || page.Jobs[1].ID != ids[1] || page.Jobs[0].Rows.Total != 1 || page.Jobs[0].Rows.Pending != 1 {
+		t.Fatalf("page 1 = %+v, want jobs 3 and 2 (newest first)", page.Jobs)
+	}
+	resp, data = b.call(t, http.MethodGet, "/v1/jobs?limit=2&cursor="+url.QueryEscape(*page.NextCursor), keyA, nil)
+	page = decode[jobList](t, data)
+	if resp.StatusCode != http.StatusOK || len(page.Jobs) != 1 || page.Jobs[0].ID != ids[0] || page.NextCursor != nil {
+		t.Fatalf("page 2: %d %s", resp.StatusCode, data)
+	}
+	if raw := decode[map[string]any](t, data); raw["next_cursor"] != nil {
+		t.Fatalf("next_cursor = %v, want null", raw["next_cursor"])
+	}
+	// Default and over-the-maximum limits; another tenant's list.
+	for _, q := range []string{"", "?limit=100000"} {
+		if _, data := b.call(t, http.MethodGet, "/v1/jobs"+q, keyA, nil); len(decode[jobList](t, data).Jobs) != 3 {
+			t.Fatalf("list%s: %s", q, data)
+		}
+	}
+	if _, data := b.call(t, http.MethodGet, "/v1/jobs", keyB, nil); len(decode[jobList](t, data).Jobs) != 1 {
+		t.Fatalf("tenant B: %s", data)
+	}
+	// Bad parameters are 400s naming the parameter.
+	for q, param := range map[string]string{"limit=0": "limit", "limit=ten": "limit", "cursor=%21%21": "cursor", "cursor=eA": "cursor"} {
+		resp, data := b.call(t, http.MethodGet, "/v1/jobs?"+q, keyA, nil)
+		e := apiErr(t, data)
+		if resp.StatusCode != http.StatusBadRequest || len(e.Details) != 1 || e.Details[0].Column != param {
+			t.Errorf("?%s: %d %s", q, resp.StatusCode, data)
+		}
+	}
+}
+
+func TestGetJobProgressAndETA(t *testing.T) {
+	t.Parallel()
+	started := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	b := setup(t, func(d *Deps) { d.Now = func() time.Time { return started.Add(100 * time.Second) } })
+	job := b.mustCreate(t, keyA, "", "profile_url\nhttps://platform.example/in/a\nhttps://platform.example/in/b\nhttps://platform.example/in/c\nhttps://platform.example/in/d\n")
+	finishRows(t, b.st, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
+		switch i {
+		case 0:
+			return store.Outcome{State: store.RowNoMatch, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}}
+		case 1:
+			return store.Outcome{State: store.RowRetryWait, NextAttemptAt: time.Now().Add(time.Hour), LastError: "429"}
+		default:
+			return store.Outcome{State: store.RowInFlight, StagesDone: nil}
+		}
+	})
+	if _, err := b.st.Pool().Exec(context.Background(), `UPDATE jobs SET state = 'running', started_at = $2 WHERE id = $1`, job.ID, started); err != nil {
+		t.Fatal(err)
+	}
+	resp, data := b.call(t, http.MethodGet, "/v1/jobs/"+job.ID, keyA, nil)
+	st := decode[jobStatus](t, data)
+	want := rowCounts{Total: 4, InFlight: 2, RetryWait: 1, NoMatch: 1}
+	if resp.StatusCode != http.StatusOK || st.Rows != want || st.State != store.JobRunning {
+		t.Fatalf("GET: %d %s", resp.StatusCode, data)
+	}
+	// One row done in 100 s, three to go: 300 s.
+	if st.Progress != 0.25 || st.ETASeconds == nil || *st.ETASeconds != 300 || st.StartedAt == nil || !st.StartedAt.Equal(started) {
+		t.Fatalf("progress %v eta %v started %v", st.Progress, st.ETASeconds, st.StartedAt)
+	}
+}
+
+func TestStatusOf(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	started := now.Add(-time.Minute)
+	finished := now.Add(-time.Second)
+	budget := int64(10)
+	cases := []struct {
+		name     string
+		job      store.Job
+		counts   map[string]int
+		progress float64
+		eta      *int64
+	}{
+		{"queued", store.Job{State: store.JobQueued}, map[string]int{"pending": 4}, 0, nil},
+		{"started, nothing done", store.Job{State: store.JobRunning, StartedAt: &started}, map[string]int{"in_flight": 4}, 0, nil},
+		{"running", store.Job{State: store.JobRunning, StartedAt: &started}, map[string]int{"matched": 1, "failed": 1, "pending": 1}, 2.0 / 3, ptr[int64](30)},
+		{"paused", store.Job{State: store.JobPaused, StartedAt: &started}, map[string]int{"matched": 1, "pending": 1}, 0.5, nil},
+		{"completed", store.Job{State: store.JobCompleted, StartedAt: &started, FinishedAt: &finished}, map[string]int{"matched": 2, "skipped": 2}, 1, ptr[int64](0)},
+	}
+	for _, c := range cases {
+		c.job.BudgetCredits = &budget
+		st := statusOf(c.job, c.counts, now)
+		if st.Progress != c.progress || (st.ETASeconds == nil) != (c.eta == nil) || c.eta != nil && *st.ETASeconds != *c.eta {
+			t.Errorf("%s: progress %v eta %v, want %v %v", c.name, st.Progress, st.ETASeconds, c.progress, c.eta)
+		}
+		if st.Credits.Budget == nil || *st.Credits.Budget != 10 || st.Lookups == nil {
+			t.Errorf("%s: %+v", c.name, st)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestCancelJob(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	job := b.mustCreate(t, keyA, "", "profile_url\nhttps://platform.example/in/a\nhttps://platform.example/in/b\n")
+	for range 2 { // canceling twice is harmless
+		resp, data := b.call(t, http.MethodPost, "/v1/jobs/"+job.ID+"/cancel", keyA, nil)
+		st := decode[jobStatus](t, data)
+		if resp.StatusCode != http.StatusOK || st.State != store.JobCanceled || st.Rows.Skipped != 2 || st.Rows.Pending != 0 ||
+			st.StateReason == "" || st.FinishedAt == nil || st.Progress != 1 {
+			t.Fatalf("cancel: %d %s", resp.StatusCode, data)
+		}
+	}
+	// A finished job cannot be canceled.
+	done := b.mustCreate(t, keyA, "", oneRow)
+	finishRows(t, b.st, tenantA, done.ID, func(int, store.Row) store.Outcome {
+		return store.Outcome{State: store.RowNoMatch, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}}
+	})
+	if _, err := b.st.FinishJobs(context.Background(), done.ID); err != nil {
+		t.Fatal(err)
+	}
+	resp, data := b.call(t, http.MethodPost, "/v1/jobs/"+done.ID+"/cancel", keyA, nil)
+	if e := apiErr(t, data); resp.StatusCode != http.StatusConflict || e.Code != "job_finished" || !strings.Contains(e.Message, "completed") {
+		t.Fatalf("cancel a completed job: %d %s", resp.StatusCode, data)
+	}
+}
+
+func TestHealthAndReadiness(t *testing.T) {
+	t.Parallel()
+	var notReady atomic.Pointer[string]
+	b := setup(t, func(d *Deps) {
+		d.Ready = func(ctx context.Context) error {
+			if msg := notReady.Load(); msg != nil {
+				return errors.New(*msg)
+			}
+			return nil
+		}
+	})
+	resp, data := b.call(t, http.MethodGet, "/healthz", "", nil)
+	if resp.StatusCode != http.StatusOK || string(data) != "ok\n" {
+		t.Fatalf("healthz: %d %q", resp.StatusCode, data)
+	}
+	resp, data = b.call(t, http.MethodGet, "/readyz", "", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz: %d %q", resp.StatusCode, data)
+	}
+	notReady.Store(ptr("redis: connection refused"))
+	resp, data = b.call(t, http.MethodGet, "/readyz", "", nil)
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(data), "redis: connection refused") {
+		t.Fatalf("readyz when not ready: %d %q", resp.StatusCode, data)
+	}
+}
+
+func TestUnknownRoutesAndMethods(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, c := range []struct {
+		method, path string
+		status       int
+		code, allow  string
+	}{
+		{http.MethodGet, "/nope", 404, "not_found", ""},
+		{http.MethodGet, "/v1/jobs/x/y/z", 404, "not_found", ""},
+		{http.MethodDelete, "/v1/jobs", 405, "method_not_allowed", "GET, HEAD, POST"},
+		{http.MethodGet, "/v1/jobs/x/cancel", 405, "method_not_allowed", "POST"},
+		{http.MethodPost, "/healthz", 405, "method_not_allowed", "GET, HEAD"},
+	} {
+		resp, data := b.call(t, c.method, c.path, keyA, nil)
+		if resp.StatusCode != c.status || resp.Header.Get("Content-Type") != "application/json" || apiErr(t, data).Code != c.code ||
+			resp.Header.Get("Allow") != c.allow {
+			t.Errorf("%s %s: %d %v %s", c.method, c.path, resp.StatusCode, resp.Header, data)
+		}
+	}
+}
+
+func TestPanicIsA500(t *testing.T) {
+	t.Parallel()
+	logs := &syncBuffer{}
+	s := &server{Deps: Deps{Log: slogTo(logs)}}
+	h := s.logRequests(s.recoverPanics(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/x", nil))
+	if rec.Code != http.StatusInternalServerError || apiErr(t, rec.Body.Bytes()).Code != "internal" {
+		t.Fatalf("panic: %d %s", rec.Code, rec.Body)
+	}
+	if !strings.Contains(logs.String(), "boom") || !strings.Contains(logs.String(), `"status":500`) {
+		t.Fatalf("log: %s", logs)
+	}
+}

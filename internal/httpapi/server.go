@@ -1,0 +1,152 @@
+// Package httpapi is enrichq's submit API over HTTP: jobs in (JSON, CSV or
+// multipart uploads), status and results out. The whole surface is in
+// routes.go; errors become statuses in one place, writeError.
+//
+// The package holds no state of its own: Postgres (through the store) is the
+// truth and the submitter hands new jobs to the queue.
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// Deps is what the API needs. Store, Submitter and Keys are required.
+type Deps struct {
+	Store     *store.Store
+	Submitter *jobs.Submitter
+	// Keys maps API keys to tenants.
+	Keys Keys
+	// Limits bound an upload; zero fields take ingest.DefaultLimits. MaxBytes
+	// is the configured MaxUploadBytes, MaxLookups the configured MaxRows.
+	Limits ingest.Limits
+	// Ready reports whether the service can work (Postgres and Redis
+	// reachable); nil means always ready.
+	Ready func(ctx context.Context) error
+	// Log receives the request log and the details of internal errors;
+	// default slog.Default().
+	Log *slog.Logger
+	// Now is the clock for computed fields (eta_seconds); default time.Now.
+	Now func() time.Time
+	// UploadIdleTimeout is how long an upload may send nothing before it is
+	// rejected with 408; default 30s. Every read extends the deadline.
+	UploadIdleTimeout time.Duration
+	// UploadTimeout bounds a whole upload, however steadily it trickles;
+	// default 10m.
+	UploadTimeout time.Duration
+}
+
+// Defaults of Deps.
+const (
+	DefaultUploadIdleTimeout = 30 * time.Second
+	DefaultUploadTimeout     = 10 * time.Minute
+	// readyTimeout bounds the readiness check.
+	readyTimeout = 5 * time.Second
+)
+
+type server struct {
+	Deps
+	mux *http.ServeMux
+}
+
+// NewServer returns the API's handler: every route of routes.go behind
+// request logging and panic recovery.
+func NewServer(deps Deps) http.Handler {
+	if deps.Store == nil || deps.Submitter == nil || deps.Keys == nil {
+		panic("httpapi: Deps.Store, Deps.Submitter and Deps.Keys are required")
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	if deps.Limits.MaxBytes <= 0 {
+		deps.Limits.MaxBytes = ingest.DefaultLimits().MaxBytes
+	}
+	if deps.UploadIdleTimeout <= 0 {
+		deps.UploadIdleTimeout = DefaultUploadIdleTimeout
+	}
+	if deps.UploadTimeout <= 0 {
+		deps.UploadTimeout = DefaultUploadTimeout
+	}
+	s := &server{Deps: deps, mux: http.NewServeMux()}
+	s.routes()
+	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.dispatch)))
+}
+
+// dispatch serves the mux, answering its own 404 and 405 in JSON.
+func (s *server) dispatch(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	iw := &unmatchedWriter{ResponseWriter: w}
+	s.mux.ServeHTTP(iw, r)
+	switch iw.status {
+	case http.StatusMethodNotAllowed:
+		s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed",
+			"%s is not allowed here; allowed: %s", r.Method, w.Header().Get("Allow")))
+	case http.StatusNotFound:
+		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no such route: %s %s", r.Method, r.URL.Path))
+	}
+}
+
+// unmatchedWriter swallows the mux's plain-text 404 and 405 so that dispatch
+// can answer in JSON; anything else (redirects) passes through.
+type unmatchedWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *unmatchedWriter) WriteHeader(code int) {
+	if code == http.StatusNotFound || code == http.StatusMethodNotAllowed {
+		w.status = code
+		return
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *unmatchedWriter) Write(b []byte) (int, error) {
+	if w.status != 0 {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// writeJSON writes v as the JSON body with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // a write error means the client is gone
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	if s.Ready != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+		defer cancel()
+		if err := s.Ready(ctx); err != nil {
+			s.Log.WarnContext(r.Context(), "not ready", "err", err)
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
+			return
+		}
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}

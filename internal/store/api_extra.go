@@ -1,0 +1,51 @@
+package store
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// RowCountsByJob returns, for each of the given jobs, the number of its rows
+// in each state (every state present), in one query. Jobs with no rows get
+// all zeros.
+func (s *Store) RowCountsByJob(ctx context.Context, jobIDs []string) (map[string]map[string]int, error) {
+	out := make(map[string]map[string]int, len(jobIDs))
+	for _, id := range jobIDs {
+		counts := make(map[string]int, len(RowStates))
+		for _, st := range RowStates {
+			counts[st] = 0
+		}
+		out[id] = counts
+	}
+	if len(jobIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT job_id::text, state, count(*) FROM job_rows
+		WHERE job_id = ANY($1::uuid[]) GROUP BY job_id, state`, jobIDs)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	var id, state string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&id, &state, &n}, func() error {
+		if c, ok := out[id]; ok {
+			c[state] = n
+		}
+		return nil
+	})
+	return out, interpretError(err)
+}
+
+// ResultExtraKeys returns the keys of the extra columns of a job's rows,
+// sorted, optionally only of rows in state.
+func (s *Store) ResultExtraKeys(ctx context.Context, jobID, state string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT k FROM job_rows r, jsonb_object_keys(r.extra) AS k
+		WHERE r.job_id = $1 AND r.extra IS NOT NULL AND ($2 = '' OR r.state = $2)
+		ORDER BY k`, jobID, state)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return keys, interpretError(err)
+}
