@@ -129,7 +129,7 @@ func startStack(ctx context.Context, o options, getenv func(string) string, stdo
 	)
 
 	vendorURL, err := s.start(ctx, o.bin, "fakevendor", base, "fakevendor listening on ",
-		"-addr", "127.0.0.1:0", "-keys", vendorKey, "-rps", fmt.Sprint(o.vendorRPS), "-latency", o.latency.String())
+		"-addr", "127.0.0.1:0", "-keys", vendorKey, "-rps", fmt.Sprint(o.vendorRPS), "-burst", "2", "-latency", o.latency.String())
 	if err != nil {
 		s.stop(stdout)
 		return nil, err
@@ -137,7 +137,9 @@ func startStack(ctx context.Context, o options, getenv func(string) string, stdo
 	s.vendorURL = vendorURL
 	env := append(base, "ENRICHQ_VENDOR_URL="+vendorURL, "ENRICHQ_VENDOR_KEY="+vendorKey,
 		fmt.Sprintf("ENRICHQ_VENDOR_RPS=%g", o.vendorRPS), fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", o.bulk),
-		"ENRICHQ_API_KEYS=demo:"+s.apiKey, "ENRICHQ_API_ADDR=127.0.0.1:0")
+		// A tenant of its own per run: the answers cached by an earlier run (reused for the
+		// same tenant within max_age) would otherwise make this run free and instant.
+		fmt.Sprintf("ENRICHQ_API_KEYS=demo-%d:%s", time.Now().Unix(), s.apiKey), "ENRICHQ_API_ADDR=127.0.0.1:0")
 	// The API migrates first, alone; the others find the schema in place.
 	apiURL, err := s.start(ctx, o.bin, "api", env, "api listening on ")
 	if err != nil {
@@ -274,15 +276,16 @@ func drive(ctx context.Context, o options, stdout io.Writer) error {
 
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
-	lastLine := ""
+	lastKey, lastPrint := "", time.Time{}
 	for {
 		if err := call(ctx, o, http.MethodGet, "/v1/jobs/"+st.ID, "", nil, &st); err != nil {
 			return fmt.Errorf("poll: %w", err)
 		}
-		line := progressLine(st, time.Since(start))
-		if line != lastLine {
-			fmt.Fprintln(stdout, line)
-			lastLine = line
+		// A line when something moved, or every 2s while waiting.
+		key := fmt.Sprint(st.State, st.Rows, st.Credits.Spent)
+		if key != lastKey || time.Since(lastPrint) >= 2*time.Second {
+			fmt.Fprintln(stdout, progressLine(st, time.Since(start)))
+			lastKey, lastPrint = key, time.Now()
 		}
 		if st.State == "completed" || st.State == "canceled" || st.State == "failed" || st.State == "paused" {
 			break
@@ -318,7 +321,7 @@ func drive(ctx context.Context, o options, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "  credits: %d spent (budget %s)\n", st.Credits.Spent, budget)
 	if o.vendorURL != "" {
 		if billed, calls, err := vendorFigures(ctx, o.vendorURL); err == nil {
-			fmt.Fprintf(stdout, "  vendor:  %d calls, billed %d credits\n", calls, billed)
+			fmt.Fprintf(stdout, "  vendor:  %d billed calls, %d credits billed (enrichq's ledger: %d)\n", calls, billed, st.Credits.Spent)
 		}
 	}
 	fmt.Fprintf(stdout, "  results: %s (also GET %s/v1/jobs/%s/results?format=csv|ndjson|json)\n", o.resultsOut, o.apiURL, st.ID)
@@ -412,15 +415,15 @@ func vendorFigures(ctx context.Context, vendorURL string) (billed, calls int64, 
 	defer resp.Body.Close()
 	var v struct {
 		TotalCredits int64 `json:"total_credits"`
-		Requests     int64 `json:"requests"`
+		BilledCalls  int64 `json:"billed_calls"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 		return 0, 0, err
 	}
-	if v.Requests == 0 && v.TotalCredits == 0 {
+	if v.BilledCalls == 0 && v.TotalCredits == 0 {
 		return 0, 0, errors.New("no figures")
 	}
-	return v.TotalCredits, v.Requests, nil
+	return v.TotalCredits, v.BilledCalls, nil
 }
 
 // reachable reports whether a TCP connection to the URL's host opens.

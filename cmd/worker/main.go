@@ -90,6 +90,8 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Queue:           cfg.Queue,
 		Concurrency:     cfg.WorkerConcurrency,
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		// Rows waiting for a retry come back through asynq's retry set: check it often.
+		DelayedTaskCheckInterval: time.Second,
 	}, log)
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
