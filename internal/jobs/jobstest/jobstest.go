@@ -1,0 +1,191 @@
+// Package jobstest assembles the whole pipeline for tests: real Postgres (a
+// database per test), real Redis (a queue and limiter key per test), real
+// asynq workers, and the fake vendor over HTTP.
+package jobstest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
+)
+
+// RedisURL is the Redis tests use: REDIS_URL, else the local default.
+func RedisURL() string {
+	if u := os.Getenv("REDIS_URL"); u != "" {
+		return u
+	}
+	return "redis://127.0.0.1:6379/0"
+}
+
+// RandomName is prefix plus 12 random hex digits.
+func RandomName(prefix string) string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// Bundle is what a pipeline test needs: real Postgres, real Redis, real
+// asynq, and the fake vendor.
+type Bundle struct {
+	Store     *store.Store
+	Vendor    *fakevendor.Vendor
+	Client    *enrich.Client
+	Enqueuer  *jobs.Enqueuer
+	Submitter *jobs.Submitter
+	Sweeper   *jobs.Sweeper
+	Queue     string
+	RedisOpt  asynq.RedisConnOpt
+	Log       *slog.Logger
+}
+
+// Options shape a Bundle.
+type Options struct {
+	Vendor    func(*fakevendor.Options) // adjust the fake vendor
+	Processor jobs.ProcessorConfig
+	Workers   int  // asynq servers; default 1
+	NoWorker  bool // start no worker
+}
+
+// New starts a pipeline for one test; everything stops when the test ends.
+func New(t *testing.T, o Options) *Bundle {
+	t.Helper()
+	vopts := fakevendor.DefaultOptions()
+	vopts.Seed = 7
+	if o.Vendor != nil {
+		o.Vendor(&vopts)
+	}
+	fv := fakevendor.New(vopts)
+	srv := httptest.NewServer(fv)
+	t.Cleanup(srv.Close)
+
+	client, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: vopts.APIKeys[0], HTTPClient: &http.Client{Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ropt, err := redis.ParseURL(RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb := redis.NewClient(ropt)
+	t.Cleanup(func() { rdb.Close() })
+	limiter, err := ratelimit.New(rdb, ratelimit.Options{Key: RandomName("enrichq:test:rl:"), Rate: 1000, Burst: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asynqOpt, err := asynq.ParseRedisURI(RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.New(t)
+	queue := RandomName("test-")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() {
+		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	enq := jobs.NewEnqueuer(asynqOpt, queue)
+	t.Cleanup(func() {
+		_ = enq.Inspector.DeleteQueue(queue, true)
+		enq.Close()
+	})
+	pc := o.Processor
+	if pc.RetryBase == 0 {
+		pc.RetryBase, pc.RetryMax = 20*time.Millisecond, 200*time.Millisecond
+	}
+	proc := jobs.NewProcessor(st, client, limiter, pc, log)
+	workers := o.Workers
+	if workers == 0 {
+		workers = 1
+	}
+	if o.NoWorker {
+		workers = 0
+	}
+	for range workers {
+		srv := jobs.NewServer(asynqOpt, jobs.ServerConfig{Queue: queue, Concurrency: 4, ShutdownTimeout: 5 * time.Second,
+			TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, log)
+		mux := asynq.NewServeMux()
+		mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
+		if err := srv.Start(mux); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Shutdown)
+	}
+	return &Bundle{
+		Store: st, Vendor: fv, Client: client, Enqueuer: enq, Queue: queue, RedisOpt: asynqOpt, Log: log,
+		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: 20},
+		Sweeper:   &jobs.Sweeper{Store: st, Enqueuer: enq, Log: log, Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}},
+	}
+}
+
+// WaitJob runs the scheduler's sweep until the job reaches one of states.
+// The sweep is what makes progress observable without sleeping on a guess.
+func (b *Bundle) WaitJob(t *testing.T, id string, states ...string) store.Job {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := b.Sweeper.Sweep(ctx); err != nil {
+			t.Fatalf("sweep: %v", err)
+		}
+		job, err := b.Store.GetJob(ctx, "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range states {
+			if job.State == s && (s != store.JobCompleted || job.FinishedAt != nil) {
+				return job
+			}
+		}
+		if time.Now().After(deadline) {
+			counts, _ := b.Store.RowCounts(ctx, id)
+			t.Fatalf("job %s still %s (%s) after 60s, rows %v; want %v", id, job.State, job.StateReason, counts, states)
+		}
+		<-tick.C
+	}
+}
+
+// CheckMoney checks the money invariants: the job's spend equals its
+// ledger, equals what the fake vendor billed, and nothing stays reserved.
+func (b *Bundle) CheckMoney(t *testing.T, jobIDs ...string) (spent int64) {
+	t.Helper()
+	ctx := context.Background()
+	for _, id := range jobIDs {
+		job, err := b.Store.GetJob(ctx, "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		led, err := b.Store.JobLedger(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.CreditsReserved != 0 || led.Reserved != 0 {
+			t.Errorf("job %s: %d credits still reserved (ledger %d)", id, job.CreditsReserved, led.Reserved)
+		}
+		if led.Charged != job.CreditsSpent {
+			t.Errorf("job %s: ledger charged %d, job spent %d", id, led.Charged, job.CreditsSpent)
+		}
+		spent += job.CreditsSpent
+	}
+	if billed := b.Vendor.TotalCharged(); billed != spent {
+		t.Errorf("enrichq accounted %d credits, the vendor billed %d", spent, billed)
+	}
+	return spent
+}
