@@ -88,10 +88,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	limits.MaxBytes = cfg.MaxUploadBytes
 	limits.MaxLookups = cfg.MaxRows
 	handler := httpapi.NewServer(httpapi.Deps{
-		Store:     st,
-		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize},
-		Keys:      httpapi.NewStaticKeys(cfg.APIKeys),
-		Limits:    limits,
+		Store: st,
+		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize,
+			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk},
+		Keys:   httpapi.NewStaticKeys(cfg.APIKeys),
+		Limits: limits,
 		Ready: func(ctx context.Context) error {
 			if err := st.Ping(ctx); err != nil {
 				return fmt.Errorf("postgres: %w", err)

@@ -75,7 +75,13 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
+	var allowance *int64
+	if cfg.VendorMonthlyCredits > 0 {
+		allowance = &cfg.VendorMonthlyCredits
+	}
 	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
+		Account:           cfg.VendorAccount(),
+		AccountAllowance:  allowance,
 		Bulk:              cfg.VendorBulk,
 		LookupConcurrency: cfg.LookupConcurrency,
 		MaxAttempts:       cfg.MaxAttempts,

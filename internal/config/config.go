@@ -4,6 +4,8 @@
 package config
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"log/slog"
@@ -50,6 +52,10 @@ type Config struct {
 	VendorBulk bool
 	// VendorTimeout bounds one vendor call (ENRICHQ_VENDOR_TIMEOUT, default 30s).
 	VendorTimeout time.Duration
+	// VendorMonthlyCredits caps the credits of the vendor key per calendar
+	// month (UTC), across every job and worker (ENRICHQ_VENDOR_MONTHLY_CREDITS,
+	// default 0: no cap; usage is tracked either way).
+	VendorMonthlyCredits int64
 
 	// PlatformURL and PlatformVersion: the platform's base URL and YYYYMM version
 	// (ENRICHQ_PLATFORM_URL, ENRICHQ_PLATFORM_VERSION).
@@ -95,6 +101,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.VendorRPS = p.float("ENRICHQ_VENDOR_RPS", 10, 0.01, 100000)
 	c.VendorBurst = p.int("ENRICHQ_VENDOR_BURST", 1, 1, 100000)
 	c.VendorTimeout = p.duration("ENRICHQ_VENDOR_TIMEOUT", 30*time.Second)
+	c.VendorMonthlyCredits = int64(p.int("ENRICHQ_VENDOR_MONTHLY_CREDITS", 0, 0, 1<<50))
 	c.MaxUploadBytes = int64(p.int("ENRICHQ_MAX_UPLOAD_BYTES", 64<<20, 1024, 1<<40))
 	c.MaxRows = p.int("ENRICHQ_MAX_ROWS", 1_000_000, 1, 100_000_000)
 	c.ChunkSize = p.int("ENRICHQ_CHUNK_SIZE", 100, 1, 1000)
@@ -150,6 +157,16 @@ func (c Config) RequireVendor() error {
 		return fmt.Errorf("configuration: ENRICHQ_VENDOR_URL and ENRICHQ_VENDOR_KEY are required")
 	}
 	return nil
+}
+
+// VendorAccount is the vendor key's id in the ledger and account_usage: the
+// first 12 hex digits of its SHA-256, so the key itself is never stored.
+func (c Config) VendorAccount() string {
+	if c.VendorKey == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(c.VendorKey))
+	return hex.EncodeToString(sum[:])[:12]
 }
 
 // AsynqRedis returns the asynq connection option of RedisURL.

@@ -13,4 +13,6 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/jobs/{id}", s.authenticate(s.getJob))             // the status body
 	s.mux.Handle("GET /v1/jobs/{id}/results", s.authenticate(s.jobResults)) // ?format=json|ndjson|csv&state=&cursor=&limit=
 	s.mux.Handle("POST /v1/jobs/{id}/cancel", s.authenticate(s.cancelJob))  // unclaimed rows become skipped
+	s.mux.Handle("PATCH /v1/jobs/{id}", s.authenticate(s.patchJob))         // {"budget_credits": N}: raising it resumes a budget-paused job
+	s.mux.Handle("GET /v1/jobs/{id}/costs", s.authenticate(s.jobCosts))     // the ledger by stage
 }

@@ -33,12 +33,27 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	dry, err := dryRun(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	sub, err := s.submission(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	sub.Tenant, sub.IdempotencyKey = tenant, key
+	if dry {
+		// Price the upload without storing it.
+		est, err := s.Submitter.Estimate(r.Context(), sub)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, est)
+		return
+	}
 	job, created, err := s.Submitter.Submit(r.Context(), sub)
 	if err != nil {
 		s.writeError(w, r, err)

@@ -47,6 +47,10 @@ type ProcessorConfig struct {
 	RetryBase, RetryMax time.Duration
 	// Costs is the worst case reserved before each call. Default enrich.DefaultCosts().
 	Costs enrich.CostTable
+	// Account is the vendor key's id (ratelimit.KeyPrefix): its monthly usage
+	// is tracked, and capped by AccountAllowance when that is set.
+	Account          string
+	AccountAllowance *int64
 	// Now and Rand are injectable for tests.
 	Now  func() time.Time
 	Rand func() float64
@@ -168,6 +172,7 @@ type chunkRun struct {
 	rowsMu  sync.Mutex // guards rows' fields while lookups run concurrently
 	cacheMu sync.Mutex // guards cache
 	cache   []store.CacheEntry
+	claimed bool // holds lookup claims (released on save)
 }
 
 // needs reports whether a row still needs stage.
@@ -253,6 +258,7 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 			continue
 		}
 		todo = c.fromCache(ctx, stage, todo)
+		todo = c.claimLookups(ctx, stage, todo)
 		if len(todo) > 0 {
 			if stage == "profile" && p.cfg.Bulk {
 				c.bulk(ctx, todo)
@@ -353,6 +359,13 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 	if _, err := c.p.store.SaveOutcomes(wctx, c.job.Tenant, c.token, outs, cache); err != nil {
 		return fmt.Errorf("save outcomes: %w", err)
 	}
+	if c.claimed {
+		// The answers are in the cache now: whoever waits for them finds them.
+		if err := c.p.store.ReleaseLookups(wctx, c.token); err != nil {
+			c.p.log.Warn("release lookup claims failed; they expire with the lease", "err", err)
+		}
+		c.claimed = false
+	}
 	if len(release) > 0 {
 		if err := c.p.store.ReleaseRows(wctx, c.token, release); err != nil {
 			return fmt.Errorf("release rows: %w", err)
@@ -392,6 +405,49 @@ func (c *chunkRun) fromCache(ctx context.Context, stage string, todo []*rowWork)
 		c.apply(w, stage, ans, false)
 	}
 	return rest
+}
+
+// claimLookups makes concurrent workers share one call per input: it claims
+// the inputs of todo for this run. Rows whose input another worker is
+// buying right now wait a moment and then find its answer in the cache.
+// It returns the rows to look up.
+func (c *chunkRun) claimLookups(ctx context.Context, stage string, todo []*rowWork) []*rowWork {
+	if c.job.MaxAge <= 0 || len(todo) == 0 {
+		return todo // no reuse asked: every row buys its own answer
+	}
+	keys := make([]string, len(todo))
+	seen := map[string]bool{}
+	var distinct []string
+	for i, w := range todo {
+		keys[i] = cacheKey(stage, w.rowWithFound())
+		if !seen[keys[i]] {
+			seen[keys[i]] = true
+			distinct = append(distinct, keys[i])
+		}
+	}
+	won, err := c.p.store.ClaimLookups(ctx, c.job.Tenant, stage, distinct, c.token, c.p.cfg.Lease)
+	if err != nil {
+		c.p.log.Warn("lookup claims failed; looking up without them", "err", err)
+		return todo
+	}
+	c.claimed = true
+	wonSet := make(map[string]bool, len(won))
+	for _, k := range won {
+		wonSet[k] = true
+	}
+	var mine []*rowWork
+	for i, w := range todo {
+		if wonSet[keys[i]] {
+			mine = append(mine, w)
+			continue
+		}
+		w.end = store.RowRetryWait
+		w.dirty = true
+		w.out.LastError = "waiting for another worker's lookup of the same " + stage + " input"
+		w.out.NextAttemptAt = c.p.cfg.Now().Add(time.Second + time.Duration(c.p.cfg.Rand()*float64(time.Second)))
+	}
+	// An answer saved between our cache check and our claim is served now.
+	return c.fromCache(ctx, stage, mine)
 }
 
 func (w *rowWork) rowWithFound() store.Row {
@@ -503,7 +559,11 @@ func (c *chunkRun) halt(ctx context.Context, err error) {
 	switch {
 	case errors.As(err, &be):
 		c.stop = errStopBudget
-		c.pause(ctx, "budget exhausted: "+be.Error()+"; raise budget_credits to continue")
+		if be.Scope == "account" {
+			c.pause(ctx, store.BudgetPausePrefix+": "+be.Error()+"; it renews on the 1st of next month (UTC), or raise ENRICHQ_VENDOR_MONTHLY_CREDITS")
+		} else {
+			c.pause(ctx, store.BudgetPausePrefix+": "+be.Error()+"; raise budget_credits (PATCH /v1/jobs/{id}) to continue")
+		}
 	case errors.As(err, &ve) && ve.Class == enrich.ClassUnauthorized:
 		c.stop = errStopJob
 		c.pause(ctx, "the vendor refused the API key (401): check ENRICHQ_VENDOR_KEY; "+ve.Message)
@@ -532,15 +592,14 @@ func (c *chunkRun) stopped() bool {
 	return c.stop != nil
 }
 
-// call makes one vendor call under the rate limit and a credit reservation.
+// call makes one vendor call under a credit reservation and the rate limit.
 // fn does the call and returns its charge. A nil error from call means the
 // vendor answered; the caller classifies.
-func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx context.Context) (enrich.Charge, error)) error {
-	if err := c.p.limiter.Wait(ctx); err != nil {
-		return fmt.Errorf("rate limiter: %w", err)
-	}
+func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx context.Context) (enrich.Charge, map[string]int64, error)) error {
 	res.JobID = c.job.ID
 	res.TTL = c.p.cfg.Lease + time.Minute
+	res.Account = c.p.cfg.Account
+	res.Allowance = c.p.cfg.AccountAllowance
 	id, err := c.p.store.Reserve(ctx, res)
 	if err != nil {
 		if errors.Is(err, store.ErrBudgetExhausted) || errors.Is(err, store.ErrJobNotRunning) {
@@ -549,14 +608,24 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx 
 		}
 		return err
 	}
-	charge, callErr := fn(ctx)
+	// The rate slot last, right before the call: nothing slow sits between
+	// the slot and the request, so calls reach the vendor evenly spaced.
+	if err := c.p.limiter.Wait(ctx); err != nil {
+		if rerr := c.p.store.Release(context.WithoutCancel(ctx), id, "rate limiter: "+err.Error()); rerr != nil {
+			c.p.log.Error("ledger update failed", "ledger_id", id, "err", rerr)
+		}
+		return fmt.Errorf("rate limiter: %w", err)
+	}
+	charge, split, callErr := fn(ctx)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	var ve *enrich.Error
 	switch {
 	case callErr == nil:
 		c.p.limiter.Succeeded(ctx)
-		err = c.p.store.Settle(sctx, id, settlement(charge, ""))
+		st := settlement(charge, "")
+		st.StageCredits = split
+		err = c.p.store.Settle(sctx, id, st)
 	case errors.As(callErr, &ve) && ve.Charge != nil:
 		c.throttled(ctx, ve)
 		err = c.p.store.Settle(sctx, id, settlement(*ve.Charge, ve.Error()))
@@ -626,20 +695,20 @@ func (c *chunkRun) lookup(ctx context.Context, stage string, rows []*rowWork) {
 	var a answer
 	endpoint := "/v1/" + stage
 	err := c.call(ctx, store.Reservation{RowID: &rowID, RowCount: 1, Stage: stage, Endpoint: endpoint, IdempotencyKey: key,
-		Credits: c.p.cfg.Costs.Worst(enrich.Stage(stage))}, func(ctx context.Context) (enrich.Charge, error) {
+		Credits: c.p.cfg.Costs.Worst(enrich.Stage(stage))}, func(ctx context.Context) (enrich.Charge, map[string]int64, error) {
 		switch stage {
 		case "profile":
 			r, err := c.p.vendor.Profile(ctx, profileQuery(w.row), key)
 			a.profile = r.Profile
-			return r.Charge, err
+			return r.Charge, nil, err
 		case "email":
 			r, err := c.p.vendor.Email(ctx, w.found, key)
 			a.email = r.Email
-			return r.Charge, err
+			return r.Charge, nil, err
 		default:
 			r, err := c.p.vendor.Phone(ctx, w.found, key)
 			a.phones = r.Phones
-			return r.Charge, err
+			return r.Charge, nil, err
 		}
 	})
 	c.settleRows(ctx, rows, err, func(w *rowWork, remember bool) { c.apply(w, stage, a, remember) })
@@ -704,9 +773,34 @@ func (c *chunkRun) bulk(ctx context.Context, todo []*rowWork) {
 	}
 }
 
+// bulkSplit estimates a bulk call's charge by stage with the cost table, for
+// the ledger's "what did the job cost, by stage".
+func (c *chunkRun) bulkSplit(queries []enrich.ProfileQuery, include []enrich.Stage, res enrich.BulkResult) map[string]int64 {
+	costs := c.p.cfg.Costs
+	split := map[string]int64{}
+	for i, it := range res.Items {
+		if it.Err != nil || i >= len(queries) {
+			continue
+		}
+		split["profile"] += costs.ProfileCost(queries[i].Kind())
+		if it.Profile == nil {
+			continue
+		}
+		for _, s := range include {
+			switch s {
+			case enrich.StageEmail:
+				split["email"] += costs.EmailCost(it.Email)
+			case enrich.StagePhone:
+				split["phone"] += costs.PhoneCost(it.Phones)
+			}
+		}
+	}
+	return split
+}
+
 // budgetError describes the job's budget when a call of wanted credits does not fit.
 func (c *chunkRun) budgetError(ctx context.Context, wanted int64) *store.BudgetError {
-	be := &store.BudgetError{Wanted: wanted}
+	be := &store.BudgetError{Scope: "job", Wanted: wanted}
 	if j, err := c.p.store.GetJob(ctx, "", c.job.ID); err == nil {
 		be.Spent, be.Reserved = j.CreditsSpent, j.CreditsReserved
 		if j.BudgetCredits != nil {
@@ -724,10 +818,13 @@ func (c *chunkRun) bulkCall(ctx context.Context, keys []string, groups map[strin
 	idem := bulkIdempotencyKey(c.job.ID, keys, include)
 	var res enrich.BulkResult
 	err := c.call(ctx, store.Reservation{RowCount: len(keys), Stage: "bulk", Endpoint: "/v1/bulk", IdempotencyKey: idem,
-		Credits: int64(len(keys)) * perRow}, func(ctx context.Context) (enrich.Charge, error) {
+		Credits: int64(len(keys)) * perRow}, func(ctx context.Context) (enrich.Charge, map[string]int64, error) {
 		var err error
 		res, err = c.p.vendor.Bulk(ctx, queries, include, idem)
-		return res.Charge, err
+		if err != nil {
+			return res.Charge, nil, err
+		}
+		return res.Charge, c.bulkSplit(queries, include, res), nil
 	})
 	var ve *enrich.Error
 	if err != nil && errors.As(err, &ve) && ve.Class == enrich.ClassPermanent && len(keys) > 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -19,6 +20,12 @@ type Submitter struct {
 	// the scheduler's sweep enqueues the rest (and anything this step lost).
 	// Default 200.
 	EnqueueLimit int
+
+	// For estimates (dry runs): the vendor's rate, whether bulk calls are
+	// used, and the cost table (default enrich.DefaultCosts()).
+	VendorRPS float64
+	Bulk      bool
+	Costs     enrich.CostTable
 }
 
 // Submission is one job to submit.

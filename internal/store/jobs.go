@@ -328,11 +328,25 @@ func (s *Store) PauseJob(ctx context.Context, id, reason string) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-// ResumeJob puts a paused job back to running (its open rows will be enqueued by the scheduler).
+// ResumeJob puts a paused job back to running; its chunks are due for the
+// scheduler's next sweep.
 func (s *Store) ResumeJob(ctx context.Context, id string) error {
-	_, err := s.pool.Exec(ctx, `UPDATE jobs SET state = CASE WHEN started_at IS NULL THEN 'queued' ELSE 'running' END,
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return interpretError(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
+	tag, err := tx.Exec(ctx, `UPDATE jobs SET state = CASE WHEN started_at IS NULL THEN 'queued' ELSE 'running' END,
 		state_reason = '', updated_at = now() WHERE id = $1 AND state = 'paused'`, id)
-	return interpretError(err)
+	if err != nil {
+		return interpretError(err)
+	}
+	if tag.RowsAffected() == 1 {
+		if _, err := tx.Exec(ctx, `UPDATE job_chunks SET enqueued_at = NULL WHERE job_id = $1`, id); err != nil {
+			return interpretError(err)
+		}
+	}
+	return interpretError(tx.Commit(ctx))
 }
 
 // FinishJobs marks finished every job with no open row: queued or running

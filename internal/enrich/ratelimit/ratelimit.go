@@ -193,16 +193,18 @@ func New(rdb redis.UniversalClient, opts Options) (*Limiter, error) {
 func (l *Limiter) Wait(ctx context.Context) error { return l.WaitN(ctx, 1) }
 
 // WaitN blocks until this caller may send one request that weighs n slots (a bulk call may weigh
-// more than one; n <= Burst). It honours the shared cool-down, then takes n slots from the shared
-// GCRA at the current adaptive rate: one Redis round trip when a slot is free. When none is, it
-// sleeps until the time Redis names (plus up to one slot of jitter) and asks again; it never polls.
-// Before each ask, the local pacer spaces this process's asks at the shared rate, so the
-// goroutines of one process do not all ask Redis for the same slot.
+// more than one; n <= Burst). It honours the shared cool-down, then reserves n slots on the shared
+// GCRA timeline at the current adaptive rate, up to one second ahead (or MaxWait when shorter), in
+// one Redis round trip, and sleeps until its slot: callers of every process queue on one timeline,
+// so no slot is lost between two asks and the vendor sees evenly spaced requests. When no slot is
+// free within that horizon it sleeps until one is (plus up to one slot of jitter) and asks again;
+// it never polls. Before each ask, the local pacer spaces this process's asks at the shared rate.
 //
-// It returns ctx.Err() when ctx ends, a *NotYetError when the wait would exceed Options.MaxWait,
-// and an error wrapping ErrUnavailable, at once and without retrying, when Redis fails: the
-// limiter fails closed, and the caller should treat that as transient. How long a failing call
-// takes is the Redis client's business (go-redis MaxRetries, DialerRetries, timeouts).
+// It returns ctx.Err() when ctx ends (a reserved slot is then lost), a *NotYetError when the wait
+// would exceed Options.MaxWait, and an error wrapping ErrUnavailable, at once and without
+// retrying, when Redis fails: the limiter fails closed, and the caller should treat that as
+// transient. How long a failing call takes is the Redis client's business (go-redis MaxRetries,
+// DialerRetries, timeouts).
 func (l *Limiter) WaitN(ctx context.Context, n int) error {
 	if n < 1 || n > l.opts.Burst {
 		return fmt.Errorf("ratelimit: WaitN(%d) outside [1, Burst=%d]", n, l.opts.Burst)
@@ -219,12 +221,17 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 				return err
 			}
 		}
-		res, err := l.run(ctx, takeScript, 5, l.opts.Burst, n)
+		res, err := l.run(ctx, takeScript, 5, l.opts.Burst, n, l.horizon().Microseconds())
 		if err != nil {
 			return err
 		}
 		l.observe(res)
 		if res.int(0) == 1 {
+			// The slot is ours, at most horizon ahead: sleep until it. Canceled, it is lost:
+			// at most one slot of the shared rate per canceled caller.
+			if d := res.micros(1); d > 0 {
+				return l.opts.Sleep(ctx, d)
+			}
 			return nil
 		}
 		wait := res.micros(1) + time.Duration(l.opts.Rand()*float64(time.Second)/l.sharedRate())
@@ -232,6 +239,15 @@ func (l *Limiter) WaitN(ctx context.Context, n int) error {
 			return err
 		}
 	}
+}
+
+// horizon is how far ahead Wait reserves a slot: one second, or MaxWait when shorter.
+func (l *Limiter) horizon() time.Duration {
+	h := time.Second
+	if l.opts.MaxWait > 0 && l.opts.MaxWait < h {
+		h = l.opts.MaxWait
+	}
+	return h
 }
 
 // pause sleeps d, or returns a *NotYetError when d exceeds MaxWait.

@@ -38,13 +38,16 @@ end
 `
 
 // takeScript is the hot path of Wait: one round trip that honours the cool-down and takes cost
-// slots from the GCRA at the current rate.
+// slots from the GCRA at the current rate. A slot up to horizon µs ahead is reserved at once and
+// the caller sleeps until it: waiters queue on the shared timeline instead of all asking for the
+// next free slot, so no slot is lost between two asks and no herd wakes at once.
 //
-// ARGV: conf, minr, ttl (ms), burst, cost.
-// Reply: {granted 0|1, wait µs, rate, strikes, cooling 0|1}.
+// ARGV: conf, minr, ttl (ms), burst, cost, horizon (µs).
+// Reply: {granted 0|1, wait µs (granted: sleep this long, then send; else: ask again after), rate, strikes, cooling 0|1}.
 var takeScript = redis.NewScript(luaPrelude + `
 local burst = tonumber(ARGV[4])
 local cost = tonumber(ARGV[5])
+local horizon = tonumber(ARGV[6])
 local s = redis.call('HMGET', key, 'tat', 'rate', 'until', 'strikes')
 local rate = clamp(tonumber(s[2]))
 local strikes = tonumber(s[4]) or 0
@@ -56,12 +59,12 @@ local step = 1000000 / rate
 local tat = math.max(tonumber(s[1]) or now, now)
 local newtat = tat + cost * step
 local allow = newtat - burst * step
-if allow > now then
-  return {0, math.ceil(allow - now), num(rate), strikes, 0}
+if allow - now > horizon then
+  return {0, math.ceil(allow - now - horizon), num(rate), strikes, 0}
 end
 redis.call('HSET', key, 'tat', us(newtat))
 redis.call('PEXPIRE', key, ttl)
-return {1, 0, num(rate), strikes, 0}
+return {1, math.max(0, math.ceil(allow - now)), num(rate), strikes, 0}
 `)
 
 // throttleScript records a 429. The first 429 after the hold time is counted: the strike counter

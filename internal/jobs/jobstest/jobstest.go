@@ -61,6 +61,11 @@ type Options struct {
 	Processor jobs.ProcessorConfig
 	Workers   int  // asynq servers; default 1
 	NoWorker  bool // start no worker
+	// Rate and Burst of the shared limiter; default 1000/s, burst 100.
+	Rate  float64
+	Burst int
+	// Concurrency of each asynq server; default 4.
+	Concurrency int
 }
 
 // New starts a pipeline for one test; everything stops when the test ends.
@@ -85,9 +90,17 @@ func New(t *testing.T, o Options) *Bundle {
 	}
 	rdb := redis.NewClient(ropt)
 	t.Cleanup(func() { rdb.Close() })
-	limiter, err := ratelimit.New(rdb, ratelimit.Options{Key: RandomName("enrichq:test:rl:"), Rate: 1000, Burst: 100})
-	if err != nil {
-		t.Fatal(err)
+	rate, burst := o.Rate, o.Burst
+	if rate == 0 {
+		rate, burst = 1000, 100
+	}
+	limiterKey := RandomName("enrichq:test:rl:")
+	newLimiter := func() *ratelimit.Limiter {
+		l, err := ratelimit.New(rdb, ratelimit.Options{Key: limiterKey, Rate: rate, Burst: burst})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
 	}
 	asynqOpt, err := asynq.ParseRedisURI(RedisURL())
 	if err != nil {
@@ -108,7 +121,6 @@ func New(t *testing.T, o Options) *Bundle {
 	if pc.RetryBase == 0 {
 		pc.RetryBase, pc.RetryMax = 20*time.Millisecond, 200*time.Millisecond
 	}
-	proc := jobs.NewProcessor(st, client, limiter, pc, log)
 	workers := o.Workers
 	if workers == 0 {
 		workers = 1
@@ -116,10 +128,16 @@ func New(t *testing.T, o Options) *Bundle {
 	if o.NoWorker {
 		workers = 0
 	}
+	concurrency := o.Concurrency
+	if concurrency == 0 {
+		concurrency = 4
+	}
 	for range workers {
-		srv := jobs.NewServer(asynqOpt, jobs.ServerConfig{Queue: queue, Concurrency: 4, ShutdownTimeout: 5 * time.Second,
+		srv := jobs.NewServer(asynqOpt, jobs.ServerConfig{Queue: queue, Concurrency: concurrency, ShutdownTimeout: 5 * time.Second,
 			TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, log)
 		mux := asynq.NewServeMux()
+		// Each worker has its own limiter on the shared key, as separate processes would.
+		proc := jobs.NewProcessor(st, client, newLimiter(), pc, log)
 		mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
 		if err := srv.Start(mux); err != nil {
 			t.Fatal(err)

@@ -1,0 +1,132 @@
+// Command ledger answers the two questions of whoever pays the vendor, from
+// the credit ledger in Postgres:
+//
+//	ledger account [-month 2026-11] [-account ID]   what did this vendor key spend this month
+//	ledger job JOB_ID                                what did job J cost, by stage
+//
+// It reads DATABASE_URL and ENRICHQ_VENDOR_KEY (only to compute the key's id;
+// the key itself is never stored). -json prints JSON.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/config"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "ledger:", err)
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+const usage = "usage: ledger account [-month YYYY-MM] [-account ID] [-json] | ledger job [-json] JOB_ID"
+
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{errors.New(usage)}
+	}
+	cfg, err := config.Load(getenv)
+	if err != nil {
+		return err
+	}
+	fs := flag.NewFlagSet("ledger "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	asJSON := fs.Bool("json", false, "print JSON")
+	month := fs.String("month", time.Now().UTC().Format("2006-01"), "the month, YYYY-MM (UTC)")
+	account := fs.String("account", cfg.VendorAccount(), "the vendor key's id (default: from ENRICHQ_VENDOR_KEY)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return usageError{err}
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: 2})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	switch args[0] {
+	case "account":
+		if *account == "" {
+			return usageError{errors.New("no account: set ENRICHQ_VENDOR_KEY or pass -account")}
+		}
+		m, err := time.Parse("2006-01", *month)
+		if err != nil {
+			return usageError{fmt.Errorf("-month %q: want YYYY-MM", *month)}
+		}
+		u, err := st.AccountMonth(ctx, *account, m)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(map[string]any{"account": u.Account, "month": u.Month.Format("2006-01"),
+				"calls": u.Calls, "spent": u.Spent, "reserved": u.Reserved, "vendor_credits_remaining": u.CreditsRemaining,
+				"monthly_allowance": allowance(cfg)})
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "account\t%s\nmonth\t%s\ncalls\t%d\ncredits spent\t%d\ncredits reserved\t%d\n", u.Account, u.Month.Format("2006-01"), u.Calls, u.Spent, u.Reserved)
+		if a := allowance(cfg); a != nil {
+			fmt.Fprintf(tw, "monthly allowance\t%d (%d left)\n", *a, *a-u.Spent-u.Reserved)
+		}
+		if u.CreditsRemaining != nil {
+			fmt.Fprintf(tw, "vendor says remaining\t%d\n", *u.CreditsRemaining)
+		}
+		return tw.Flush()
+	case "job":
+		if fs.NArg() != 1 {
+			return usageError{errors.New(usage)}
+		}
+		job, err := st.GetJob(ctx, "", fs.Arg(0))
+		if err != nil {
+			return fmt.Errorf("job %s: %w", fs.Arg(0), err)
+		}
+		costs, err := st.JobCosts(ctx, job.ID)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(stdout).Encode(map[string]any{"job_id": job.ID, "by_stage": costs, "spent": job.CreditsSpent,
+				"reserved": job.CreditsReserved, "budget": job.BudgetCredits})
+		}
+		stages := make([]string, 0, len(costs))
+		for s := range costs {
+			stages = append(stages, s)
+		}
+		sort.Strings(stages)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "stage\tcalls\tcredits\t\n")
+		for _, s := range stages {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t\n", s, costs[s].Calls, costs[s].Credits)
+		}
+		fmt.Fprintf(tw, "total\t\t%d\t\n", job.CreditsSpent)
+		return tw.Flush()
+	}
+	return usageError{errors.New(usage)}
+}
+
+func allowance(cfg config.Config) *int64 {
+	if cfg.VendorMonthlyCredits > 0 {
+		return &cfg.VendorMonthlyCredits
+	}
+	return nil
+}

@@ -1,0 +1,219 @@
+package jobs_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// Four workers, each with its own limiter on the shared key (as four
+// processes), against a vendor allowing 20 requests/s: the vendor answers
+// every excess with a 429, so a low 429 share proves the workers together
+// kept to the limit. The figures are printed; time is not asserted.
+func TestFourWorkersShareTheVendorLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs for several seconds at the vendor's pace")
+	}
+	t.Parallel()
+	const rps = 20
+	b := jobstest.New(t, jobstest.Options{
+		Vendor:      func(o *fakevendor.Options) { o.RPS, o.Burst = rps, 2 },
+		Processor:   jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 4},
+		Workers:     4,
+		Concurrency: 2,
+		Rate:        rps,
+		Burst:       1,
+	})
+	b.Submitter.ChunkSize = 10
+	const rows = 120
+	start := time.Now()
+	job := submit(b, t, companies(rows), ingest.JobOptions{Roles: []string{"VP Sales"}})
+	b.WaitJob(t, job.ID, store.JobCompleted)
+	elapsed := time.Since(start)
+
+	st := b.Vendor.Stats()
+	calls := st.Requests
+	throttled := st.ByStatus[429]
+	share := float64(throttled) / float64(calls)
+	ideal := time.Duration(float64(rows) / rps * float64(time.Second))
+	served := calls - throttled
+	t.Logf("4 workers, vendor limit %d req/s: %d calls, %d answered 429 (%.2f%%), %d lookups in %s (ideal %s, %.0f%% of ideal); utilisation %.1f%% of the allowed rate",
+		rps, calls, throttled, share*100, served, elapsed.Round(time.Millisecond), ideal, 100*float64(elapsed)/float64(ideal),
+		100*float64(served)/elapsed.Seconds()/rps)
+	// The vendor's own view: the pace between its first and last answer.
+	led := b.Vendor.Ledger()
+	if len(led) > 1 {
+		span := led[len(led)-1].Time.Sub(led[0].Time)
+		t.Logf("vendor side: %d billed calls over %s: %.2f req/s, %.1f%% of the limit",
+			len(led), span.Round(time.Millisecond), float64(len(led)-1)/span.Seconds(), 100*float64(len(led)-1)/span.Seconds()/rps)
+	}
+	if served != rows {
+		t.Fatalf("%d lookups served, want %d (one per distinct input)", served, rows)
+	}
+	if share >= 0.01 {
+		t.Fatalf("%.2f%% of calls answered 429, want under 1%%", share*100)
+	}
+	b.CheckMoney(t, job.ID)
+}
+
+// Many workers against a budget that covers a third of the rows: the
+// vendor never bills more than the budget; the job pauses saying why;
+// raising the budget finishes it.
+func TestBudgetHoldsUnderConcurrency(t *testing.T) {
+	t.Parallel()
+	for _, bulk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bulk=%v", bulk), func(t *testing.T) {
+			t.Parallel()
+			b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: bulk, BulkSize: 10}, Workers: 4})
+			b.Submitter.ChunkSize = 10
+			// 90 searches at 2 credits each: 60 credits cover a third.
+			budget := int64(60)
+			job := submit(b, t, companies(90), ingest.JobOptions{Roles: []string{"CTO"}, BudgetCredits: &budget})
+			paused := b.WaitJob(t, job.ID, store.JobPaused)
+			if !strings.HasPrefix(paused.StateReason, store.BudgetPausePrefix) {
+				t.Fatalf("paused with %q, want the budget named", paused.StateReason)
+			}
+			if billed := b.Vendor.TotalCharged(); billed > budget {
+				t.Fatalf("the vendor billed %d, over the budget of %d", billed, budget)
+			}
+			waitSettled(t, b, job.ID)
+			if spent := b.CheckMoney(t, job.ID); spent > budget {
+				t.Fatalf("spent %d of %d", spent, budget)
+			}
+
+			more := int64(1000)
+			if _, err := b.Store.UpdateBudget(context.Background(), "acme", job.ID, &more); err != nil {
+				t.Fatal(err)
+			}
+			done := b.WaitJob(t, job.ID, store.JobCompleted)
+			if done.CreditsSpent != 180 {
+				t.Fatalf("spent %d after the raise, want 180 (90 searches at 2)", done.CreditsSpent)
+			}
+			b.CheckMoney(t, job.ID)
+		})
+	}
+}
+
+// waitSettled waits until no reservation and no claimed row of the job is left.
+func waitSettled(t *testing.T, b *jobstest.Bundle, id string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		j, err := b.Store.GetJob(context.Background(), "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts, err := b.Store.RowCounts(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.CreditsReserved == 0 && counts[store.RowInFlight] == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still reserved %d, in flight %d", j.CreditsReserved, counts[store.RowInFlight])
+		}
+		<-tick.C
+	}
+}
+
+// Every input three times in one upload, spread over chunks run by four
+// workers at once, then a second job of the same inputs: the vendor bills
+// each distinct lookup exactly once.
+func TestDuplicatesAreBoughtOnce(t *testing.T) {
+	t.Parallel()
+	for _, bulk := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bulk=%v", bulk), func(t *testing.T) {
+			t.Parallel()
+			b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: bulk, BulkSize: 10}, Workers: 4})
+			b.Submitter.ChunkSize = 10
+			base := companies(40)
+			var rows []ingest.RowIn
+			for range 3 {
+				rows = append(rows, base...)
+			}
+			opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}}
+			first := submit(b, t, rows, opts)
+			b.WaitJob(t, first.ID, store.JobCompleted)
+			second := submit(b, t, base, opts)
+			b.WaitJob(t, second.ID, store.JobCompleted)
+
+			bought := map[string]int{}
+			for _, e := range b.Vendor.Ledger() {
+				if e.Status/100 != 2 && e.Status != 404 {
+					continue
+				}
+				for _, in := range e.Inputs {
+					bought[e.Endpoint+" "+in]++
+				}
+			}
+			for lookup, n := range bought {
+				if n != 1 {
+					t.Errorf("%s bought %d times", lookup, n)
+				}
+			}
+			c1, _ := b.Store.RowCounts(context.Background(), first.ID)
+			if c1[store.RowMatched]+c1[store.RowNoMatch] != 120 {
+				t.Fatalf("first job rows %v", c1)
+			}
+			b.CheckMoney(t, first.ID, second.ID)
+		})
+	}
+}
+
+// A dry run prices the upload without storing it, and sees the cache.
+func TestEstimate(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
+	b.Submitter.Bulk, b.Submitter.VendorRPS = true, 10
+	rows := companies(30)
+	rows = append(rows, rows[:10]...) // duplicates are looked up once
+	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}, MaxAge: 720 * time.Hour}
+	feed := func(emit func(ingest.Lookup) error) error {
+		return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
+	}
+	est, err := b.Submitter.Estimate(context.Background(), jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 30 searches at 2 credits; emails cost 0 to 10 each.
+	if est.Rows != 40 || est.Distinct != 30 || est.Cached != 0 || est.Credits.Min != 60 || est.Credits.Max != 60+300 || est.Calls != 1 {
+		t.Fatalf("estimate = %+v", est)
+	}
+	var stored int
+	if err := b.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM jobs`).Scan(&stored); err != nil || stored != 0 {
+		t.Fatalf("a dry run stored %d jobs (%v)", stored, err)
+	}
+	// After a real run of the same inputs, the estimate is free.
+	job := submit(b, t, rows, opts)
+	b.WaitJob(t, job.ID, store.JobCompleted)
+	est, err = b.Submitter.Estimate(context.Background(), jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Cached != 30 || est.Credits.Max != 0 || est.Calls != 0 {
+		t.Fatalf("estimate after the run = %+v, want every input cached", est)
+	}
+	costs, err := b.Store.JobCosts(context.Background(), job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, c := range costs {
+		total += c.Credits
+	}
+	j, _ := b.Store.GetJob(context.Background(), "", job.ID)
+	if total != j.CreditsSpent || costs["profile"].Credits != 60 {
+		t.Fatalf("costs by stage %+v (sum %d), job spent %d", costs, total, j.CreditsSpent)
+	}
+}
