@@ -84,7 +84,8 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (int64, error) {
 			if r.Allowance != nil {
 				be.Budget = *r.Allowance
 			}
-			_ = s.pool.QueryRow(ctx, `SELECT spent, reserved FROM account_usage WHERE account = $1
+			// On the transaction's own connection: a second one could wait forever on a full pool.
+			_ = tx.QueryRow(ctx, `SELECT spent, reserved FROM account_usage WHERE account = $1
 				AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`, r.Account).Scan(&be.Spent, &be.Reserved)
 			return 0, be
 		}
