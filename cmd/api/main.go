@@ -46,6 +46,9 @@ const (
 // run starts the API and serves until ctx is done, then shuts down within
 // the configured ShutdownTimeout.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) > 1 && args[1] == "keys" {
+		return keysCommand(ctx, args[2:], getenv, stdout, stderr)
+	}
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "", "listen address (default ENRICHQ_API_ADDR, else 127.0.0.1:8080; port 0 picks a free port)")
@@ -62,9 +65,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *addr != "" {
 		cfg.APIAddr = *addr
 	}
-	if len(cfg.APIKeys) == 0 {
-		return errors.New("no API keys: set ENRICHQ_API_KEYS=tenant:key[,tenant:key...] (the API refuses to start without a key source)")
-	}
 	log := cfg.Logger(stderr).With("cmd", "api")
 
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{})
@@ -76,6 +76,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err := st.Migrate(ctx, log); err != nil {
 			return err
 		}
+	}
+	stored, err := st.CountLiveAPIKeys(ctx)
+	if err != nil {
+		return fmt.Errorf("count API keys: %w", err)
+	}
+	if len(cfg.APIKeys) == 0 && stored == 0 {
+		return errors.New("no API keys: set ENRICHQ_API_KEYS=tenant:key[,tenant:key...] or create one with `api keys create --tenant T` (the API refuses to start without a key source)")
 	}
 	redisOpt, err := cfg.AsynqRedis()
 	if err != nil {
@@ -91,7 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Store: st,
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk},
-		Keys:   httpapi.NewStaticKeys(cfg.APIKeys),
+		Keys:   httpapi.StoreKeys{Bootstrap: httpapi.NewStaticKeys(cfg.APIKeys), Store: st},
 		Limits: limits,
 		Ready: func(ctx context.Context) error {
 			if err := st.Ping(ctx); err != nil {
@@ -125,7 +132,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("api listening", "addr", ln.Addr().String(), "tenants", len(cfg.APIKeys), "queue", cfg.Queue)
+	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.APIKeys), "stored_keys", stored, "queue", cfg.Queue)
 	fmt.Fprintf(stdout, "api listening on http://%s\n", ln.Addr())
 
 	select {

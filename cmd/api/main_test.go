@@ -136,7 +136,8 @@ func TestRunServesUntilCanceled(t *testing.T) {
 
 func TestRunRefusesWithoutKeys(t *testing.T) {
 	t.Parallel()
-	err := run(context.Background(), []string{"api"}, func(string) string { return "" }, io.Discard, io.Discard)
+	env := map[string]string{"DATABASE_URL": storetest.NewDatabase(t), "REDIS_URL": redisURL()}
+	err := run(context.Background(), []string{"api"}, func(k string) string { return env[k] }, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "ENRICHQ_API_KEYS") {
 		t.Fatalf("err = %v, want one naming ENRICHQ_API_KEYS", err)
 	}
