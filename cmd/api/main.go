@@ -90,6 +90,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
 	defer enq.Close()
+	var platform *jobs.Platform // the platform's own API: off unless configured, refused half-configured
+	if cfg.PlatformEnabled() {
+		if platform, err = jobs.PlatformFromConfig(st, enq, cfg, log.With("component", "platform")); err != nil {
+			return err
+		}
+	}
 
 	limits := ingest.DefaultLimits()
 	limits.MaxBytes = cfg.MaxUploadBytes
@@ -97,7 +103,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	handler := httpapi.NewServer(httpapi.Deps{
 		Store: st,
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize,
-			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk},
+			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
+			WebhooksEnabled: cfg.WebhookSecret != "", AllowPrivateCallbacks: cfg.WebhookAllowPrivate},
 		Keys:   httpapi.StoreKeys{Bootstrap: httpapi.NewStaticKeys(cfg.APIKeys), Store: st},
 		Limits: limits,
 		Ready: func(ctx context.Context) error {
@@ -117,7 +124,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 				return fmt.Errorf("redis: %w", ctx.Err())
 			}
 		},
-		Log: log,
+		Log:      log,
+		Platform: platform,
 	})
 
 	ln, err := net.Listen("tcp", cfg.APIAddr)

@@ -52,6 +52,15 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Interval:    cfg.SweepInterval,
 		MaxAttempts: cfg.MaxAttempts,
 	}}
+	if cfg.WebhookSecret != "" {
+		sw.Webhooks = jobs.NewWebhooks(st, jobs.WebhookConfig{Secret: cfg.WebhookSecret, AllowPrivate: cfg.WebhookAllowPrivate},
+			log.With("component", "webhooks"))
+	}
+	if cfg.PlatformEnabled() { // due member sync chunks, token refresh and expiry reports
+		if sw.Platform, err = jobs.PlatformFromConfig(st, enq, cfg, log.With("component", "platform")); err != nil {
+			return err
+		}
+	}
 	log.Info("scheduler started", "queue", cfg.Queue, "interval", cfg.SweepInterval)
 	fmt.Fprintln(stdout, "scheduler started")
 	err = sw.Run(ctx)

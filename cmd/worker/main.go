@@ -7,7 +7,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -40,6 +42,13 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		return err
 	}
 	log := cfg.Logger(stderr)
+	if addr := getenv("ENRICHQ_PPROF_ADDR"); addr != "" {
+		stopPprof, err := servePprof(addr, stdout)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.WorkerConcurrency + 4)})
 	if err != nil {
@@ -101,6 +110,13 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	}, log)
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
+	if cfg.PlatformEnabled() { // member sync jobs (platform:sync), same queue and workers
+		platform, err := jobs.PlatformFromConfig(st, nil, cfg, log.With("component", "platform"))
+		if err != nil {
+			return err
+		}
+		mux.HandleFunc(jobs.TypePlatformSync, platform.HandleSync)
+	}
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
@@ -112,4 +128,25 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	srv.Shutdown()
 	log.Info("worker stopped")
 	return nil
+}
+
+// servePprof serves net/http/pprof on addr (ENRICHQ_PPROF_ADDR, e.g.
+// 127.0.0.1:6060; port 0 picks one) for profiling, and prints
+// "pprof listening on http://ADDR". Keep it on a loopback address: the
+// profiles show the process's internals.
+func servePprof(addr string, stdout io.Writer) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("ENRICHQ_PPROF_ADDR: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	fmt.Fprintf(stdout, "pprof listening on http://%s\n", ln.Addr())
+	return func() { _ = srv.Close() }, nil
 }

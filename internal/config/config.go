@@ -16,6 +16,8 @@ import (
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
+
+	"github.com/enrichq/enrichq/internal/secretbox"
 )
 
 // Config is enrichq's configuration.
@@ -58,9 +60,37 @@ type Config struct {
 	VendorMonthlyCredits int64
 
 	// PlatformURL and PlatformVersion: the platform's base URL and YYYYMM version
-	// (ENRICHQ_PLATFORM_URL, ENRICHQ_PLATFORM_VERSION).
+	// (ENRICHQ_PLATFORM_URL, ENRICHQ_PLATFORM_VERSION). The version is checked
+	// as six digits YYYYMM here, at start, before any call.
 	PlatformURL     string
 	PlatformVersion string
+	// PlatformAuthURL and PlatformTokenURL: the platform's OAuth 2.0 consent
+	// screen and token endpoint (ENRICHQ_PLATFORM_AUTH_URL, ENRICHQ_PLATFORM_TOKEN_URL).
+	PlatformAuthURL  string
+	PlatformTokenURL string
+	// PlatformClientID and PlatformClientSecret: the app registered at the
+	// platform (ENRICHQ_PLATFORM_CLIENT_ID, ENRICHQ_PLATFORM_CLIENT_SECRET).
+	// The secret is never logged.
+	PlatformClientID     string
+	PlatformClientSecret string
+	// PlatformRedirectURL is enrichq's callback as registered at the platform,
+	// ending in /v1/platform/callback (ENRICHQ_PLATFORM_REDIRECT_URL).
+	PlatformRedirectURL string
+	// PlatformTokenKey encrypts member tokens at rest (AES-256-GCM): 32 bytes
+	// in base64 or hex, several comma-separated to rotate (the first seals)
+	// (ENRICHQ_PLATFORM_TOKEN_KEY). A secret: never logged. Without it the
+	// platform's routes and tasks do not start.
+	PlatformTokenKey string
+	// PlatformExpiryWindow: members whose token expires within it are
+	// reported and refreshed (ENRICHQ_PLATFORM_EXPIRY_WINDOW, default 7d).
+	PlatformExpiryWindow time.Duration
+
+	// WebhookSecret signs completion callbacks (ENRICHQ_WEBHOOK_SECRET); without
+	// it, jobs with a callback_url are refused. A secret: never logged.
+	WebhookSecret string
+	// WebhookAllowPrivate allows callback URLs on loopback and private
+	// networks (ENRICHQ_WEBHOOK_ALLOW_PRIVATE, default false).
+	WebhookAllowPrivate bool
 
 	// Queue is the asynq queue chunk tasks go to (ENRICHQ_QUEUE, default enrichq).
 	Queue string
@@ -88,7 +118,7 @@ func Load(getenv func(string) string) (Config, error) {
 		APIAddr:         or(getenv("ENRICHQ_API_ADDR"), "127.0.0.1:8080"),
 		VendorURL:       strings.TrimRight(getenv("ENRICHQ_VENDOR_URL"), "/"),
 		VendorKey:       getenv("ENRICHQ_VENDOR_KEY"),
-		PlatformURL:     getenv("ENRICHQ_PLATFORM_URL"),
+		PlatformURL:     strings.TrimRight(getenv("ENRICHQ_PLATFORM_URL"), "/"),
 		PlatformVersion: getenv("ENRICHQ_PLATFORM_VERSION"),
 		Queue:           or(getenv("ENRICHQ_QUEUE"), "enrichq"),
 		LogFormat:       getenv("ENRICHQ_LOG_FORMAT"),
@@ -97,6 +127,8 @@ func Load(getenv func(string) string) (Config, error) {
 	var errs []string
 	p := parser{getenv: getenv, errs: &errs}
 	c.Migrate = p.bool("ENRICHQ_MIGRATE", true)
+	c.WebhookSecret = getenv("ENRICHQ_WEBHOOK_SECRET")
+	c.WebhookAllowPrivate = p.bool("ENRICHQ_WEBHOOK_ALLOW_PRIVATE", false)
 	c.VendorBulk = p.bool("ENRICHQ_VENDOR_BULK", true)
 	c.VendorRPS = p.float("ENRICHQ_VENDOR_RPS", 10, 0.01, 100000)
 	c.VendorBurst = p.int("ENRICHQ_VENDOR_BURST", 1, 1, 100000)
@@ -145,6 +177,23 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.Lease < 10*time.Second {
 		errs = append(errs, "ENRICHQ_LEASE: at least 10s")
 	}
+	c.PlatformAuthURL = getenv("ENRICHQ_PLATFORM_AUTH_URL")
+	c.PlatformTokenURL = getenv("ENRICHQ_PLATFORM_TOKEN_URL")
+	c.PlatformClientID = getenv("ENRICHQ_PLATFORM_CLIENT_ID")
+	c.PlatformClientSecret = getenv("ENRICHQ_PLATFORM_CLIENT_SECRET")
+	c.PlatformRedirectURL = getenv("ENRICHQ_PLATFORM_REDIRECT_URL")
+	c.PlatformTokenKey = getenv("ENRICHQ_PLATFORM_TOKEN_KEY")
+	c.PlatformExpiryWindow = p.days("ENRICHQ_PLATFORM_EXPIRY_WINDOW", 7*24*time.Hour)
+	if c.PlatformTokenKey != "" {
+		if _, err := secretbox.ParseKeys(c.PlatformTokenKey); err != nil {
+			errs = append(errs, "ENRICHQ_PLATFORM_TOKEN_KEY: "+err.Error()) // never the key itself
+		}
+	}
+	if c.PlatformVersion != "" {
+		if err := validPlatformVersion(c.PlatformVersion); err != "" {
+			errs = append(errs, "ENRICHQ_PLATFORM_VERSION="+strconv.Quote(c.PlatformVersion)+": "+err)
+		}
+	}
 	if len(errs) > 0 {
 		return c, fmt.Errorf("configuration: %s", strings.Join(errs, "; "))
 	}
@@ -167,6 +216,49 @@ func (c Config) VendorAccount() string {
 	}
 	sum := sha256.Sum256([]byte(c.VendorKey))
 	return hex.EncodeToString(sum[:])[:12]
+}
+
+// PlatformEnabled reports whether the platform's own API is configured (its
+// URL or its app's client id is set). Then RequirePlatform must pass.
+func (c Config) PlatformEnabled() bool {
+	return c.PlatformURL != "" || c.PlatformClientID != ""
+}
+
+// RequirePlatform checks what the platform's connect flow and member sync
+// need, naming every missing variable. The token key is required: member
+// tokens are never stored in the clear.
+func (c Config) RequirePlatform() error {
+	var missing []string
+	for _, v := range []struct{ name, value string }{
+		{"ENRICHQ_PLATFORM_URL", c.PlatformURL},
+		{"ENRICHQ_PLATFORM_VERSION", c.PlatformVersion},
+		{"ENRICHQ_PLATFORM_AUTH_URL", c.PlatformAuthURL},
+		{"ENRICHQ_PLATFORM_TOKEN_URL", c.PlatformTokenURL},
+		{"ENRICHQ_PLATFORM_CLIENT_ID", c.PlatformClientID},
+		{"ENRICHQ_PLATFORM_CLIENT_SECRET", c.PlatformClientSecret},
+		{"ENRICHQ_PLATFORM_REDIRECT_URL", c.PlatformRedirectURL},
+		{"ENRICHQ_PLATFORM_TOKEN_KEY", c.PlatformTokenKey},
+	} {
+		if v.value == "" {
+			missing = append(missing, v.name)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("configuration: the platform's API is configured but %s %s not set (ENRICHQ_PLATFORM_TOKEN_KEY: 32 bytes in base64, e.g. openssl rand -base64 32)",
+			strings.Join(missing, ", "), map[bool]string{true: "is", false: "are"}[len(missing) == 1])
+	}
+	return nil
+}
+
+// validPlatformVersion checks YYYYMM: six digits, a month from 01 to 12.
+func validPlatformVersion(v string) string {
+	if len(v) != 6 || strings.Trim(v, "0123456789") != "" {
+		return "want six digits YYYYMM, e.g. 202611"
+	}
+	if m, _ := strconv.Atoi(v[4:]); m < 1 || m > 12 {
+		return "want YYYYMM with a month from 01 to 12"
+	}
+	return ""
 }
 
 // AsynqRedis returns the asynq connection option of RedisURL.
@@ -254,6 +346,20 @@ func (p parser) float(name string, def, lo, hi float64) float64 {
 		return def
 	}
 	return f
+}
+
+// days is a duration that may also be given in whole days ("7d").
+func (p parser) days(name string, def time.Duration) time.Duration {
+	v := p.getenv(name)
+	if n, ok := strings.CutSuffix(v, "d"); ok && v != "" {
+		d, err := strconv.Atoi(n)
+		if err != nil || d <= 0 {
+			*p.errs = append(*p.errs, fmt.Sprintf("%s=%q: want a positive duration such as 7d or 36h", name, v))
+			return def
+		}
+		return time.Duration(d) * 24 * time.Hour
+	}
+	return p.duration(name, def)
 }
 
 func (p parser) duration(name string, def time.Duration) time.Duration {

@@ -41,6 +41,9 @@ type Deps struct {
 	// UploadTimeout bounds a whole upload, however steadily it trickles;
 	// default 10m.
 	UploadTimeout time.Duration
+	// Platform serves the platform's own API (connect flow, members, member
+	// sync, platform.go); nil answers its routes 503 platform_not_configured.
+	Platform *jobs.Platform
 }
 
 // Defaults of Deps.

@@ -20,6 +20,7 @@ type JobRequest struct {
 	Lookups       []string `json:"lookups,omitempty"`
 	BudgetCredits *int64   `json:"budget_credits,omitempty"`
 	MaxAge        string   `json:"max_age,omitempty"`
+	CallbackURL   string   `json:"callback_url,omitempty"`
 }
 
 // RowIn is one row of a JSON job, as given.
@@ -33,7 +34,7 @@ type RowIn struct {
 }
 
 var (
-	jobFields = []string{"name", "rows", "roles", "lookups", "budget_credits", "max_age"}
+	jobFields = []string{"name", "rows", "roles", "lookups", "budget_credits", "max_age", "callback_url"}
 	rowFields = []string{"ref", "profile_url", "name", "company", "email", "extra"}
 
 	errNotUTF8 = errors.New("ingest: body is not UTF-8")
@@ -233,6 +234,8 @@ func (d *jsonDecoder) job() (*JobRequest, error) {
 			err = d.field(&req.Name, 0, key, path, "string")
 		case "max_age":
 			err = d.field(&req.MaxAge, 0, key, path, `string (a duration like "720h" or "30d")`)
+		case "callback_url":
+			err = d.field(&req.CallbackURL, 0, key, path, "string (an https URL)")
 		case "budget_credits":
 			err = d.field(&req.BudgetCredits, 0, key, path, "a whole number")
 		case "roles":

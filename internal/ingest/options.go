@@ -40,11 +40,13 @@ type JobOptions struct {
 	Roles         []string      // trimmed, deduplicated (case-insensitively, first spelling kept), at most Limits.MaxRoles
 	BudgetCredits *int64        // >= 0; nil: the job has no budget of its own
 	MaxAge        time.Duration // reuse results newer than this; default DefaultMaxAge
+	CallbackURL   string        // called when the job ends; an absolute http(s) URL, "" for none
 }
 
 // optionsIn are the options as given, before validation.
 type optionsIn struct {
 	name, maxAge     string
+	callback         string
 	budget           *int64
 	lookups, roles   []listItem
 	queryBudget      string
@@ -54,7 +56,7 @@ type optionsIn struct {
 // listItem is one element of lookups or roles with its place for messages.
 type listItem struct{ v, place string }
 
-var queryParams = []string{"name", "lookups", "roles", "budget_credits", "max_age"}
+var queryParams = []string{"name", "lookups", "roles", "budget_credits", "max_age", "callback_url"}
 
 // ParseOptions reads the options of a CSV upload from its query parameters:
 // name, lookups, roles, budget_credits, max_age. lookups and roles may repeat
@@ -75,7 +77,7 @@ func ParseOptions(v url.Values, lim Limits) (JobOptions, error) {
 	for _, key := range keys {
 		vals := v[key]
 		switch key {
-		case "name", "budget_credits", "max_age":
+		case "name", "budget_credits", "max_age", "callback_url":
 			if len(vals) > 1 {
 				bad(key, fmt.Sprintf("%s is given %d times", key, len(vals)))
 				continue
@@ -86,6 +88,8 @@ func ParseOptions(v url.Values, lim Limits) (JobOptions, error) {
 				in.name = vals[0]
 			case "max_age":
 				in.maxAge = val
+			case "callback_url":
+				in.callback = val
 			case "budget_credits":
 				in.queryBudget, in.queryBudgetGiven = val, val != ""
 			}
@@ -147,7 +151,7 @@ func splitList(v string) ([]string, error) {
 // (roles and lookups are JSON arrays here, not comma-separated).
 func (r *JobRequest) Options(lim Limits) (JobOptions, error) {
 	lim = lim.withDefaults()
-	in := optionsIn{name: r.Name, maxAge: strings.TrimSpace(r.MaxAge), budget: r.BudgetCredits}
+	in := optionsIn{name: r.Name, maxAge: strings.TrimSpace(r.MaxAge), budget: r.BudgetCredits, callback: strings.TrimSpace(r.CallbackURL)}
 	for i, v := range r.Lookups {
 		in.lookups = append(in.lookups, listItem{v: v, place: fmt.Sprintf("lookups[%d]", i)})
 	}
@@ -223,6 +227,14 @@ func (in *optionsIn) validate(lim Limits, errs []FieldError) (JobOptions, error)
 		o.MaxAge = d
 	}
 
+	if in.callback != "" {
+		if msg := checkCallbackURL(in.callback); msg != "" {
+			bad("callback_url", msg)
+		} else {
+			o.CallbackURL = in.callback
+		}
+	}
+
 	if len(errs) > 0 {
 		errs = errs[:min(len(errs), lim.MaxErrors)]
 		return JobOptions{}, &Error{Code: CodeInvalidOptions, Message: "invalid job options", Details: errs}
@@ -281,4 +293,24 @@ func clip(s string) string {
 		i--
 	}
 	return s[:i] + "…"
+}
+
+// checkCallbackURL checks the form of a callback URL; it returns "" or what
+// is wrong. Where it points (no loopback or private networks) is checked
+// when it is resolved, by the webhook sender.
+func checkCallbackURL(raw string) string {
+	if len(raw) > 2000 {
+		return "callback_url is longer than 2000 characters"
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Hostname() == "" {
+		return fmt.Sprintf("callback_url %q is not an absolute http(s) URL", clip(raw))
+	}
+	if u.User != nil {
+		return "callback_url must not carry credentials"
+	}
+	if u.Fragment != "" {
+		return "callback_url must not have a #fragment"
+	}
+	return ""
 }

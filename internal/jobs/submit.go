@@ -26,6 +26,11 @@ type Submitter struct {
 	VendorRPS float64
 	Bulk      bool
 	Costs     enrich.CostTable
+
+	// Webhooks: whether callbacks can be sent (a secret is configured), and
+	// whether callback URLs may point at loopback or private networks.
+	WebhooksEnabled       bool
+	AllowPrivateCallbacks bool
 }
 
 // Submission is one job to submit.
@@ -48,6 +53,18 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (job store.Job, 
 	if chunk <= 0 {
 		chunk = 100
 	}
+	if url := sub.Options.CallbackURL; url != "" {
+		msg := ""
+		if !s.WebhooksEnabled {
+			msg = "this server sends no callbacks (ENRICHQ_WEBHOOK_SECRET is not set); poll GET /v1/jobs/{id} instead"
+		} else if err := CheckCallbackURL(ctx, url, s.AllowPrivateCallbacks); err != nil {
+			msg = err.Error()
+		}
+		if msg != "" {
+			return store.Job{}, false, &ingest.Error{Code: ingest.CodeInvalidOptions, Message: "invalid job options",
+				Details: []ingest.FieldError{{Column: "callback_url", Message: msg}}}
+		}
+	}
 	nj := store.NewJob{
 		Tenant:         sub.Tenant,
 		Name:           sub.Options.Name,
@@ -58,6 +75,7 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (job store.Job, 
 		SourceFormat:   sub.Format,
 		IdempotencyKey: sub.IdempotencyKey,
 		ChunkSize:      chunk,
+		CallbackURL:    sub.Options.CallbackURL,
 	}
 	job, created, err = s.Store.CreateJob(ctx, nj, func(add func(store.NewRow) error) error {
 		return sub.Feed(func(l ingest.Lookup) error {

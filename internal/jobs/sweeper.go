@@ -47,6 +47,11 @@ type Sweeper struct {
 	Enqueuer *Enqueuer
 	Log      *slog.Logger
 	Config   SweeperConfig
+	// Webhooks, when set, sends the completion callbacks that are due.
+	Webhooks *Webhooks
+	// Platform, when set, adds the platform's step at the end of each sweep:
+	// due member sync chunks, token refresh and expiry (platform.go).
+	Platform *Platform
 }
 
 // SweepStats is what one sweep did.
@@ -55,6 +60,7 @@ type SweepStats struct {
 	ReservationsExpired int
 	ChunksEnqueued      int
 	JobsFinished        int
+	WebhooksDelivered   int
 }
 
 // Sweep runs every step once.
@@ -86,6 +92,20 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepStats, error) {
 	st.JobsFinished = len(finished)
 	for _, j := range finished {
 		s.logger().Info("job finished", "job_id", j.ID, "state", j.State, "rows", j.TotalRows, "credits_spent", j.CreditsSpent)
+	}
+	if s.Webhooks != nil {
+		n, err := s.Webhooks.DeliverDue(ctx)
+		st.WebhooksDelivered = n
+		if err != nil {
+			return st, err
+		}
+	}
+	if s.Platform != nil {
+		ps, err := s.Platform.Sweep(ctx)
+		st.ChunksEnqueued += ps.ChunksEnqueued
+		if err != nil {
+			return st, err
+		}
 	}
 	return st, nil
 }

@@ -52,6 +52,7 @@ type Job struct {
 	ChunkCount      int
 	SourceFormat    string
 	IdempotencyKey  *string
+	CallbackURL     string // called when the job ends; "" for none
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
@@ -60,14 +61,14 @@ type Job struct {
 
 const jobColumns = `id::text, tenant, name, state, state_reason, lookups, roles, budget_credits,
 	credits_reserved, credits_spent, max_age_seconds, total_rows, chunk_count, source_format,
-	idempotency_key, created_at, started_at, finished_at, updated_at`
+	idempotency_key, coalesce(callback_url, ''), created_at, started_at, finished_at, updated_at`
 
 func scanJob(row pgx.Row) (Job, error) {
 	var j Job
 	var maxAge int64
 	err := row.Scan(&j.ID, &j.Tenant, &j.Name, &j.State, &j.StateReason, &j.Lookups, &j.Roles, &j.BudgetCredits,
 		&j.CreditsReserved, &j.CreditsSpent, &maxAge, &j.TotalRows, &j.ChunkCount, &j.SourceFormat,
-		&j.IdempotencyKey, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt)
+		&j.IdempotencyKey, &j.CallbackURL, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt)
 	if err != nil {
 		return Job{}, interpretError(err)
 	}
@@ -86,6 +87,7 @@ type NewJob struct {
 	SourceFormat   string
 	IdempotencyKey string // "" for none
 	ChunkSize      int    // rows per chunk task
+	CallbackURL    string // "" for none
 }
 
 // NewRow is one lookup of a new job.
@@ -131,11 +133,11 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 
 	var jobID string
 	err = tx.QueryRow(ctx, `
-		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key, callback_url)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
 		ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING id::text`,
-		nj.Tenant, nj.Name, nj.Lookups, roles, nj.BudgetCredits, int64(nj.MaxAge/time.Second), nj.SourceFormat, idem,
+		nj.Tenant, nj.Name, nj.Lookups, roles, nj.BudgetCredits, int64(nj.MaxAge/time.Second), nj.SourceFormat, idem, nullIfEmpty(nj.CallbackURL),
 	).Scan(&jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The key was used before: the first job is the answer.
@@ -299,8 +301,13 @@ func (s *Store) CancelJob(ctx context.Context, tenant, id string) (Job, error) {
 			next_attempt_at = NULL WHERE job_id = $1 AND state IN ('pending', 'retry_wait')`, id); err != nil {
 			return Job{}, interpretError(err)
 		}
-		if _, err := tx.Exec(ctx, `UPDATE jobs SET finished_at = now() WHERE id = $1
-			AND NOT EXISTS (SELECT 1 FROM job_rows WHERE job_id = $1 AND state = 'in_flight')`, id); err != nil {
+		if _, err := tx.Exec(ctx, `
+			WITH f AS (
+				UPDATE jobs SET finished_at = now() WHERE id = $1
+				AND NOT EXISTS (SELECT 1 FROM job_rows WHERE job_id = $1 AND state = 'in_flight')
+				RETURNING id, callback_url)
+			INSERT INTO webhook_deliveries (job_id, url) SELECT id, callback_url FROM f WHERE callback_url IS NOT NULL
+			ON CONFLICT DO NOTHING`, id); err != nil {
 			return Job{}, interpretError(err)
 		}
 	}
@@ -360,14 +367,21 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 		  AND r.state IN ('pending', 'retry_wait')`, id); err != nil {
 		return nil, interpretError(err)
 	}
+	// The completion webhook is queued in the same statement: a job never
+	// ends without its delivery on record.
 	rows, err := s.pool.Query(ctx, `
-		UPDATE jobs j SET state = CASE WHEN j.state = 'canceled' THEN 'canceled' ELSE 'completed' END,
-			state_reason = CASE WHEN j.state = 'canceled' THEN j.state_reason ELSE '' END,
-			finished_at = now(), updated_at = now()
-		WHERE j.state IN ('queued', 'running', 'canceled') AND j.finished_at IS NULL
-		  AND ($1 = '' OR j.id = $1::uuid)
-		  AND NOT EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = j.id AND r.state IN ('pending', 'in_flight', 'retry_wait'))
-		RETURNING `+jobColumns, id)
+		WITH f AS (
+			UPDATE jobs j SET state = CASE WHEN j.state = 'canceled' THEN 'canceled' ELSE 'completed' END,
+				state_reason = CASE WHEN j.state = 'canceled' THEN j.state_reason ELSE '' END,
+				finished_at = now(), updated_at = now()
+			WHERE j.state IN ('queued', 'running', 'canceled') AND j.finished_at IS NULL
+			  AND ($1 = '' OR j.id = $1::uuid)
+			  AND NOT EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = j.id AND r.state IN ('pending', 'in_flight', 'retry_wait'))
+			RETURNING j.*),
+		d AS (
+			INSERT INTO webhook_deliveries (job_id, url) SELECT id, callback_url FROM f WHERE callback_url IS NOT NULL
+			ON CONFLICT DO NOTHING)
+		SELECT `+jobColumns+` FROM f`, id)
 	if err != nil {
 		return nil, interpretError(err)
 	}

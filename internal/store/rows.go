@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -161,145 +162,277 @@ type Outcome struct {
 	FailedAttempt bool      // count one more failed attempt
 }
 
-// SaveOutcomes records outcomes of rows held under token, in one
-// transaction. Rows whose claim was lost (lease expired and taken by
-// another worker) are left alone: their results are not written. It returns
-// the ids written.
+// SaveOutcomes records outcomes of rows held under token, atomically. Rows
+// whose claim was lost (lease expired and taken by another worker) are left
+// alone: their results are not written. It returns the ids written.
+//
+// Everything goes in one statement, so one round trip: the row states, then
+// (in data-modifying CTEs joined to the rows the update wrote) the results of
+// every stage and the no-match markers as multi-row INSERT ... SELECT FROM
+// unnest(...), and the cache entries as one upsert. Never a statement per row.
 func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []Outcome, cache []CacheEntry) ([]int64, error) {
 	if len(outs) == 0 && len(cache) == 0 {
 		return nil, nil
 	}
+	var a saveArgs
+	a.rows(outs)
+	a.cache(cache)
+	rows, err := s.pool.Query(ctx, saveOutcomesSQL,
+		// $1-$10: row states
+		a.ids, a.states, a.reasons, a.lastErrors, a.next, a.inc, a.found, a.stages, token, a.anyMatch,
+		// $11-$24: profiles
+		a.p.rowID, a.p.source, a.p.fromCache, a.p.url, a.p.name, a.p.headline, a.p.company, a.p.role, a.p.location,
+		a.p.size, a.p.industry, a.p.tech, a.p.raw, a.p.fetched,
+		// $25-$33: emails
+		a.e.rowID, a.e.source, a.e.fromCache, a.e.url, a.e.email, a.e.confidence, a.e.verified, a.e.raw, a.e.fetched,
+		// $34-$42: phones
+		a.ph.rowID, a.ph.source, a.ph.fromCache, a.ph.url, a.ph.phones, a.ph.primaryNumber, a.ph.primaryType, a.ph.raw, a.ph.fetched,
+		// $43-$47: no-match markers
+		a.n.rowID, a.n.stage, a.n.source, a.n.fromCache, a.n.checked,
+		// $48-$53: cache entries
+		tenant, a.c.stage, a.c.key, a.c.matched, a.c.result, a.c.fetched,
+	)
+	if err != nil {
+		return nil, fmt.Errorf("store: save outcomes: %w", interpretError(err))
+	}
+	written, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("store: save outcomes: %w", interpretError(err))
+	}
+	return written, nil
+}
+
+const saveOutcomesSQL = `
+WITH u AS (
+	UPDATE job_rows r SET
+		state = u.state,
+		state_reason = CASE WHEN u.state IN ('failed', 'skipped') THEN u.reason ELSE '' END,
+		last_error = CASE WHEN u.last_error <> '' THEN u.last_error ELSE r.last_error END,
+		attempts = r.attempts + u.inc,
+		next_attempt_at = CASE WHEN u.state = 'retry_wait' THEN u.next_at END,
+		lease_until = CASE WHEN u.state = 'in_flight' THEN r.lease_until END,
+		lease_token = CASE WHEN u.state = 'in_flight' THEN r.lease_token END,
+		found_profile_url = coalesce(nullif(u.found, ''), r.found_profile_url),
+		stages_done = CASE WHEN u.stages = '' THEN '{}'::text[] ELSE string_to_array(u.stages, ',') END,
+		any_match = r.any_match OR u.any_match,
+		finished_at = CASE WHEN u.state IN ('matched', 'no_match', 'failed', 'skipped') THEN now() END,
+		updated_at = now()
+	FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::text[], $10::bool[])
+		AS u(id, state, reason, last_error, next_at, inc, found, stages, any_match)
+	WHERE r.id = u.id AND r.lease_token = $9 AND r.state = 'in_flight'
+	RETURNING r.id, r.job_id
+), p AS (
+	INSERT INTO profile_results (job_id, row_id, source, from_cache, profile_url, name, headline, company, role,
+		location, company_size, industry, technographics, raw, fetched_at)
+	SELECT u.job_id, x.row_id, x.source, x.from_cache, x.url, nullif(x.name, ''), nullif(x.headline, ''), nullif(x.company, ''),
+		nullif(x.role, ''), nullif(x.location, ''), nullif(x.size, ''), nullif(x.industry, ''),
+		CASE WHEN x.tech IS NOT NULL THEN
+			ARRAY(SELECT t.v FROM jsonb_array_elements_text(x.tech::jsonb) WITH ORDINALITY AS t(v, i) ORDER BY t.i) END,
+		x.raw::jsonb, x.fetched
+	FROM unnest($11::bigint[], $12::text[], $13::bool[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
+		$19::text[], $20::text[], $21::text[], $22::text[], $23::text[], $24::timestamptz[])
+		WITH ORDINALITY AS x(row_id, source, from_cache, url, name, headline, company, role, location, size, industry, tech, raw, fetched, ord)
+	JOIN u ON u.id = x.row_id
+	ORDER BY x.ord
+	ON CONFLICT (row_id) DO NOTHING
+), e AS (
+	INSERT INTO email_results (job_id, row_id, source, from_cache, profile_url, email, confidence, verified, raw, fetched_at)
+	SELECT u.job_id, x.row_id, x.source, x.from_cache, x.url, x.email, x.confidence, x.verified, x.raw::jsonb, x.fetched
+	FROM unnest($25::bigint[], $26::text[], $27::bool[], $28::text[], $29::text[], $30::float8[], $31::bool[], $32::text[], $33::timestamptz[])
+		WITH ORDINALITY AS x(row_id, source, from_cache, url, email, confidence, verified, raw, fetched, ord)
+	JOIN u ON u.id = x.row_id
+	ORDER BY x.ord
+	ON CONFLICT (row_id) DO NOTHING
+), ph AS (
+	INSERT INTO phone_results (job_id, row_id, source, from_cache, profile_url, phones, primary_number, primary_type, raw, fetched_at)
+	SELECT u.job_id, x.row_id, x.source, x.from_cache, x.url, x.phones::jsonb, nullif(x.primary_number, ''), nullif(x.primary_type, ''),
+		x.raw::jsonb, x.fetched
+	FROM unnest($34::bigint[], $35::text[], $36::bool[], $37::text[], $38::text[], $39::text[], $40::text[], $41::text[], $42::timestamptz[])
+		WITH ORDINALITY AS x(row_id, source, from_cache, url, phones, primary_number, primary_type, raw, fetched, ord)
+	JOIN u ON u.id = x.row_id
+	ORDER BY x.ord
+	ON CONFLICT (row_id) DO NOTHING
+), n AS (
+	INSERT INTO no_matches (job_id, row_id, stage, source, from_cache, checked_at)
+	SELECT u.job_id, x.row_id, x.stage, x.source, x.from_cache, x.checked
+	FROM unnest($43::bigint[], $44::text[], $45::text[], $46::bool[], $47::timestamptz[])
+		WITH ORDINALITY AS x(row_id, stage, source, from_cache, checked, ord)
+	JOIN u ON u.id = x.row_id
+	ORDER BY x.ord
+	ON CONFLICT (row_id, stage) DO NOTHING
+), c AS (
+	-- In (stage, key) order, so concurrent workers cannot deadlock.
+	INSERT INTO lookup_cache (tenant, stage, input_key, matched, result, fetched_at)
+	SELECT $48, x.stage, x.key, x.matched, x.result::jsonb, x.fetched
+	FROM unnest($49::text[], $50::text[], $51::bool[], $52::text[], $53::timestamptz[]) WITH ORDINALITY AS x(stage, key, matched, result, fetched, ord)
+	ORDER BY x.ord
+	ON CONFLICT (tenant, stage, input_key) DO UPDATE SET matched = excluded.matched, result = excluded.result, fetched_at = excluded.fetched_at
+		WHERE lookup_cache.fetched_at < excluded.fetched_at
+)
+SELECT id FROM u`
+
+// saveArgs are SaveOutcomes' parameters, one array per column.
+type saveArgs struct {
+	ids        []int64
+	states     []string
+	reasons    []string
+	lastErrors []string
+	next       []*time.Time
+	inc        []int32
+	found      []string
+	stages     []string
+	anyMatch   []bool
+	p          struct {
+		rowID                                                             []int64
+		source                                                            []string
+		fromCache                                                         []bool
+		url, name, headline, company, role, location, size, industry, raw []string
+		tech                                                              []*string
+		fetched                                                           []time.Time
+	}
+	e struct {
+		rowID                   []int64
+		source, url, email, raw []string
+		fromCache, verified     []bool
+		confidence              []float64
+		fetched                 []time.Time
+	}
+	ph struct {
+		rowID                                                []int64
+		source, url, phones, primaryNumber, primaryType, raw []string
+		fromCache                                            []bool
+		fetched                                              []time.Time
+	}
+	n struct {
+		rowID         []int64
+		stage, source []string
+		fromCache     []bool
+		checked       []time.Time
+	}
+	c struct {
+		stage, key []string
+		matched    []bool
+		result     []*string
+		fetched    []time.Time
+	}
+}
+
+func (a *saveArgs) rows(outs []Outcome) {
 	n := len(outs)
-	ids := make([]int64, n)
-	states := make([]string, n)
-	reasons := make([]string, n)
-	lastErrors := make([]string, n)
-	next := make([]*time.Time, n)
-	inc := make([]int32, n)
-	found := make([]string, n)
-	stages := make([]string, n)
-	anyMatch := make([]bool, n)
+	a.ids = make([]int64, n)
+	a.states = make([]string, n)
+	a.reasons = make([]string, n)
+	a.lastErrors = make([]string, n)
+	a.next = make([]*time.Time, n)
+	a.inc = make([]int32, n)
+	a.found = make([]string, n)
+	a.stages = make([]string, n)
+	a.anyMatch = make([]bool, n)
 	for i, o := range outs {
-		ids[i] = o.RowID
-		states[i] = o.State
-		reasons[i] = o.Reason
-		lastErrors[i] = o.LastError
+		a.ids[i] = o.RowID
+		a.states[i] = o.State
+		a.reasons[i] = o.Reason
+		a.lastErrors[i] = o.LastError
 		if !o.NextAttemptAt.IsZero() {
 			t := o.NextAttemptAt
-			next[i] = &t
+			a.next[i] = &t
 		}
 		if o.FailedAttempt {
-			inc[i] = 1
+			a.inc[i] = 1
 		}
-		found[i] = o.FoundProfileURL
-		stages[i] = strings.Join(o.StagesDone, ",")
-		anyMatch[i] = o.AnyMatch
-	}
+		a.found[i] = o.FoundProfileURL
+		a.stages[i] = strings.Join(o.StagesDone, ",")
+		a.anyMatch[i] = o.AnyMatch
 
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
-
-	var written []int64
-	if n > 0 {
-		rows, err := tx.Query(ctx, `
-			UPDATE job_rows r SET
-				state = u.state,
-				state_reason = CASE WHEN u.state IN ('failed', 'skipped') THEN u.reason ELSE '' END,
-				last_error = CASE WHEN u.last_error <> '' THEN u.last_error ELSE r.last_error END,
-				attempts = r.attempts + u.inc,
-				next_attempt_at = CASE WHEN u.state = 'retry_wait' THEN u.next_at END,
-				lease_until = CASE WHEN u.state = 'in_flight' THEN r.lease_until END,
-				lease_token = CASE WHEN u.state = 'in_flight' THEN r.lease_token END,
-				found_profile_url = coalesce(nullif(u.found, ''), r.found_profile_url),
-				stages_done = CASE WHEN u.stages = '' THEN '{}'::text[] ELSE string_to_array(u.stages, ',') END,
-				any_match = r.any_match OR u.any_match,
-				finished_at = CASE WHEN u.state IN ('matched', 'no_match', 'failed', 'skipped') THEN now() END,
-				updated_at = now()
-			FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::text[], $10::bool[])
-				AS u(id, state, reason, last_error, next_at, inc, found, stages, any_match)
-			WHERE r.id = u.id AND r.lease_token = $9 AND r.state = 'in_flight'
-			RETURNING r.id`,
-			ids, states, reasons, lastErrors, next, inc, found, stages, token, anyMatch)
-		if err != nil {
-			return nil, interpretError(err)
-		}
-		written, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return nil, interpretError(err)
-		}
-	}
-	owned := make(map[int64]bool, len(written))
-	for _, id := range written {
-		owned[id] = true
-	}
-
-	batch := &pgx.Batch{}
-	for _, o := range outs {
-		if !owned[o.RowID] {
-			continue
-		}
 		src := o.Prov.Source
 		if src == "" {
 			src = "vendor"
 		}
 		if p := o.Profile; p != nil {
-			batch.Queue(`INSERT INTO profile_results (job_id, row_id, source, from_cache, profile_url, name, headline, company, role,
-				location, company_size, industry, technographics, raw, fetched_at)
-				SELECT job_id, id, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14 FROM job_rows WHERE id = $1
-				ON CONFLICT (row_id) DO NOTHING`,
-				o.RowID, src, o.Prov.FromCache, p.ProfileURL, nullIfEmpty(p.Name), nullIfEmpty(p.Headline), nullIfEmpty(p.Company),
-				nullIfEmpty(p.Role), nullIfEmpty(p.Location), nullIfEmpty(p.CompanySize), nullIfEmpty(p.Industry), p.Technographics,
-				jsonOrEmpty(p.Raw), o.Prov.FetchedAt)
+			var tech *string
+			if p.Technographics != nil {
+				b, _ := json.Marshal(p.Technographics)
+				t := string(b)
+				tech = &t
+			}
+			a.p.rowID = append(a.p.rowID, o.RowID)
+			a.p.source = append(a.p.source, src)
+			a.p.fromCache = append(a.p.fromCache, o.Prov.FromCache)
+			a.p.url = append(a.p.url, p.ProfileURL)
+			a.p.name = append(a.p.name, p.Name)
+			a.p.headline = append(a.p.headline, p.Headline)
+			a.p.company = append(a.p.company, p.Company)
+			a.p.role = append(a.p.role, p.Role)
+			a.p.location = append(a.p.location, p.Location)
+			a.p.size = append(a.p.size, p.CompanySize)
+			a.p.industry = append(a.p.industry, p.Industry)
+			a.p.tech = append(a.p.tech, tech)
+			a.p.raw = append(a.p.raw, string(jsonOrEmpty(p.Raw)))
+			a.p.fetched = append(a.p.fetched, o.Prov.FetchedAt)
 		}
 		if e := o.Email; e != nil {
-			batch.Queue(`INSERT INTO email_results (job_id, row_id, source, from_cache, profile_url, email, confidence, verified, raw, fetched_at)
-				SELECT job_id, id, $2, $3, $4, $5, $6, $7, $8, $9 FROM job_rows WHERE id = $1
-				ON CONFLICT (row_id) DO NOTHING`,
-				o.RowID, src, o.Prov.FromCache, e.ProfileURL, e.Email, e.Confidence, e.Verified, jsonOrEmpty(e.Raw), o.Prov.FetchedAt)
+			a.e.rowID = append(a.e.rowID, o.RowID)
+			a.e.source = append(a.e.source, src)
+			a.e.fromCache = append(a.e.fromCache, o.Prov.FromCache)
+			a.e.url = append(a.e.url, e.ProfileURL)
+			a.e.email = append(a.e.email, e.Email)
+			a.e.confidence = append(a.e.confidence, e.Confidence)
+			a.e.verified = append(a.e.verified, e.Verified)
+			a.e.raw = append(a.e.raw, string(jsonOrEmpty(e.Raw)))
+			a.e.fetched = append(a.e.fetched, o.Prov.FetchedAt)
 		}
 		if p := o.Phone; p != nil {
-			batch.Queue(`INSERT INTO phone_results (job_id, row_id, source, from_cache, profile_url, phones, primary_number, primary_type, raw, fetched_at)
-				SELECT job_id, id, $2, $3, $4, $5, $6, $7, $8, $9 FROM job_rows WHERE id = $1
-				ON CONFLICT (row_id) DO NOTHING`,
-				o.RowID, src, o.Prov.FromCache, p.ProfileURL, jsonOrArray(p.Phones), nullIfEmpty(p.PrimaryNumber), nullIfEmpty(p.PrimaryType),
-				jsonOrEmpty(p.Raw), o.Prov.FetchedAt)
+			a.ph.rowID = append(a.ph.rowID, o.RowID)
+			a.ph.source = append(a.ph.source, src)
+			a.ph.fromCache = append(a.ph.fromCache, o.Prov.FromCache)
+			a.ph.url = append(a.ph.url, p.ProfileURL)
+			a.ph.phones = append(a.ph.phones, string(jsonOrArray(p.Phones)))
+			a.ph.primaryNumber = append(a.ph.primaryNumber, p.PrimaryNumber)
+			a.ph.primaryType = append(a.ph.primaryType, p.PrimaryType)
+			a.ph.raw = append(a.ph.raw, string(jsonOrEmpty(p.Raw)))
+			a.ph.fetched = append(a.ph.fetched, o.Prov.FetchedAt)
 		}
 		for _, st := range o.NoMatches {
-			batch.Queue(`INSERT INTO no_matches (job_id, row_id, stage, source, from_cache, checked_at)
-				SELECT job_id, id, $2, $3, $4, $5 FROM job_rows WHERE id = $1
-				ON CONFLICT (row_id, stage) DO NOTHING`,
-				o.RowID, st, src, o.Prov.FromCache, o.Prov.FetchedAt)
+			a.n.rowID = append(a.n.rowID, o.RowID)
+			a.n.stage = append(a.n.stage, st)
+			a.n.source = append(a.n.source, src)
+			a.n.fromCache = append(a.n.fromCache, o.Prov.FromCache)
+			a.n.checked = append(a.n.checked, o.Prov.FetchedAt)
 		}
 	}
-	// Upsert cache entries in a stable order so concurrent workers cannot deadlock.
-	sort.Slice(cache, func(i, j int) bool {
-		if cache[i].Stage != cache[j].Stage {
-			return cache[i].Stage < cache[j].Stage
+}
+
+// cache takes the cache entries in (stage, key) order, one per key: the
+// newest (the first of equals), which is what upserting them one by one
+// would leave.
+func (a *saveArgs) cache(cache []CacheEntry) {
+	sorted := make([]CacheEntry, len(cache))
+	copy(sorted, cache)
+	sort.SliceStable(sorted, func(i, j int) bool {
+		if sorted[i].Stage != sorted[j].Stage {
+			return sorted[i].Stage < sorted[j].Stage
 		}
-		return cache[i].Key < cache[j].Key
+		return sorted[i].Key < sorted[j].Key
 	})
-	for _, c := range cache {
-		var result any
+	for i, c := range sorted {
+		if i > 0 && c.Stage == sorted[i-1].Stage && c.Key == sorted[i-1].Key {
+			last := len(a.c.key) - 1
+			if !c.FetchedAt.After(a.c.fetched[last]) {
+				continue
+			}
+			a.c.stage, a.c.key, a.c.matched, a.c.result, a.c.fetched = a.c.stage[:last], a.c.key[:last], a.c.matched[:last], a.c.result[:last], a.c.fetched[:last]
+		}
+		var result *string
 		if c.Matched {
-			result = string(jsonOrEmpty(c.Result))
+			r := string(jsonOrEmpty(c.Result))
+			result = &r
 		}
-		batch.Queue(`INSERT INTO lookup_cache (tenant, stage, input_key, matched, result, fetched_at) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (tenant, stage, input_key) DO UPDATE SET matched = excluded.matched, result = excluded.result, fetched_at = excluded.fetched_at
-			WHERE lookup_cache.fetched_at < excluded.fetched_at`,
-			tenant, c.Stage, c.Key, c.Matched, result, c.FetchedAt)
+		a.c.stage = append(a.c.stage, c.Stage)
+		a.c.key = append(a.c.key, c.Key)
+		a.c.matched = append(a.c.matched, c.Matched)
+		a.c.result = append(a.c.result, result)
+		a.c.fetched = append(a.c.fetched, c.FetchedAt)
 	}
-	if batch.Len() > 0 {
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return nil, fmt.Errorf("store: save results: %w", interpretError(err))
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, interpretError(err)
-	}
-	return written, nil
 }
 
 // ReleaseRows puts claimed rows back to pending without counting an attempt

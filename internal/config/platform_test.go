@@ -1,0 +1,69 @@
+package config
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func platformEnv() map[string]string {
+	return map[string]string{
+		"ENRICHQ_PLATFORM_URL":           "https://api.platform.example",
+		"ENRICHQ_PLATFORM_VERSION":       "202611",
+		"ENRICHQ_PLATFORM_AUTH_URL":      "https://www.platform.example/oauth/v2/authorization",
+		"ENRICHQ_PLATFORM_TOKEN_URL":     "https://www.platform.example/oauth/v2/accessToken",
+		"ENRICHQ_PLATFORM_CLIENT_ID":     "client",
+		"ENRICHQ_PLATFORM_CLIENT_SECRET": "secret",
+		"ENRICHQ_PLATFORM_REDIRECT_URL":  "https://enrichq.example/v1/platform/callback",
+		"ENRICHQ_PLATFORM_TOKEN_KEY":     "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=",
+	}
+}
+
+func TestPlatformConfig(t *testing.T) {
+	c, err := Load(env(platformEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.PlatformEnabled() || c.RequirePlatform() != nil || c.PlatformExpiryWindow != 7*24*time.Hour {
+		t.Fatalf("platform config: enabled %v, require %v, window %s", c.PlatformEnabled(), c.RequirePlatform(), c.PlatformExpiryWindow)
+	}
+	if c, _ := Load(env(nil)); c.PlatformEnabled() || c.RequirePlatform() == nil {
+		t.Error("an empty environment enables the platform, or lacks nothing")
+	}
+
+	// Without the key the platform does not start, and says what is missing.
+	e := platformEnv()
+	delete(e, "ENRICHQ_PLATFORM_TOKEN_KEY")
+	delete(e, "ENRICHQ_PLATFORM_REDIRECT_URL")
+	c, _ = Load(env(e))
+	if err := c.RequirePlatform(); err == nil || !strings.Contains(err.Error(), "ENRICHQ_PLATFORM_TOKEN_KEY") || !strings.Contains(err.Error(), "ENRICHQ_PLATFORM_REDIRECT_URL") {
+		t.Errorf("missing key: %v", err)
+	}
+
+	for name, tc := range map[string]struct{ key, value, want string }{
+		"version with a dash": {"ENRICHQ_PLATFORM_VERSION", "2026-11", "six digits YYYYMM"},
+		"version month 13":    {"ENRICHQ_PLATFORM_VERSION", "202613", "month"},
+		"short key":           {"ENRICHQ_PLATFORM_TOKEN_KEY", "c2hvcnQ=", "ENRICHQ_PLATFORM_TOKEN_KEY"},
+		"window in weeks":     {"ENRICHQ_PLATFORM_EXPIRY_WINDOW", "1w", "ENRICHQ_PLATFORM_EXPIRY_WINDOW"},
+		"window of zero days": {"ENRICHQ_PLATFORM_EXPIRY_WINDOW", "0d", "ENRICHQ_PLATFORM_EXPIRY_WINDOW"},
+	} {
+		e := platformEnv()
+		e[tc.key] = tc.value
+		_, err := Load(env(e))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "c2hvcnQ") {
+			t.Errorf("%s: the error shows the key: %v", name, err)
+		}
+	}
+	e = platformEnv()
+	e["ENRICHQ_PLATFORM_EXPIRY_WINDOW"] = "14d"
+	if c, err := Load(env(e)); err != nil || c.PlatformExpiryWindow != 14*24*time.Hour {
+		t.Errorf("14d: %s %v", c.PlatformExpiryWindow, err)
+	}
+	e["ENRICHQ_PLATFORM_EXPIRY_WINDOW"] = "36h"
+	if c, err := Load(env(e)); err != nil || c.PlatformExpiryWindow != 36*time.Hour {
+		t.Errorf("36h: %s %v", c.PlatformExpiryWindow, err)
+	}
+}

@@ -1,0 +1,714 @@
+package jobs_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/secretbox"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// platformBundle is a member sync pipeline for one test: real Postgres, real
+// Redis and asynq workers running platform:sync, the fake platform over
+// HTTP, and one fake clock shared by enrichq and the fake.
+type platformBundle struct {
+	*jobstest.Bundle
+	fp      *fakeplatform.Platform
+	fsrv    *httptest.Server
+	clock   *fakeplatform.Clock
+	box     *secretbox.Box
+	p       *jobs.Platform
+	sweeper *jobs.Sweeper
+	logs    *lockedBuffer
+}
+
+type platformOptions struct {
+	fake      func(*fakeplatform.Options)
+	version   string            // default 202611
+	transport http.RoundTripper // of the /rest/me client
+	start     time.Time         // the fake clock's start; default a weekday noon UTC
+	noWorker  bool
+}
+
+// lockedBuffer collects logs written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+const redirectURL = "https://enrichq.test/v1/platform/callback"
+
+func newPlatformBundle(t *testing.T, o platformOptions) *platformBundle {
+	t.Helper()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true})
+	if o.start.IsZero() {
+		o.start = time.Date(2026, 11, 18, 12, 0, 0, 0, time.UTC)
+	}
+	clock := fakeplatform.NewClock(o.start)
+	fopts := fakeplatform.DefaultOptions()
+	fopts.Now = clock.Now
+	fopts.RedirectURLs = []string{redirectURL}
+	if o.fake != nil {
+		o.fake(&fopts)
+	}
+	fp := fakeplatform.New(fopts)
+	fsrv := httptest.NewServer(fp)
+	t.Cleanup(fsrv.Close)
+	if o.version == "" {
+		o.version = "202611"
+	}
+	client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: fsrv.URL, Version: o.version,
+		HTTPClient: &http.Client{Timeout: 5 * time.Second, Transport: o.transport}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oauth, err := enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: fsrv.URL + fakeplatform.PathAuthorize,
+		TokenURL: fsrv.URL + fakeplatform.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret, RedirectURL: redirectURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, secretbox.KeySize)
+	_, _ = rand.Read(key)
+	box, err := secretbox.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	var w io.Writer = logs
+	if testing.Verbose() {
+		w = io.MultiWriter(logs, os.Stderr)
+	}
+	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	p, err := jobs.NewPlatform(b.Store, b.Enqueuer, jobs.PlatformConfig{Client: client, OAuth: oauth, Box: box,
+		ChunkSize: 2, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, Recheck: 200 * time.Millisecond,
+		Now: clock.Now, Rand: func() float64 { return 0.5 }}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !o.noWorker {
+		srv := jobs.NewServer(b.RedisOpt, jobs.ServerConfig{Queue: b.Queue, Concurrency: 4, ShutdownTimeout: 5 * time.Second,
+			TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, log)
+		mux := asynq.NewServeMux()
+		mux.HandleFunc(jobs.TypePlatformSync, p.HandleSync)
+		if err := srv.Start(mux); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Shutdown)
+	}
+	sw := &jobs.Sweeper{Store: b.Store, Enqueuer: b.Enqueuer, Log: log, Platform: p,
+		Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}}
+	return &platformBundle{Bundle: b, fp: fp, fsrv: fsrv, clock: clock, box: box, p: p, sweeper: sw, logs: logs}
+}
+
+// consent visits the consent screen signed in as member and returns the
+// callback the platform redirects to.
+func (pb *platformBundle) consent(t *testing.T, tenant, member string) jobs.Callback {
+	t.Helper()
+	pb.fp.SignIn(member)
+	u, err := pb.p.ConnectURL(context.Background(), tenant)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, err := url.Parse(resp.Header.Get("Location"))
+	if resp.StatusCode != http.StatusFound || err != nil || !strings.HasPrefix(loc.String(), redirectURL) {
+		t.Fatalf("consent screen: %s, Location %q", resp.Status, resp.Header.Get("Location"))
+	}
+	q := loc.Query()
+	return jobs.Callback{State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"), ErrorDescription: q.Get("error_description")}
+}
+
+// connect runs the whole connect flow for a member of the fake.
+func (pb *platformBundle) connect(t *testing.T, tenant, id, first, last string) store.PlatformMember {
+	t.Helper()
+	pb.fp.AddMember(fakeplatform.Member{ID: id, FirstName: first, LastName: last, Headline: first + "'s headline", Email: strings.ToLower(first) + "@example.com"})
+	m, err := pb.p.CompleteConnect(context.Background(), pb.consent(t, tenant, id))
+	if err != nil {
+		t.Fatalf("connect %s: %v", id, err)
+	}
+	return m
+}
+
+func (pb *platformBundle) submit(t *testing.T, req jobs.SyncRequest) store.Job {
+	t.Helper()
+	if req.Tenant == "" {
+		req.Tenant = "acme"
+	}
+	job, created, err := pb.p.SubmitSync(context.Background(), req)
+	if err != nil || !created {
+		t.Fatalf("submit sync: %v %v", created, err)
+	}
+	return job
+}
+
+// wait runs the scheduler's sweep (with its platform step) until the job is
+// in one of states, or until check reports true when given.
+func (pb *platformBundle) wait(t *testing.T, id string, check func(store.Job, map[string]int) bool) (store.Job, map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := pb.sweeper.Sweep(ctx); err != nil {
+			t.Fatalf("sweep: %v", err)
+		}
+		job, err := pb.Store.GetJob(ctx, "", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts, err := pb.Store.RowCounts(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if check(job, counts) {
+			return job, counts
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s still %s (%s), rows %v", id, job.State, job.StateReason, counts)
+		}
+		time.Sleep(20 * time.Millisecond) // polling real asynq workers, not a guess at a duration
+	}
+}
+
+func inState(states ...string) func(store.Job, map[string]int) bool {
+	return func(j store.Job, _ map[string]int) bool {
+		for _, s := range states {
+			if j.State == s && (s != store.JobCompleted || j.FinishedAt != nil) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func results(t *testing.T, st *store.Store, jobID string) map[string]store.Result {
+	t.Helper()
+	rs, err := st.ListResults(context.Background(), jobID, "", 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]store.Result{}
+	for _, r := range rs {
+		out[r.Ref] = r
+	}
+	return out
+}
+
+func TestMemberSyncJobEndToEnd(t *testing.T) {
+	t.Parallel()
+	pb := newPlatformBundle(t, platformOptions{})
+	ctx := context.Background()
+	ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+	pb.connect(t, "acme", "m-bob", "Bob", "Roe")
+	pb.connect(t, "acme", "m-cat", "Cat", "Kim")
+	pb.connect(t, "beta", "m-dan", "Dan", "Fox")
+	if ann.Status != store.MemberActive || ann.Name != "Ann Lee" || ann.Token.ExpiresAt == nil || ann.Token.Refreshable {
+		t.Fatalf("connected member %+v", ann)
+	}
+	served := pb.fp.ProfilesServed()
+
+	job := pb.submit(t, jobs.SyncRequest{Name: "reps", All: true})
+	if job.TotalRows != 3 || job.ChunkCount != 2 {
+		t.Fatalf("job %+v", job)
+	}
+	job, counts := pb.wait(t, job.ID, inState(store.JobCompleted))
+	if counts[store.RowMatched] != 3 {
+		t.Fatalf("rows %v", counts)
+	}
+	if got := pb.fp.ProfilesServed() - served; got != 3 {
+		t.Errorf("the platform served %d profiles for 3 members", got)
+	}
+	res := results(t, pb.Store, job.ID)
+	if r := res["m-ann"]; r.Kind != store.KindMember || r.Profile == nil || r.Profile.Name != "Ann Lee" || r.Profile.Headline != "Ann's headline" {
+		t.Errorf("ann's result %+v %+v", r, r.Profile)
+	}
+	var n int
+	var raw string
+	if err := pb.Store.Pool().QueryRow(ctx, `SELECT count(*), min(raw::text) FROM profile_results WHERE job_id = $1 AND source = 'platform'`, job.ID).Scan(&n, &raw); err != nil || n != 3 ||
+		!strings.Contains(raw, "x_fake_served_at") {
+		t.Errorf("profile_results with source platform: %d, raw %s, %v", n, raw, err)
+	}
+	if pb.Vendor.TotalCharged() != 0 {
+		t.Error("a member sync reached the vendor")
+	}
+	if m, _ := pb.Store.GetPlatformMember(ctx, "acme", ann.ID); m.LastSyncedAt == nil || !m.LastSyncedAt.Equal(pb.clock.Now()) {
+		t.Errorf("ann's last sync: %v", m.LastSyncedAt)
+	}
+	// The token is encrypted at rest.
+	var sealed []byte
+	if err := pb.Store.Pool().QueryRow(ctx, `SELECT token FROM platform_members WHERE id = $1`, ann.ID).Scan(&sealed); err != nil ||
+		bytes.Contains(sealed, []byte("AQ")) || bytes.Contains(sealed, []byte("access_token")) {
+		t.Errorf("the stored token is not sealed: %q %v", sealed, err)
+	}
+
+	// Only the tenant's own members.
+	if _, _, err := pb.p.SubmitSync(ctx, jobs.SyncRequest{Tenant: "acme", Members: []string{"m-dan"}}); !errors.As(err, new(*store.UnknownMembersError)) {
+		t.Errorf("another tenant's member: %v", err)
+	}
+}
+
+func TestMemberSyncErrorClasses(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	t.Run("401 marks the member needs_reauth; the job goes on", func(t *testing.T) {
+		t.Parallel()
+		pb := newPlatformBundle(t, platformOptions{})
+		pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+		bob := pb.connect(t, "acme", "m-bob", "Bob", "Roe")
+		pb.connect(t, "acme", "m-cat", "Cat", "Kim")
+		pb.fp.Revoke("m-bob")
+		job := pb.submit(t, jobs.SyncRequest{All: true})
+		_, counts := pb.wait(t, job.ID, inState(store.JobCompleted))
+		if counts[store.RowMatched] != 2 || counts[store.RowFailed] != 1 {
+			t.Fatalf("rows %v", counts)
+		}
+		r := results(t, pb.Store, job.ID)["m-bob"]
+		if !strings.Contains(r.StateReason, "reconnect") || !strings.Contains(r.StateReason, "expired or was revoked") {
+			t.Errorf("bob's reason %q", r.StateReason)
+		}
+		if m, _ := pb.Store.GetPlatformMember(ctx, "acme", bob.ID); m.Status != store.MemberNeedsReauth {
+			t.Errorf("bob is %s", m.Status)
+		}
+		// The next sync fails bob at once, without a call.
+		before := pb.fp.Requests(fakeplatform.PathMe)
+		job = pb.submit(t, jobs.SyncRequest{Members: []string{bob.ID}})
+		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowFailed] != 1 {
+			t.Errorf("second sync of bob: %v", counts)
+		}
+		if pb.fp.Requests(fakeplatform.PathMe) != before {
+			t.Error("a member who needs to reconnect was called")
+		}
+		// Reconnecting makes bob syncable again.
+		pb.connect(t, "acme", "m-bob", "Bob", "Roe")
+		job = pb.submit(t, jobs.SyncRequest{Members: []string{"m-bob"}})
+		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowMatched] != 1 {
+			t.Errorf("sync after reconnect: %v", counts)
+		}
+	})
+
+	t.Run("403 fails the row with the scope", func(t *testing.T) {
+		t.Parallel()
+		pb := newPlatformBundle(t, platformOptions{})
+		pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+		pb.connect(t, "acme", "m-bob", "Bob", "Roe")
+		pb.fp.DropScope("m-ann", "profile")
+		job := pb.submit(t, jobs.SyncRequest{All: true})
+		_, counts := pb.wait(t, job.ID, inState(store.JobCompleted))
+		if counts[store.RowMatched] != 1 || counts[store.RowFailed] != 1 {
+			t.Fatalf("rows %v", counts)
+		}
+		if r := results(t, pb.Store, job.ID)["m-ann"]; !strings.Contains(r.StateReason, "scope not held") {
+			t.Errorf("ann's reason %q", r.StateReason)
+		}
+	})
+
+	t.Run("426 pauses the job; a newer version resumes it", func(t *testing.T) {
+		t.Parallel()
+		pb := newPlatformBundle(t, platformOptions{})
+		pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+		pb.connect(t, "acme", "m-bob", "Bob", "Roe")
+		pb.connect(t, "acme", "m-cat", "Cat", "Kim")
+		pb.fp.Retire("202611")
+		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job, counts := pb.wait(t, job.ID, inState(store.JobPaused))
+		if job.StateReason != "platform version 202611 is retired; set a newer one" {
+			t.Errorf("reason %q", job.StateReason)
+		}
+		if counts[store.RowPending] != 3 {
+			t.Errorf("rows %v: a retired version must leave every row to do", counts)
+		}
+		// Never retried: the paused job gets no more calls.
+		calls := pb.fp.Requests(fakeplatform.PathMe)
+		for range 5 {
+			if _, err := pb.sweeper.Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := pb.fp.Requests(fakeplatform.PathMe); got != calls {
+			t.Errorf("%d calls after the pause", got-calls)
+		}
+		// The operator sets a newer version: a worker built with it finishes the job.
+		newer := newPlatformBundleOn(t, pb, "202612")
+		if err := pb.Store.ResumeJob(ctx, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, counts := newer.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowMatched] != 3 {
+			t.Errorf("after resume: %v", counts)
+		}
+	})
+
+	t.Run("400 pauses the job naming the version header", func(t *testing.T) {
+		t.Parallel()
+		pb := newPlatformBundle(t, platformOptions{})
+		pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+		broken := newPlatformBundleOn(t, pb, "", stripHeader{"Platform-Version"})
+		job := broken.submit(t, jobs.SyncRequest{All: true})
+		job, _ = broken.wait(t, job.ID, inState(store.JobPaused))
+		if job.StateReason != "request rejected; check that Platform-Version is set" {
+			t.Errorf("reason %q", job.StateReason)
+		}
+	})
+
+	t.Run("5xx is retried with backoff", func(t *testing.T) {
+		t.Parallel()
+		pb := newPlatformBundle(t, platformOptions{})
+		pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+		pb.fp.FailNext(503, 503)
+		job := pb.submit(t, jobs.SyncRequest{All: true})
+		// The retry is due on the shared fake clock: move it along while waiting.
+		_, counts := pb.wait(t, job.ID, func(j store.Job, c map[string]int) bool {
+			pb.clock.Advance(time.Second)
+			return inState(store.JobCompleted)(j, c)
+		})
+		if counts[store.RowMatched] != 1 {
+			t.Fatalf("rows %v", counts)
+		}
+		if r := results(t, pb.Store, job.ID)["m-ann"]; r.Attempts != 2 || !strings.Contains(r.LastError, "503") {
+			t.Errorf("attempts %d, last error %q", r.Attempts, r.LastError)
+		}
+	})
+
+	t.Run("an expired token is loud: no call, needs_reauth", func(t *testing.T) {
+		t.Parallel()
+		pb := newPlatformBundle(t, platformOptions{fake: func(o *fakeplatform.Options) { o.AccessTokenTTL = time.Hour }})
+		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+		pb.clock.Advance(2 * time.Hour)
+		calls := pb.fp.Requests(fakeplatform.PathMe)
+		job := pb.submit(t, jobs.SyncRequest{All: true})
+		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowFailed] != 1 {
+			t.Fatalf("rows %v", counts)
+		}
+		if pb.fp.Requests(fakeplatform.PathMe) != calls {
+			t.Error("an expired token was sent")
+		}
+		if m, _ := pb.Store.GetPlatformMember(ctx, "acme", ann.ID); m.Status != store.MemberNeedsReauth {
+			t.Errorf("ann is %s", m.Status)
+		}
+	})
+
+	t.Run("a 401 on a refreshable token gets one refresh and one more try", func(t *testing.T) {
+		t.Parallel()
+		pb := newPlatformBundle(t, platformOptions{fake: func(o *fakeplatform.Options) { o.RefreshTokenTTL = 365 * 24 * time.Hour }})
+		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+		pb.fp.ExpireAccess("m-ann")
+		job := pb.submit(t, jobs.SyncRequest{All: true})
+		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowMatched] != 1 {
+			t.Fatalf("rows %v", counts)
+		}
+		if m, _ := pb.Store.GetPlatformMember(ctx, "acme", ann.ID); m.RefreshedAt == nil || m.Status != store.MemberActive {
+			t.Errorf("after the refresh: %+v", m)
+		}
+	})
+
+	t.Run("an expired token with a refresh token is refreshed", func(t *testing.T) {
+		t.Parallel()
+		pb := newPlatformBundle(t, platformOptions{fake: func(o *fakeplatform.Options) {
+			o.AccessTokenTTL, o.RefreshTokenTTL = time.Hour, 365*24*time.Hour
+		}})
+		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+		pb.clock.Advance(2 * time.Hour)
+		job := pb.submit(t, jobs.SyncRequest{All: true})
+		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowMatched] != 1 {
+			t.Fatalf("rows %v", counts)
+		}
+		m, _ := pb.Store.GetPlatformMember(ctx, "acme", ann.ID)
+		if m.RefreshedAt == nil || !m.Token.ExpiresAt.After(pb.clock.Now()) || m.Status != store.MemberActive {
+			t.Errorf("after refresh: %+v", m)
+		}
+	})
+}
+
+// stripHeader drops a request header, to make the platform answer what it
+// answers a client that forgot it.
+type stripHeader struct{ name string }
+
+func (s stripHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Del(s.name)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// newPlatformBundleOn starts another worker on pb's store, queue and fake,
+// with a client of another version or transport (a redeployed worker).
+func newPlatformBundleOn(t *testing.T, pb *platformBundle, version string, transport ...http.RoundTripper) *platformBundle {
+	t.Helper()
+	if version == "" {
+		version = "202611"
+	}
+	var rt http.RoundTripper
+	if len(transport) > 0 {
+		rt = transport[0]
+	}
+	client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: pb.fsrv.URL, Version: version, HTTPClient: &http.Client{Timeout: 5 * time.Second, Transport: rt}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oauth, _ := enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: pb.fsrv.URL + fakeplatform.PathAuthorize,
+		TokenURL: pb.fsrv.URL + fakeplatform.PathToken, ClientID: "test-client", ClientSecret: "test-secret", RedirectURL: redirectURL})
+	log := slog.New(slog.NewTextHandler(pb.logs, nil))
+	// A queue of its own, so that pb's workers (the old version) get no task of it.
+	enq := jobs.NewEnqueuer(pb.RedisOpt, jobstest.RandomName("test-"))
+	t.Cleanup(func() { _ = enq.Inspector.DeleteQueue(enq.Queue, true); enq.Close() })
+	p2, err := jobs.NewPlatform(pb.Store, enq, jobs.PlatformConfig{Client: client, OAuth: oauth, Box: pb.box, ChunkSize: 2,
+		Recheck: 200 * time.Millisecond, Now: pb.clock.Now}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := jobs.NewServer(pb.RedisOpt, jobs.ServerConfig{Queue: enq.Queue, Concurrency: 4, ShutdownTimeout: 5 * time.Second,
+		TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, log)
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(jobs.TypePlatformSync, p2.HandleSync)
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	sw := &jobs.Sweeper{Store: pb.Store, Enqueuer: enq, Log: log, Platform: p2, Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}}
+	return &platformBundle{Bundle: pb.Bundle, fp: pb.fp, fsrv: pb.fsrv, clock: pb.clock, box: pb.box, p: p2, sweeper: sw, logs: pb.logs}
+}
+
+func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// Jitter with Rand 0.5: 1s + 2m30s after midnight.
+	const jitter = time.Second + 150*time.Second
+
+	t.Run("a 429 at 23:59:50 is retried just after 00:00", func(t *testing.T) {
+		t.Parallel()
+		pb := newPlatformBundle(t, platformOptions{start: time.Date(2026, 11, 20, 23, 59, 40, 0, time.UTC),
+			fake: func(o *fakeplatform.Options) { o.MemberDailyQuota = 1 }})
+		pb.connect(t, "acme", "m-ann", "Ann", "Lee") // reads /rest/me once: the member's quota for the day
+		pb.clock.Set(time.Date(2026, 11, 20, 23, 59, 50, 0, time.UTC))
+		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job, _ = pb.wait(t, job.ID, func(_ store.Job, c map[string]int) bool { return c[store.RowRetryWait] == 1 })
+		next, err := pb.Store.NextAttempt(ctx, job.ID)
+		want := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC).Add(jitter)
+		if err != nil || next == nil || !next.Equal(want) {
+			t.Fatalf("parked until %v, want %v (%v)", next, want, err)
+		}
+		r := results(t, pb.Store, job.ID)["m-ann"]
+		if r.Attempts != 0 || !strings.Contains(r.LastError, "daily quota") {
+			t.Errorf("a parked row: attempts %d, last error %q", r.Attempts, r.LastError)
+		}
+		if !strings.Contains(pb.logs.String(), "rows parked until after midnight UTC") {
+			t.Error("parking was not logged")
+		}
+		// Not before midnight: sweeps at 23:59:59 call nothing.
+		calls := pb.fp.Requests(fakeplatform.PathMe)
+		pb.clock.Set(time.Date(2026, 11, 20, 23, 59, 59, 0, time.UTC))
+		for range 3 {
+			if _, err := pb.sweeper.Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if pb.fp.Requests(fakeplatform.PathMe) != calls {
+			t.Fatal("the parked row was retried before midnight")
+		}
+		pb.clock.Set(*next)
+		job, counts := pb.wait(t, job.ID, inState(store.JobCompleted))
+		if counts[store.RowMatched] != 1 {
+			t.Fatalf("rows %v", counts)
+		}
+		var fetched time.Time
+		if err := pb.Store.Pool().QueryRow(ctx, `SELECT fetched_at FROM profile_results WHERE job_id = $1`, job.ID).Scan(&fetched); err != nil ||
+			fetched.Sub(time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)) > 5*time.Minute {
+			t.Errorf("fetched at %v, want just after 00:00 UTC (%v)", fetched, err)
+		}
+	})
+
+	t.Run("a 429 at 00:00:10 waits a full day", func(t *testing.T) {
+		t.Parallel()
+		pb := newPlatformBundle(t, platformOptions{start: time.Date(2026, 11, 21, 0, 0, 5, 0, time.UTC),
+			fake: func(o *fakeplatform.Options) { o.AppDailyQuota = 1 }})
+		pb.connect(t, "acme", "m-ann", "Ann", "Lee") // the app's quota for the day
+		pb.clock.Set(time.Date(2026, 11, 21, 0, 0, 10, 0, time.UTC))
+		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job, _ = pb.wait(t, job.ID, func(_ store.Job, c map[string]int) bool { return c[store.RowRetryWait] == 1 })
+		next, _ := pb.Store.NextAttempt(ctx, job.ID)
+		want := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).Add(jitter)
+		if next == nil || !next.Equal(want) {
+			t.Fatalf("parked until %v, want %v", next, want)
+		}
+		// Later the same day: still waiting, nothing called.
+		calls := pb.fp.Requests(fakeplatform.PathMe)
+		pb.clock.Set(time.Date(2026, 11, 21, 23, 59, 0, 0, time.UTC))
+		for range 3 {
+			if _, err := pb.sweeper.Sweep(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c, _ := pb.Store.RowCounts(ctx, job.ID); c[store.RowRetryWait] != 1 || pb.fp.Requests(fakeplatform.PathMe) != calls {
+			t.Fatalf("before the next midnight: rows %v, %d calls", c, pb.fp.Requests(fakeplatform.PathMe)-calls)
+		}
+		pb.clock.Set(*next)
+		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowMatched] != 1 {
+			t.Fatalf("rows %v", counts)
+		}
+	})
+}
+
+func TestTokenExpiryMadeLoud(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pb := newPlatformBundle(t, platformOptions{noWorker: true})
+	day := 24 * time.Hour
+	pb.fp.SetTokenTTL(3*day, 0)
+	ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee") // 3 days, no refresh token: reported
+	pb.fp.SetTokenTTL(3*day, 365*day)
+	bob := pb.connect(t, "acme", "m-bob", "Bob", "Roe") // 3 days with a refresh token: refreshed
+	pb.fp.SetTokenTTL(day, 0)
+	cat := pb.connect(t, "acme", "m-cat", "Cat", "Kim") // 1 day, no refresh token: expires
+	pb.fp.SetTokenTTL(60*day, 0)
+	dan := pb.connect(t, "acme", "m-dan", "Dan", "Fox") // 60 days: nothing to say
+	pb.fp.SetTokenTTL(3*day, 365*day)                   // what a refresh gets
+
+	st, err := pb.p.Sweep(ctx)
+	if err != nil || st.Warned != 2 || st.Refreshed != 0 || st.Expired != 0 {
+		t.Fatalf("first sweep: %+v %v", st, err)
+	}
+	logs := pb.logs.String()
+	for _, m := range []store.PlatformMember{ann, cat} {
+		if !strings.Contains(logs, "platform token expires soon") || !strings.Contains(logs, "member="+m.ID) {
+			t.Errorf("no expiry warning for %s in the logs:\n%s", m.MemberID, logs)
+		}
+	}
+	if st, _ := pb.p.Sweep(ctx); st.Warned != 0 {
+		t.Errorf("warned again at once: %+v", st)
+	}
+	ending, _ := pb.Store.ListPlatformMembers(ctx, "acme", store.MemberFilter{EndingBefore: ptrTime(pb.clock.Now().Add(pb.p.ExpiryWindow()))})
+	if len(ending) != 2 {
+		t.Errorf("members ending within 7d: %d", len(ending))
+	}
+
+	pb.clock.Advance(2 * day)
+	st, err = pb.p.Sweep(ctx)
+	if err != nil || st.Refreshed != 1 || st.Expired != 1 {
+		t.Fatalf("two days later: %+v %v", st, err)
+	}
+	m, _ := pb.Store.GetPlatformMember(ctx, "acme", bob.ID)
+	if m.RefreshedAt == nil || !m.Token.ExpiresAt.Equal(pb.clock.Now().Add(3*day)) || m.Status != store.MemberActive {
+		t.Errorf("bob after the sweep: %+v", m)
+	}
+	if m, _ := pb.Store.GetPlatformMember(ctx, "acme", cat.ID); m.Status != store.MemberNeedsReauth || !strings.Contains(m.StatusReason, "token expired") {
+		t.Errorf("cat after expiry: %s %q", m.Status, m.StatusReason)
+	}
+	if m, _ := pb.Store.GetPlatformMember(ctx, "acme", dan.ID); m.Status != store.MemberActive || m.RefreshedAt != nil {
+		t.Errorf("dan: %+v", m)
+	}
+	if !strings.Contains(pb.logs.String(), "platform member needs to reconnect: token expired") {
+		t.Error("the expiry was not logged")
+	}
+	// A refused refresh marks the member needs_reauth.
+	pb.fp.Revoke("m-bob")
+	pb.clock.Advance(2 * day)
+	if _, err := pb.p.Sweep(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := pb.Store.GetPlatformMember(ctx, "acme", bob.ID); m.Status != store.MemberNeedsReauth || !strings.Contains(m.StatusReason, "refresh refused") {
+		t.Errorf("bob after a refused refresh: %s %q", m.Status, m.StatusReason)
+	}
+}
+
+func ptrTime(t time.Time) *time.Time { return &t }
+
+func TestConnectFlowRefusals(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pb := newPlatformBundle(t, platformOptions{noWorker: true})
+	pb.fp.AddMember(fakeplatform.Member{ID: "m-ann", FirstName: "Ann"})
+
+	// A forged state: refused before any exchange.
+	tokens := pb.fp.Requests(fakeplatform.PathToken)
+	cb := pb.consent(t, "acme", "m-ann")
+	if _, err := pb.p.CompleteConnect(ctx, jobs.Callback{State: "forged-" + cb.State, Code: cb.Code}); !errors.Is(err, jobs.ErrConnectState) {
+		t.Errorf("forged state: %v", err)
+	}
+	if pb.fp.Requests(fakeplatform.PathToken) != tokens {
+		t.Error("a forged state reached the token endpoint")
+	}
+	// The real one works once.
+	if _, err := pb.p.CompleteConnect(ctx, cb); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pb.p.CompleteConnect(ctx, cb); !errors.Is(err, jobs.ErrConnectState) {
+		t.Errorf("replayed state: %v", err)
+	}
+	// PKCE: a code obtained for one request, brought back with another
+	// request's state, is refused by the platform (the verifiers differ).
+	first, second := pb.consent(t, "acme", "m-ann"), pb.consent(t, "acme", "m-ann")
+	_, err := pb.p.CompleteConnect(ctx, jobs.Callback{State: second.State, Code: first.Code})
+	var ce *jobs.ConnectError
+	if !errors.As(err, &ce) || ce.Code != "code_refused" || !strings.Contains(ce.Message, "PKCE") {
+		t.Errorf("swapped code: %v", err)
+	}
+	// An expired state.
+	late := pb.consent(t, "acme", "m-ann")
+	pb.clock.Advance(11 * time.Minute)
+	if _, err := pb.p.CompleteConnect(ctx, late); !errors.Is(err, jobs.ErrConnectState) {
+		t.Errorf("expired state: %v", err)
+	}
+	// Declined consent.
+	pb.fp.Deny(true)
+	declined := pb.consent(t, "acme", "m-ann")
+	if _, err := pb.p.CompleteConnect(ctx, declined); !errors.As(err, &ce) || ce.Code != "consent_declined" {
+		t.Errorf("declined: %v", err)
+	}
+	pb.fp.Deny(false)
+	// A member who withheld the profile scope: connect fails naming it.
+	pb.fp.WithholdScopes("profile")
+	if _, err := pb.p.CompleteConnect(ctx, pb.consent(t, "acme", "m-ann")); !errors.As(err, &ce) || !strings.Contains(ce.Message, "scope not held") {
+		t.Errorf("without the profile scope: %v", err)
+	}
+}
+
+func TestSyncGuardRefusesColdLookups(t *testing.T) {
+	t.Parallel()
+	pb := newPlatformBundle(t, platformOptions{noWorker: true})
+	pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+	before := pb.fp.Requests("")
+	_, _, err := pb.p.SubmitSync(context.Background(), jobs.SyncRequest{Tenant: "acme", Members: []string{"m-ann", "https://platform.example/in/jane-doe"}})
+	if !errors.Is(err, enrich.ErrColdLookup) || !strings.Contains(err.Error(), "Cold lookups go to the vendor") {
+		t.Fatalf("cold lookup: %v", err)
+	}
+	if pb.fp.Requests("") != before {
+		t.Error("a cold lookup reached the platform")
+	}
+	jobsList, _ := pb.Store.ListJobs(context.Background(), "acme", nil, 10)
+	if len(jobsList) != 0 {
+		t.Error("a refused sync stored a job")
+	}
+}

@@ -1,0 +1,111 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Kinds of results feed lines.
+const (
+	FeedProfile = "profile"
+	FeedEmail   = "email"
+	FeedPhone   = "phone"
+	FeedNoMatch = "no_match"
+)
+
+// FeedItem is one line of the results feed (the view results_feed): a result
+// of one stage (Kind profile, email or phone) or a no-match marker (Kind
+// no_match, Stage the stage that found nothing), with its row's input.
+type FeedItem struct {
+	Seq       int64  // the feed position
+	Kind      string // profile, email, phone, no_match
+	Stage     string // profile, email or phone
+	JobID     string
+	RowID     int64
+	SourceSeq int64 // seq in the kind's table
+	InputRow  int
+	Ref       string
+	InputKind string
+	// The row's input ("" when not given).
+	ProfileURL, Name, Company, Email, Role string
+	Extra                                  map[string]string
+	Source                                 string
+	FromCache                              bool
+	FetchedAt                              time.Time
+
+	Profile     *ProfileResult // Kind profile
+	FoundEmail  *EmailResult   // Kind email
+	FoundPhones *PhoneResult   // Kind phone
+}
+
+// AdvanceResultsFeed puts the results committed since the last advance into
+// the feed (results_feed_advance(), see migrations/00003_etl.sql) and returns
+// how many. Advances take turns; each commits before the next starts, which
+// is what makes feed positions safe to read with "seq > last".
+func (s *Store) AdvanceResultsFeed(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, `SELECT results_feed_advance()`).Scan(&n)
+	return n, interpretError(err)
+}
+
+// ResultsFeed returns up to limit lines of tenant's results feed after
+// position since, in position order. It reads what AdvanceResultsFeed has
+// logged: call that first to include the latest results.
+func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, limit int) ([]FeedItem, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT seq, kind, stage, job_id::text, row_id, source_seq, input_row, ref, input_kind,
+			coalesce(input_profile_url, ''), coalesce(input_name, ''), coalesce(input_company, ''), coalesce(input_email, ''),
+			coalesce(input_role, ''), coalesce(extra::text, ''), coalesce(source, ''), coalesce(from_cache, false), fetched_at,
+			coalesce(profile_url, ''), coalesce(name, ''), coalesce(headline, ''), coalesce(company, ''), coalesce(role, ''),
+			coalesce(location, ''), coalesce(company_size, ''), coalesce(industry, ''), technographics,
+			coalesce(email, ''), coalesce(confidence, 0), coalesce(verified, false),
+			coalesce(phones::text, ''), coalesce(primary_number, ''), coalesce(primary_type, '')
+		FROM results_feed
+		WHERE tenant = $1 AND seq > $2
+		ORDER BY seq
+		LIMIT $3`, tenant, since, limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	var (
+		out                        []FeedItem
+		it                         FeedItem
+		extra                      string
+		fetched                    *time.Time
+		url, name, head, comp, rl  string
+		loc, size, ind             string
+		tech                       []string
+		email, phones, pNum, pType string
+		conf                       float64
+		verified                   bool
+	)
+	_, err = pgx.ForEachRow(rows, []any{&it.Seq, &it.Kind, &it.Stage, &it.JobID, &it.RowID, &it.SourceSeq, &it.InputRow, &it.Ref,
+		&it.InputKind, &it.ProfileURL, &it.Name, &it.Company, &it.Email, &it.Role, &extra, &it.Source, &it.FromCache, &fetched,
+		&url, &name, &head, &comp, &rl, &loc, &size, &ind, &tech, &email, &conf, &verified, &phones, &pNum, &pType}, func() error {
+		item := it
+		if extra != "" {
+			if err := json.Unmarshal([]byte(extra), &item.Extra); err != nil {
+				return err
+			}
+		}
+		if fetched != nil {
+			item.FetchedAt = fetched.UTC()
+		}
+		switch item.Kind {
+		case FeedProfile:
+			item.Profile = &ProfileResult{ProfileURL: url, Name: name, Headline: head, Company: comp, Role: rl,
+				Location: loc, CompanySize: size, Industry: ind, Technographics: tech}
+		case FeedEmail:
+			item.FoundEmail = &EmailResult{ProfileURL: url, Email: email, Confidence: conf, Verified: verified}
+		case FeedPhone:
+			item.FoundPhones = &PhoneResult{ProfileURL: url, Phones: []byte(phones), PrimaryNumber: pNum, PrimaryType: pType}
+		}
+		out = append(out, item)
+		it, tech, fetched = FeedItem{}, nil, nil
+		return nil
+	})
+	return out, interpretError(err)
+}

@@ -1,0 +1,725 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Member statuses.
+const (
+	MemberActive      = "active"
+	MemberNeedsReauth = "needs_reauth"
+)
+
+// KindMember is the input kind of a member sync row.
+const KindMember = "member"
+
+// SourcePlatform is profile_results.source for profiles read from the platform.
+const SourcePlatform = "platform"
+
+// PlatformToken is a member's OAuth token as stored: sealed (encrypted by the
+// caller), with what the scheduler needs to know of its life in the clear.
+type PlatformToken struct {
+	Sealed           []byte
+	IssuedAt         time.Time
+	ExpiresAt        *time.Time // nil: no lifetime given
+	Refreshable      bool
+	RefreshExpiresAt *time.Time
+	Scopes           []string
+}
+
+// PlatformMember is a member who connected their platform account to a tenant.
+type PlatformMember struct {
+	ID           string // enrichq's id (uuid)
+	Tenant       string
+	MemberID     string // the platform's id
+	Name         string
+	Email        string
+	Headline     string
+	Status       string
+	StatusReason string
+	Token        PlatformToken
+	Profile      []byte // the last /rest/me answer
+	ConnectedAt  time.Time
+	RefreshedAt  *time.Time
+	LastSyncedAt *time.Time
+	UpdatedAt    time.Time
+}
+
+// ConnectionEndsAt is when the member's connection stops working unless they
+// reconnect: the refresh token's expiry when one is held (nil when unknown),
+// else the access token's.
+func (m PlatformMember) ConnectionEndsAt() *time.Time {
+	if m.Token.Refreshable {
+		return m.Token.RefreshExpiresAt
+	}
+	return m.Token.ExpiresAt
+}
+
+// memberCols is the column list scanMember reads, of table alias a ("" or "m.").
+func memberCols(a string) string {
+	return fmt.Sprintf(`%[1]sid::text, %[1]stenant, %[1]smember_id, %[1]sname, %[1]semail, %[1]sheadline, %[1]sstatus,
+	%[1]sstatus_reason, %[1]stoken, %[1]stoken_issued_at, %[1]stoken_expires_at, %[1]srefreshable, %[1]srefresh_expires_at,
+	%[1]sscopes, coalesce(%[1]sprofile::text, ''), %[1]sconnected_at, %[1]srefreshed_at, %[1]slast_synced_at, %[1]supdated_at`, a)
+}
+
+var memberColumns = memberCols("")
+
+func scanMember(row pgx.Row) (PlatformMember, error) {
+	var m PlatformMember
+	var profile string
+	err := row.Scan(&m.ID, &m.Tenant, &m.MemberID, &m.Name, &m.Email, &m.Headline, &m.Status, &m.StatusReason, &m.Token.Sealed,
+		&m.Token.IssuedAt, &m.Token.ExpiresAt, &m.Token.Refreshable, &m.Token.RefreshExpiresAt, &m.Token.Scopes, &profile,
+		&m.ConnectedAt, &m.RefreshedAt, &m.LastSyncedAt, &m.UpdatedAt)
+	if err != nil {
+		return PlatformMember{}, interpretError(err)
+	}
+	if profile != "" {
+		m.Profile = []byte(profile)
+	}
+	return m, nil
+}
+
+func collectMembers(rows pgx.Rows, err error) ([]PlatformMember, error) {
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer rows.Close()
+	var out []PlatformMember
+	for rows.Next() {
+		m, err := scanMember(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, interpretError(rows.Err())
+}
+
+// ---- connect requests ----
+
+// SaveConnectState records a connect request: the state's hash, its tenant
+// and its sealed PKCE verifier, valid until expiresAt.
+func (s *Store) SaveConnectState(ctx context.Context, stateHash []byte, tenant string, sealedVerifier []byte, now, expiresAt time.Time) error {
+	_, err := s.pool.Exec(ctx, `INSERT INTO platform_connect_states (state_hash, tenant, verifier, created_at, expires_at)
+		VALUES ($1, $2, $3, $4, $5)`, stateHash, tenant, sealedVerifier, now, expiresAt)
+	return interpretError(err)
+}
+
+// TakeConnectState consumes a connect request: it is deleted whatever
+// happens next, so a state works once. An unknown or expired state is
+// ErrNotFound.
+func (s *Store) TakeConnectState(ctx context.Context, stateHash []byte, now time.Time) (tenant string, sealedVerifier []byte, err error) {
+	var expires time.Time
+	err = s.pool.QueryRow(ctx, `DELETE FROM platform_connect_states WHERE state_hash = $1 RETURNING tenant, verifier, expires_at`,
+		stateHash).Scan(&tenant, &sealedVerifier, &expires)
+	if err != nil {
+		return "", nil, interpretError(err)
+	}
+	if !now.Before(expires) {
+		return "", nil, ErrNotFound
+	}
+	return tenant, sealedVerifier, nil
+}
+
+// DeleteExpiredConnectStates removes connect requests that expired before now.
+func (s *Store) DeleteExpiredConnectStates(ctx context.Context, now time.Time) (int, error) {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM platform_connect_states WHERE expires_at <= $1`, now)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	return int(tag.RowsAffected()), nil
+}
+
+// ---- members ----
+
+// ConnectedMember is what a completed connect flow stores.
+type ConnectedMember struct {
+	Tenant   string
+	MemberID string
+	Name     string
+	Email    string
+	Headline string
+	Profile  []byte
+	Token    PlatformToken
+	At       time.Time
+}
+
+// UpsertPlatformMember stores a member who connected (or reconnected: the
+// token is replaced and the member is active again).
+func (s *Store) UpsertPlatformMember(ctx context.Context, c ConnectedMember) (PlatformMember, error) {
+	scopes := c.Token.Scopes
+	if scopes == nil {
+		scopes = []string{}
+	}
+	return scanMember(s.pool.QueryRow(ctx, `
+		INSERT INTO platform_members (tenant, member_id, name, email, headline, token, token_issued_at, token_expires_at,
+			refreshable, refresh_expires_at, scopes, profile, connected_at, last_synced_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+		ON CONFLICT (tenant, member_id) DO UPDATE SET
+			name = excluded.name, email = excluded.email, headline = excluded.headline,
+			status = 'active', status_reason = '', token = excluded.token, token_issued_at = excluded.token_issued_at,
+			token_expires_at = excluded.token_expires_at, refreshable = excluded.refreshable,
+			refresh_expires_at = excluded.refresh_expires_at, scopes = excluded.scopes, profile = excluded.profile,
+			connected_at = excluded.connected_at, last_synced_at = excluded.last_synced_at, expiry_warned_at = NULL,
+			updated_at = now()
+		RETURNING `+memberColumns,
+		c.Tenant, c.MemberID, c.Name, c.Email, c.Headline, c.Token.Sealed, c.Token.IssuedAt, c.Token.ExpiresAt,
+		c.Token.Refreshable, c.Token.RefreshExpiresAt, scopes, jsonOrNull(c.Profile), c.At))
+}
+
+func jsonOrNull(b []byte) any {
+	if len(b) == 0 {
+		return nil
+	}
+	return string(b)
+}
+
+// GetPlatformMember returns a member by enrichq's id. With tenant "" any
+// tenant's member is returned; otherwise another tenant's is ErrNotFound.
+func (s *Store) GetPlatformMember(ctx context.Context, tenant, id string) (PlatformMember, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return PlatformMember{}, ErrNotFound
+	}
+	return scanMember(s.pool.QueryRow(ctx, `SELECT `+memberColumns+` FROM platform_members WHERE id = $1 AND ($2 = '' OR tenant = $2)`, id, tenant))
+}
+
+// MemberFilter selects members to list.
+type MemberFilter struct {
+	// EndingBefore keeps members whose connection ends (see
+	// PlatformMember.ConnectionEndsAt) before this time, and members who
+	// already need to reconnect. Nil: every member.
+	EndingBefore *time.Time
+	// Status keeps members in this status; "" any.
+	Status string
+	// After is the id of the last member of the previous page ("" from the start).
+	After string
+	Limit int
+}
+
+// ListPlatformMembers lists a tenant's members in the order they connected.
+func (s *Store) ListPlatformMembers(ctx context.Context, tenant string, f MemberFilter) ([]PlatformMember, error) {
+	if f.Limit <= 0 {
+		f.Limit = 1000
+	}
+	var after *string
+	if f.After != "" {
+		if _, err := uuid.Parse(f.After); err != nil {
+			return nil, fmt.Errorf("store: bad cursor id")
+		}
+		after = &f.After
+	}
+	return collectMembers(s.pool.Query(ctx, `SELECT `+memberColumns+` FROM platform_members m
+		WHERE tenant = $1 AND ($2 = '' OR status = $2)
+		  AND ($3::timestamptz IS NULL OR status = 'needs_reauth'
+		       OR (CASE WHEN refreshable THEN refresh_expires_at ELSE token_expires_at END) <= $3)
+		  AND ($4::uuid IS NULL OR (connected_at, id) > (SELECT connected_at, id FROM platform_members WHERE id = $4))
+		ORDER BY connected_at, id LIMIT $5`, tenant, f.Status, f.EndingBefore, after, f.Limit))
+}
+
+// MemberUpdate is what LockPlatformMember's function decides.
+type MemberUpdate struct {
+	// Token, when set, replaces the member's token (a refresh).
+	Token *PlatformToken
+	// NeedsReauth, when set, marks the member needs_reauth with this reason.
+	NeedsReauth string
+}
+
+// LockPlatformMember runs fn on the member's current row while holding it
+// (SELECT ... FOR UPDATE), then applies what fn returns, in one transaction:
+// two workers refreshing the same member's token take turns, and the second
+// sees the first one's token. fn may call the network. It returns the member
+// as stored afterwards.
+func (s *Store) LockPlatformMember(ctx context.Context, id string, fn func(PlatformMember) (MemberUpdate, error)) (PlatformMember, error) {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return PlatformMember{}, interpretError(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
+	m, err := scanMember(tx.QueryRow(ctx, `SELECT `+memberColumns+` FROM platform_members WHERE id = $1 FOR UPDATE`, id))
+	if err != nil {
+		return PlatformMember{}, err
+	}
+	u, err := fn(m)
+	if err != nil {
+		return m, err
+	}
+	if t := u.Token; t != nil {
+		scopes := t.Scopes
+		if scopes == nil {
+			scopes = m.Token.Scopes
+		}
+		if _, err := tx.Exec(ctx, `UPDATE platform_members SET token = $2, token_issued_at = $3, token_expires_at = $4,
+				refreshable = $5, refresh_expires_at = $6, scopes = $7, refreshed_at = $3, expiry_warned_at = NULL, updated_at = now()
+			WHERE id = $1`, id, t.Sealed, t.IssuedAt, t.ExpiresAt, t.Refreshable, t.RefreshExpiresAt, scopes); err != nil {
+			return m, interpretError(err)
+		}
+	}
+	if u.NeedsReauth != "" {
+		if _, err := tx.Exec(ctx, `UPDATE platform_members SET status = 'needs_reauth', status_reason = $2, updated_at = now()
+			WHERE id = $1`, id, u.NeedsReauth); err != nil {
+			return m, interpretError(err)
+		}
+	}
+	m, err = scanMember(tx.QueryRow(ctx, `SELECT `+memberColumns+` FROM platform_members WHERE id = $1`, id))
+	if err != nil {
+		return PlatformMember{}, err
+	}
+	return m, interpretError(tx.Commit(ctx))
+}
+
+// MarkMemberNeedsReauth marks an active member needs_reauth with a reason;
+// it reports whether this call changed the member.
+func (s *Store) MarkMemberNeedsReauth(ctx context.Context, id, reason string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE platform_members SET status = 'needs_reauth', status_reason = $2, updated_at = now()
+		WHERE id = $1 AND status = 'active'`, id, reason)
+	if err != nil {
+		return false, interpretError(err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// MembersToRefresh returns active members holding a refresh token (not known
+// to be expired at now) whose access token is due for renewal: it expires
+// within window, or within half its life when that is shorter (so a
+// short-lived token is not refreshed at every sweep).
+func (s *Store) MembersToRefresh(ctx context.Context, now time.Time, window time.Duration, limit int) ([]PlatformMember, error) {
+	return collectMembers(s.pool.Query(ctx, `SELECT `+memberColumns+` FROM platform_members
+		WHERE status = 'active' AND refreshable AND (refresh_expires_at IS NULL OR refresh_expires_at > $1)
+		  AND token_expires_at IS NOT NULL
+		  AND token_expires_at - least($2::bigint * interval '1 millisecond', (token_expires_at - token_issued_at) / 2) <= $1::timestamptz
+		ORDER BY token_expires_at LIMIT $3`, now, window.Milliseconds(), limit))
+}
+
+// ExpireMembers marks needs_reauth the active members whose connection ended
+// before now (access token expired, and no refresh token that still works)
+// and returns them.
+func (s *Store) ExpireMembers(ctx context.Context, now time.Time, limit int) ([]PlatformMember, error) {
+	return collectMembers(s.pool.Query(ctx, `
+		UPDATE platform_members m SET status = 'needs_reauth',
+			status_reason = 'token expired at ' || to_char(m.token_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')
+				|| CASE WHEN m.refreshable THEN ' and its refresh token at ' ||
+					to_char(m.refresh_expires_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') ELSE ' (no refresh token)' END
+				|| '; the member must reconnect',
+			updated_at = now()
+		FROM (SELECT id FROM platform_members WHERE status = 'active' AND token_expires_at <= $1
+		        AND (NOT refreshable OR refresh_expires_at <= $1)
+		      ORDER BY token_expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) x
+		WHERE m.id = x.id
+		RETURNING `+memberCols("m."), now, limit))
+}
+
+// MembersToWarn returns active members whose connection ends within window
+// of now and who were not warned within rewarn, and stamps them warned.
+func (s *Store) MembersToWarn(ctx context.Context, now time.Time, window, rewarn time.Duration, limit int) ([]PlatformMember, error) {
+	return collectMembers(s.pool.Query(ctx, `
+		UPDATE platform_members m SET expiry_warned_at = $1::timestamptz
+		FROM (SELECT id FROM platform_members
+		      WHERE status = 'active'
+		        AND (CASE WHEN refreshable THEN refresh_expires_at ELSE token_expires_at END) <= $1::timestamptz + $2::bigint * interval '1 millisecond'
+		        AND (expiry_warned_at IS NULL OR expiry_warned_at <= $1::timestamptz - $3::bigint * interval '1 millisecond')
+		      ORDER BY token_expires_at LIMIT $4 FOR UPDATE SKIP LOCKED) x
+		WHERE m.id = x.id
+		RETURNING `+memberCols("m."), now, window.Milliseconds(), rewarn.Milliseconds(), limit))
+}
+
+// ---- member sync jobs ----
+
+// NewPlatformSync is a member sync job to create.
+type NewPlatformSync struct {
+	Tenant string
+	Name   string
+	// Members are enrichq member ids or platform member ids of the tenant;
+	// nil with All for every member of the tenant.
+	Members        []string
+	All            bool
+	IdempotencyKey string
+	ChunkSize      int
+}
+
+// UnknownMembersError lists refs that are no member of the tenant.
+type UnknownMembersError struct{ Refs []string }
+
+func (e *UnknownMembersError) Error() string {
+	return fmt.Sprintf("not connected members of this tenant: %s", strings.Join(e.Refs, ", "))
+}
+
+// ErrNoMembers: a sync of every member of a tenant that has none.
+var ErrNoMembers = errors.New("no connected members")
+
+// CreatePlatformSync stores a member sync job, one row per member (in the
+// order given, duplicates once), in one transaction. With an idempotency key
+// already used by the tenant it returns the first job with created=false.
+func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job Job, created bool, err error) {
+	if ns.ChunkSize <= 0 {
+		return Job{}, false, errors.New("store: chunk size must be positive")
+	}
+	if ns.IdempotencyKey != "" {
+		j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant = $1 AND idempotency_key = $2`, ns.Tenant, ns.IdempotencyKey))
+		if err == nil {
+			return j, false, nil
+		}
+		if !errors.Is(err, ErrNotFound) {
+			return Job{}, false, err
+		}
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return Job{}, false, interpretError(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
+
+	type member struct{ id, memberID, name, email string }
+	var members []member
+	if ns.All {
+		rows, err := tx.Query(ctx, `SELECT id::text, member_id, name, email FROM platform_members WHERE tenant = $1 ORDER BY connected_at, id`, ns.Tenant)
+		if err != nil {
+			return Job{}, false, interpretError(err)
+		}
+		var m member
+		if _, err := pgx.ForEachRow(rows, []any{&m.id, &m.memberID, &m.name, &m.email}, func() error {
+			members = append(members, m)
+			return nil
+		}); err != nil {
+			return Job{}, false, interpretError(err)
+		}
+		if len(members) == 0 {
+			return Job{}, false, ErrNoMembers
+		}
+	} else {
+		rows, err := tx.Query(ctx, `SELECT id::text, member_id, name, email FROM platform_members
+			WHERE tenant = $1 AND (id::text = ANY($2) OR member_id = ANY($2))`, ns.Tenant, ns.Members)
+		if err != nil {
+			return Job{}, false, interpretError(err)
+		}
+		byRef := map[string]member{}
+		var m member
+		if _, err := pgx.ForEachRow(rows, []any{&m.id, &m.memberID, &m.name, &m.email}, func() error {
+			byRef[m.id], byRef[m.memberID] = m, m
+			return nil
+		}); err != nil {
+			return Job{}, false, interpretError(err)
+		}
+		seen := map[string]bool{}
+		var unknown []string
+		for _, ref := range ns.Members {
+			m, ok := byRef[ref]
+			switch {
+			case !ok:
+				unknown = append(unknown, ref)
+			case !seen[m.id]:
+				seen[m.id] = true
+				members = append(members, m)
+			}
+		}
+		if len(unknown) > 0 {
+			return Job{}, false, &UnknownMembersError{Refs: unknown}
+		}
+		if len(members) == 0 {
+			return Job{}, false, ErrNoMembers
+		}
+	}
+
+	var idem *string
+	if ns.IdempotencyKey != "" {
+		idem = &ns.IdempotencyKey
+	}
+	chunks := (len(members) + ns.ChunkSize - 1) / ns.ChunkSize
+	var jobID string
+	err = tx.QueryRow(ctx, `
+		INSERT INTO jobs (tenant, name, lookups, source_format, idempotency_key, total_rows, chunk_count, max_age_seconds)
+		VALUES ($1, $2, '{profile}', 'platform', $3, $4, $5, 0)
+		ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING id::text`, ns.Tenant, ns.Name, idem, len(members), chunks).Scan(&jobID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		_ = tx.Rollback(ctx)
+		j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant = $1 AND idempotency_key = $2`, ns.Tenant, ns.IdempotencyKey))
+		return j, false, err
+	}
+	if err != nil {
+		return Job{}, false, interpretError(err)
+	}
+	rows := make([][]any, len(members))
+	for i, m := range members {
+		rows[i] = []any{jobID, i / ns.ChunkSize, i + 1, m.memberID, KindMember, nullIfEmpty(m.name), nullIfEmpty(m.email), m.id}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_rows"},
+		[]string{"job_id", "chunk", "input_row", "ref", "input_kind", "name", "email", "platform_member"}, pgx.CopyFromRows(rows)); err != nil {
+		return Job{}, false, fmt.Errorf("store: copy member rows: %w", interpretError(err))
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO platform_sync_chunks (job_id, chunk) SELECT $1, generate_series(0, $2 - 1)`, jobID, chunks); err != nil {
+		return Job{}, false, interpretError(err)
+	}
+	job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, jobID))
+	if err != nil {
+		return Job{}, false, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return Job{}, false, interpretError(err)
+	}
+	return job, true, nil
+}
+
+// IsPlatformSync reports whether a job (of the tenant, or of any when tenant
+// is "") is a member sync job.
+func (s *Store) IsPlatformSync(ctx context.Context, tenant, jobID string) (bool, error) {
+	if _, err := uuid.Parse(jobID); err != nil {
+		return false, nil
+	}
+	var ok bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM platform_sync_chunks c JOIN jobs j ON j.id = c.job_id
+		WHERE c.job_id = $1 AND ($2 = '' OR j.tenant = $2))`, jobID, tenant).Scan(&ok)
+	return ok, interpretError(err)
+}
+
+// NextAttempt returns the earliest due time of a job's retry_wait rows; nil when none waits.
+func (s *Store) NextAttempt(ctx context.Context, jobID string) (*time.Time, error) {
+	var t *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM job_rows WHERE job_id = $1 AND state = 'retry_wait'`, jobID).Scan(&t)
+	return t, interpretError(err)
+}
+
+// SyncRow is a claimed member sync row with its member.
+type SyncRow struct {
+	ID       int64
+	JobID    string
+	Chunk    int
+	Attempts int
+	Ref      string
+	Member   *PlatformMember // nil when the member is gone
+}
+
+// PlatformClaim is a set of member sync rows a worker holds under a lease.
+type PlatformClaim struct {
+	Token  string
+	Tenant string
+	Rows   []SyncRow
+}
+
+// IDs returns the claimed row ids.
+func (c PlatformClaim) IDs() []int64 {
+	ids := make([]int64, len(c.Rows))
+	for i, r := range c.Rows {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// ClaimPlatformChunk claims the claimable member rows of one chunk (pending,
+// or retry_wait due at now) of a queued or running job, with a lease, and
+// returns them with their members. Due times are compared with now (the
+// caller's clock: midnight UTC parking runs on it); leases use the
+// database's clock like every other lease.
+func (s *Store) ClaimPlatformChunk(ctx context.Context, jobID string, chunk int, lease time.Duration, now time.Time) (PlatformClaim, error) {
+	token := uuid.NewString()
+	rows, err := s.pool.Query(ctx, `
+		WITH c AS (
+			UPDATE job_rows r SET state = 'in_flight', lease_token = $3, lease_until = now() + $4 * interval '1 millisecond',
+				next_attempt_at = NULL, updated_at = now()
+			FROM jobs j
+			WHERE j.id = r.job_id AND j.state IN ('queued', 'running')
+			  AND r.job_id = $1 AND r.chunk = $2 AND r.input_kind = 'member'
+			  AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= $5))
+			RETURNING r.id, r.job_id, r.chunk, r.attempts, r.ref, r.platform_member, j.tenant
+		)
+		SELECT c.id, c.job_id::text, c.chunk, c.attempts, c.ref, c.tenant, m.id IS NOT NULL, `+nullableMemberColumns+`
+		FROM c LEFT JOIN platform_members m ON m.id = c.platform_member
+		ORDER BY c.id`, jobID, chunk, token, lease.Milliseconds(), now)
+	if err != nil {
+		return PlatformClaim{}, interpretError(err)
+	}
+	defer rows.Close()
+	claim := PlatformClaim{Token: token}
+	for rows.Next() {
+		var r SyncRow
+		var hasMember bool
+		var m nullableMember
+		dest := append([]any{&r.ID, &r.JobID, &r.Chunk, &r.Attempts, &r.Ref, &claim.Tenant, &hasMember}, m.dest()...)
+		if err := rows.Scan(dest...); err != nil {
+			return PlatformClaim{}, interpretError(err)
+		}
+		if hasMember {
+			pm := m.member()
+			r.Member = &pm
+		}
+		claim.Rows = append(claim.Rows, r)
+	}
+	if err := rows.Err(); err != nil {
+		return PlatformClaim{}, interpretError(err)
+	}
+	sort.Slice(claim.Rows, func(i, j int) bool { return claim.Rows[i].ID < claim.Rows[j].ID })
+	return claim, nil
+}
+
+// nullableMemberColumns are memberColumns of a LEFT JOINed member (alias m).
+var nullableMemberColumns = `coalesce(m.id::text, ''), coalesce(m.tenant, ''), coalesce(m.member_id, ''), coalesce(m.name, ''),
+	coalesce(m.email, ''), coalesce(m.headline, ''), coalesce(m.status, ''), coalesce(m.status_reason, ''), m.token,
+	coalesce(m.token_issued_at, 'epoch'), m.token_expires_at, coalesce(m.refreshable, false), m.refresh_expires_at,
+	coalesce(m.scopes, '{}'), coalesce(m.profile::text, ''), coalesce(m.connected_at, 'epoch'), m.refreshed_at,
+	m.last_synced_at, coalesce(m.updated_at, 'epoch')`
+
+type nullableMember struct {
+	m       PlatformMember
+	profile string
+}
+
+func (n *nullableMember) dest() []any {
+	m := &n.m
+	return []any{&m.ID, &m.Tenant, &m.MemberID, &m.Name, &m.Email, &m.Headline, &m.Status, &m.StatusReason, &m.Token.Sealed,
+		&m.Token.IssuedAt, &m.Token.ExpiresAt, &m.Token.Refreshable, &m.Token.RefreshExpiresAt, &m.Token.Scopes, &n.profile,
+		&m.ConnectedAt, &m.RefreshedAt, &m.LastSyncedAt, &m.UpdatedAt}
+}
+
+func (n *nullableMember) member() PlatformMember {
+	m := n.m
+	if n.profile != "" {
+		m.Profile = []byte(n.profile)
+	}
+	return m
+}
+
+// SyncOutcome is what a worker records for one claimed member sync row.
+type SyncOutcome struct {
+	RowID    int64
+	MemberID string // enrichq's member id, to stamp last_synced_at with a profile
+	// Profile, when set, is stored in profile_results with source platform.
+	Profile   *ProfileResult
+	FetchedAt time.Time
+
+	State         string // pending (released), retry_wait, matched, failed
+	Reason        string // for failed
+	LastError     string
+	NextAttemptAt time.Time // retry_wait
+	FailedAttempt bool      // count one more failed attempt
+}
+
+// SavePlatformOutcomes records outcomes of member rows held under token, in
+// one transaction; rows whose claim was lost are left alone. A profile is
+// also kept on its member (profile, name, headline, last_synced_at). It
+// returns the ids written.
+func (s *Store) SavePlatformOutcomes(ctx context.Context, token string, outs []SyncOutcome) ([]int64, error) {
+	if len(outs) == 0 {
+		return nil, nil
+	}
+	n := len(outs)
+	ids := make([]int64, n)
+	states := make([]string, n)
+	reasons := make([]string, n)
+	lastErrors := make([]string, n)
+	next := make([]*time.Time, n)
+	inc := make([]int32, n)
+	matched := make([]bool, n)
+	for i, o := range outs {
+		ids[i], states[i], reasons[i], lastErrors[i] = o.RowID, o.State, o.Reason, o.LastError
+		if !o.NextAttemptAt.IsZero() {
+			t := o.NextAttemptAt
+			next[i] = &t
+		}
+		if o.FailedAttempt {
+			inc[i] = 1
+		}
+		matched[i] = o.Profile != nil
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
+	rows, err := tx.Query(ctx, `
+		UPDATE job_rows r SET
+			state = u.state,
+			state_reason = CASE WHEN u.state IN ('failed', 'skipped') THEN u.reason ELSE '' END,
+			last_error = CASE WHEN u.last_error <> '' THEN u.last_error ELSE r.last_error END,
+			attempts = r.attempts + u.inc,
+			next_attempt_at = CASE WHEN u.state = 'retry_wait' THEN u.next_at END,
+			lease_until = NULL, lease_token = NULL,
+			stages_done = CASE WHEN u.matched THEN '{profile}'::text[] ELSE r.stages_done END,
+			any_match = r.any_match OR u.matched,
+			finished_at = CASE WHEN u.state IN ('matched', 'no_match', 'failed', 'skipped') THEN now() END,
+			updated_at = now()
+		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[], $7::bool[])
+			AS u(id, state, reason, last_error, next_at, inc, matched)
+		WHERE r.id = u.id AND r.lease_token = $8 AND r.state = 'in_flight'
+		RETURNING r.id`, ids, states, reasons, lastErrors, next, inc, matched, token)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	written, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	owned := make(map[int64]bool, len(written))
+	for _, id := range written {
+		owned[id] = true
+	}
+	batch := &pgx.Batch{}
+	for _, o := range outs {
+		p := o.Profile
+		if !owned[o.RowID] || p == nil {
+			continue
+		}
+		batch.Queue(`INSERT INTO profile_results (job_id, row_id, source, from_cache, profile_url, name, headline, company, role,
+				location, company_size, industry, technographics, raw, fetched_at)
+			SELECT job_id, id, 'platform', false, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM job_rows WHERE id = $1
+			ON CONFLICT (row_id) DO NOTHING`,
+			o.RowID, p.ProfileURL, nullIfEmpty(p.Name), nullIfEmpty(p.Headline), nullIfEmpty(p.Company), nullIfEmpty(p.Role),
+			nullIfEmpty(p.Location), nullIfEmpty(p.CompanySize), nullIfEmpty(p.Industry), p.Technographics, jsonOrEmpty(p.Raw), o.FetchedAt)
+		if o.MemberID != "" {
+			batch.Queue(`UPDATE platform_members SET profile = $2, name = coalesce(nullif($3, ''), name),
+					headline = coalesce(nullif($4, ''), headline), last_synced_at = $5, updated_at = now()
+				WHERE id = $1`, o.MemberID, jsonOrEmpty(p.Raw), p.Name, p.Headline, o.FetchedAt)
+		}
+	}
+	if batch.Len() > 0 {
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return nil, fmt.Errorf("store: save platform results: %w", interpretError(err))
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, interpretError(err)
+	}
+	return written, nil
+}
+
+// PlatformChunksToEnqueue picks member sync chunks of queued or running jobs
+// with work to do: pending rows not handed to the queue within recheck, or
+// retry_wait rows due at now that became due since the chunk was last handed
+// (or longer ago than recheck), and stamps them enqueued. Due times are
+// compared with now (the caller's clock, which midnight UTC parking runs
+// on); the dispatch stamps use the database's clock, like leases.
+// Concurrent schedulers get disjoint sets (SKIP LOCKED).
+func (s *Store) PlatformChunksToEnqueue(ctx context.Context, now time.Time, recheck time.Duration, limit int) ([]ChunkRef, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE platform_sync_chunks c SET enqueued_at = now()
+		FROM (
+			SELECT c.job_id, c.chunk FROM platform_sync_chunks c JOIN jobs j ON j.id = c.job_id
+			WHERE j.state IN ('queued', 'running')
+			  AND EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = c.job_id AND r.chunk = c.chunk AND (
+			        (r.state = 'pending' AND (c.enqueued_at IS NULL OR c.enqueued_at <= now() - $2::bigint * interval '1 millisecond'))
+			     OR (r.state = 'retry_wait' AND r.next_attempt_at <= $1::timestamptz
+			         AND (c.enqueued_at IS NULL OR c.enqueued_at <= now() - $2::bigint * interval '1 millisecond'
+			              OR c.enqueued_at < r.next_attempt_at))))
+			ORDER BY j.created_at, c.chunk
+			LIMIT $3
+			FOR UPDATE OF c SKIP LOCKED) d
+		WHERE c.job_id = d.job_id AND c.chunk = d.chunk
+		RETURNING c.job_id::text, c.chunk`, now, recheck.Milliseconds(), limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ChunkRef])
+	return refs, interpretError(err)
+}
+
+// MarkPlatformChunksEnqueued stamps member sync chunks as handed to the queue now.
+func (s *Store) MarkPlatformChunksEnqueued(ctx context.Context, jobID string, chunks []int) error {
+	_, err := s.pool.Exec(ctx, `UPDATE platform_sync_chunks SET enqueued_at = now() WHERE job_id = $1 AND chunk = ANY($2)`, jobID, chunks)
+	return interpretError(err)
+}
