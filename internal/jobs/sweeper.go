@@ -93,6 +93,11 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepStats, error) {
 	for _, j := range finished {
 		s.logger().Info("job finished", "job_id", j.ID, "state", j.State, "rows", j.TotalRows, "credits_spent", j.CreditsSpent)
 	}
+	// Give new results their feed positions, so ETL readers see them even
+	// when nobody calls the API's feed.
+	if _, err := s.Store.AdvanceResultsFeed(ctx); err != nil {
+		return st, err
+	}
 	if s.Webhooks != nil {
 		n, err := s.Webhooks.DeliverDue(ctx)
 		st.WebhooksDelivered = n
