@@ -25,6 +25,7 @@ import (
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -100,8 +101,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	limits := ingest.DefaultLimits()
 	limits.MaxBytes = cfg.MaxUploadBytes
 	limits.MaxLookups = cfg.MaxRows
-	handler := httpapi.NewServer(httpapi.Deps{
-		Store: st,
+	reg := metrics.NewRegistry()
+	api := httpapi.NewServer(httpapi.Deps{
+		Metrics: metrics.NewHTTP(reg),
+		Store:   st,
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
 			WebhooksEnabled: cfg.WebhookSecret != "", AllowPrivateCallbacks: cfg.WebhookAllowPrivate},
@@ -127,6 +130,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Log:      log,
 		Platform: platform,
 	})
+
+	// /metrics beside the API (Prometheus text format, no key: keep the
+	// address internal, or filter /metrics at the proxy).
+	handler := http.NewServeMux()
+	handler.Handle("GET /metrics", metrics.Handler(reg))
+	handler.Handle("/", api)
 
 	ln, err := net.Listen("tcp", cfg.APIAddr)
 	if err != nil {

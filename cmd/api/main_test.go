@@ -119,6 +119,12 @@ func TestRunServesUntilCanceled(t *testing.T) {
 	if resp.StatusCode != http.StatusCreated {
 		t.Fatalf("submit: %d", resp.StatusCode)
 	}
+	// /metrics counts requests by route pattern and status.
+	code, body := get("/metrics")
+	if code != http.StatusOK || !strings.Contains(body, `enrichq_http_requests_total{method="POST",route="POST /v1/jobs",status="201"} 1`) ||
+		!strings.Contains(body, `route="GET /healthz"`) {
+		t.Fatalf("metrics: %d\n%s", code, body)
+	}
 
 	cancel()
 	select {

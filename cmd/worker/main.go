@@ -16,11 +16,13 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	asynqmetrics "github.com/hibiken/asynq/x/metrics"
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -88,7 +90,16 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	if cfg.VendorMonthlyCredits > 0 {
 		allowance = &cfg.VendorMonthlyCredits
 	}
+	reg := metrics.NewRegistry()
+	redisOptForMetrics, err := cfg.AsynqRedis()
+	if err != nil {
+		return err
+	}
+	inspector := asynq.NewInspector(redisOptForMetrics)
+	defer inspector.Close()
+	reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(inspector))
 	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
+		Metrics:           metrics.NewPipeline(reg),
 		Account:           cfg.VendorAccount(),
 		AccountAllowance:  allowance,
 		Bulk:              cfg.VendorBulk,
@@ -119,6 +130,20 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	}
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
+	}
+	if cfg.MetricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			srv.Shutdown()
+			return fmt.Errorf("metrics: listen on %s: %w", cfg.MetricsAddr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler(reg))
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = msrv.Serve(ln) }()
+		defer msrv.Close()
+		log.Info("worker metrics", "addr", ln.Addr().String())
+		fmt.Fprintf(stdout, "worker metrics on http://%s/metrics\n", ln.Addr())
 	}
 	log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.WorkerConcurrency, "vendor", cfg.VendorURL,
 		"vendor_rps", cfg.VendorRPS, "bulk", cfg.VendorBulk)

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,10 +32,21 @@ func TestWorkerRunProcessesAChunk(t *testing.T) {
 		"DATABASE_URL": dbURL, "REDIS_URL": jobstest.RedisURL(), "ENRICHQ_QUEUE": queue,
 		"ENRICHQ_VENDOR_URL": vendor.URL, "ENRICHQ_VENDOR_KEY": fakevendor.DefaultOptions().APIKeys[0],
 		"ENRICHQ_VENDOR_RPS": "1000", "ENRICHQ_VENDOR_BURST": "100", "ENRICHQ_LOG_FORMAT": "json",
+		"ENRICHQ_METRICS_ADDR": "127.0.0.1:0",
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, func(k string) string { return env[k] }, io.Discard, io.Discard) }()
+	pr, pw := io.Pipe()
+	go func() { done <- run(ctx, func(k string) string { return env[k] }, pw, io.Discard) }()
+	metricsURL := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if u, ok := strings.CutPrefix(sc.Text(), "worker metrics on "); ok {
+				metricsURL <- u
+			}
+		}
+	}()
 
 	st, err := store.Open(context.Background(), dbURL, store.Options{})
 	if err != nil {
@@ -76,7 +90,30 @@ func TestWorkerRunProcessesAChunk(t *testing.T) {
 		}
 		<-tick.C
 	}
+	// The metrics say what happened, with no job or row ids as labels.
+	var murl string
+	select {
+	case murl = <-metricsURL:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no metrics address printed")
+	}
+	resp, err := http.Get(murl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`enrichq_vendor_calls_total{endpoint="/v1/bulk",outcome="ok"}`, `enrichq_rows_finished_total{state="matched"}`,
+		`enrichq_credits_spent_total{stage="profile"}`, `enrichq_job_duration_seconds_count 1`, `asynq_tasks_enqueued_total`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if strings.Contains(string(body), job.ID) {
+		t.Error("a job id is a metric label")
+	}
 	cancel()
+	pw.Close()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -92,6 +92,10 @@ type Config struct {
 	// networks (ENRICHQ_WEBHOOK_ALLOW_PRIVATE, default false).
 	WebhookAllowPrivate bool
 
+	// MetricsAddr is where the worker serves /metrics (ENRICHQ_METRICS_ADDR,
+	// default "": none). The API serves /metrics on its own address.
+	MetricsAddr string
+
 	// Queue is the asynq queue chunk tasks go to (ENRICHQ_QUEUE, default enrichq).
 	Queue string
 	// ChunkSize is the rows per task (ENRICHQ_CHUNK_SIZE, default 100, 1..1000).
@@ -128,6 +132,7 @@ func Load(getenv func(string) string) (Config, error) {
 	p := parser{getenv: getenv, errs: &errs}
 	c.Migrate = p.bool("ENRICHQ_MIGRATE", true)
 	c.WebhookSecret = getenv("ENRICHQ_WEBHOOK_SECRET")
+	c.MetricsAddr = getenv("ENRICHQ_METRICS_ADDR")
 	c.WebhookAllowPrivate = p.bool("ENRICHQ_WEBHOOK_ALLOW_PRIVATE", false)
 	c.VendorBulk = p.bool("ENRICHQ_VENDOR_BULK", true)
 	c.VendorRPS = p.float("ENRICHQ_VENDOR_RPS", 10, 0.01, 100000)

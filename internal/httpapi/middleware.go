@@ -69,6 +69,7 @@ func (s *server) logRequests(next http.Handler) http.Handler {
 				attrs = append(attrs, slog.String("error_code", info.errCode))
 			}
 			s.Log.LogAttrs(r.Context(), level, "http request", attrs...)
+			s.Metrics.Request(route, r.Method, status, time.Since(start))
 		}()
 		next.ServeHTTP(sw, r)
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -44,6 +45,8 @@ type Deps struct {
 	// Platform serves the platform's own API (connect flow, members, member
 	// sync, platform.go); nil answers its routes 503 platform_not_configured.
 	Platform *jobs.Platform
+	// Metrics counts requests by route pattern and status; nil records nothing.
+	Metrics *metrics.HTTP
 }
 
 // Defaults of Deps.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
+	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -51,6 +52,8 @@ type ProcessorConfig struct {
 	// is tracked, and capped by AccountAllowance when that is set.
 	Account          string
 	AccountAllowance *int64
+	// Metrics records vendor calls, credits, rows and jobs; nil records nothing.
+	Metrics *metrics.Pipeline
 	// Now and Rand are injectable for tests.
 	Now  func() time.Time
 	Rand func() float64
@@ -217,8 +220,14 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 		if err := p.run(ctx, job, claim); err != nil {
 			return 0, err
 		}
-		if _, err := p.store.FinishJobs(ctx, job.ID); err != nil {
+		finished, err := p.store.FinishJobs(ctx, job.ID)
+		if err != nil {
 			return 0, err
+		}
+		for _, j := range finished {
+			if j.FinishedAt != nil {
+				p.cfg.Metrics.JobFinished(j.FinishedAt.Sub(j.CreatedAt))
+			}
 		}
 	}
 	due, ok, err := p.store.NextDue(ctx, ref)
@@ -358,6 +367,12 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 	defer cancel()
 	if _, err := c.p.store.SaveOutcomes(wctx, c.job.Tenant, c.token, outs, cache); err != nil {
 		return fmt.Errorf("save outcomes: %w", err)
+	}
+	for _, o := range outs {
+		switch o.State {
+		case store.RowMatched, store.RowNoMatch, store.RowFailed, store.RowSkipped:
+			c.p.cfg.Metrics.RowFinished(o.State)
+		}
 	}
 	if c.claimed {
 		// The answers are in the cache now: whoever waits for them finds them.
@@ -619,6 +634,7 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx 
 	charge, split, callErr := fn(ctx)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
+	m := c.p.cfg.Metrics
 	var ve *enrich.Error
 	switch {
 	case callErr == nil:
@@ -626,21 +642,61 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx 
 		st := settlement(charge, "")
 		st.StageCredits = split
 		err = c.p.store.Settle(sctx, id, st)
+		m.VendorCall(res.Endpoint, "ok")
+		c.countCredits(res.Stage, charge.Credits, split)
 	case errors.As(callErr, &ve) && ve.Charge != nil:
 		c.throttled(ctx, ve)
 		err = c.p.store.Settle(sctx, id, settlement(*ve.Charge, ve.Error()))
+		m.VendorCall(res.Endpoint, outcome(ve))
+		c.countCredits(res.Stage, ve.Charge.Credits, nil)
 	case errors.As(callErr, &ve) && ve.OutcomeUnknown:
 		err = c.p.store.MarkUnknown(sctx, id, ve.Error())
+		m.VendorCall(res.Endpoint, outcome(ve))
+		c.countCredits(res.Stage, res.Credits, nil)
 	case errors.As(callErr, &ve):
 		c.throttled(ctx, ve)
 		err = c.p.store.Release(sctx, id, ve.Error())
+		m.VendorCall(res.Endpoint, outcome(ve))
 	default: // canceled or an error before the request left: unknown to be safe
 		err = c.p.store.MarkUnknown(sctx, id, callErr.Error())
+		m.VendorCall(res.Endpoint, "error")
+		c.countCredits(res.Stage, res.Credits, nil)
 	}
 	if err != nil {
 		c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
 	}
 	return callErr
+}
+
+// countCredits adds a call's charge to the credits metric, a bulk call's by its split.
+func (c *chunkRun) countCredits(stage string, charged int64, split map[string]int64) {
+	m := c.p.cfg.Metrics
+	if m == nil {
+		return
+	}
+	rest := charged
+	for st, n := range split {
+		n = min(n, rest)
+		rest -= n
+		m.Credits(st, n)
+	}
+	m.Credits(stage, rest)
+}
+
+// outcome is the metric label of a vendor error.
+func outcome(ve *enrich.Error) string {
+	switch ve.Class {
+	case enrich.ClassRateLimited:
+		return "rate_limited"
+	case enrich.ClassPermanent:
+		return "permanent"
+	case enrich.ClassUnauthorized:
+		return "unauthorized"
+	case enrich.ClassForbidden:
+		return "forbidden"
+	default:
+		return "transient"
+	}
 }
 
 func (c *chunkRun) throttled(ctx context.Context, ve *enrich.Error) {

@@ -1,0 +1,122 @@
+// Package metrics defines enrichq's Prometheus metrics. Constructors take a
+// prometheus.Registerer, so each process (and each test) owns its registry.
+// Labels never carry job, row or tenant ids: their cardinality is bounded.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Pipeline is what the worker measures. A nil *Pipeline records nothing.
+type Pipeline struct {
+	vendorCalls *prometheus.CounterVec
+	throttled   prometheus.Counter
+	credits     *prometheus.CounterVec
+	rows        *prometheus.CounterVec
+	jobDuration prometheus.Histogram
+}
+
+// NewPipeline registers the pipeline's metrics on reg.
+func NewPipeline(reg prometheus.Registerer) *Pipeline {
+	p := &Pipeline{
+		vendorCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "enrichq_vendor_calls_total",
+			Help: "Vendor calls by endpoint and outcome (ok, rate_limited, transient, permanent, unauthorized, forbidden, error).",
+		}, []string{"endpoint", "outcome"}),
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "enrichq_vendor_429_total",
+			Help: "Vendor answers 429 (rate limited).",
+		}),
+		credits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "enrichq_credits_spent_total",
+			Help: "Credits spent, by stage (profile, email, phone; bulk for what a bulk call's split does not explain).",
+		}, []string{"stage"}),
+		rows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "enrichq_rows_finished_total",
+			Help: "Rows that reached a terminal state, by state.",
+		}, []string{"state"}),
+		jobDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "enrichq_job_duration_seconds",
+			Help:    "From submit to finish, of jobs finished by this process.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 16), // 1 s .. 9 h
+		}),
+	}
+	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration)
+	return p
+}
+
+// VendorCall counts one vendor call.
+func (p *Pipeline) VendorCall(endpoint, outcome string) {
+	if p == nil {
+		return
+	}
+	p.vendorCalls.WithLabelValues(endpoint, outcome).Inc()
+	if outcome == "rate_limited" {
+		p.throttled.Inc()
+	}
+}
+
+// Credits adds credits spent on a stage.
+func (p *Pipeline) Credits(stage string, n int64) {
+	if p == nil || n <= 0 {
+		return
+	}
+	p.credits.WithLabelValues(stage).Add(float64(n))
+}
+
+// RowFinished counts a row reaching a terminal state.
+func (p *Pipeline) RowFinished(state string) {
+	if p == nil {
+		return
+	}
+	p.rows.WithLabelValues(state).Inc()
+}
+
+// JobFinished observes a finished job's duration.
+func (p *Pipeline) JobFinished(d time.Duration) {
+	if p == nil {
+		return
+	}
+	p.jobDuration.Observe(d.Seconds())
+}
+
+// HTTP is what the API measures. A nil *HTTP records nothing.
+type HTTP struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+// NewHTTP registers the API's metrics on reg.
+func NewHTTP(reg prometheus.Registerer) *HTTP {
+	h := &HTTP{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "enrichq_http_requests_total",
+			Help: "HTTP requests by route pattern, method and status.",
+		}, []string{"route", "method", "status"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "enrichq_http_request_duration_seconds",
+			Help:    "HTTP request duration by route pattern.",
+			Buckets: []float64{.001, .0025, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 10, 60},
+		}, []string{"route"}),
+	}
+	reg.MustRegister(h.requests, h.duration)
+	return h
+}
+
+// Request records one request; route is the mux pattern ("unmatched" when none).
+func (h *HTTP) Request(route, method string, status int, d time.Duration) {
+	if h == nil {
+		return
+	}
+	h.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	h.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// Handler serves reg in the Prometheus text format.
+func Handler(reg *prometheus.Registry) http.Handler {
+	return promhttpHandler(reg)
+}
