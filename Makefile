@@ -16,7 +16,7 @@ SHORTFLAGS ?= -short -count=1 -timeout 10m
 FUZZTIME  ?= 30s
 COMPOSE_FILE ?= docker-compose.yml
 
-.PHONY: help services services-down build test test-short demo vet fuzz compose-check clean clean-data
+.PHONY: help services services-down build test test-short demo chaos vet fuzz compose-check clean clean-data
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
@@ -40,6 +40,14 @@ test-short: ## quick tests (-short, no race detector, no services started)
 demo: services build ## run the end-to-end demo from bin/
 	./$(BIN)/demo -bin $(BIN)
 
+BENCHFLAGS ?=
+bench: services build ## benchmarks with baselines (bin/bench; BENCHFLAGS="-scenario ceiling -repeat 3 -scale 0.1 -profile .data/bench/prof")
+	./$(BIN)/bench -bin $(BIN) -out bench.json $(BENCHFLAGS)
+
+CHAOSFLAGS ?=
+chaos: services ## inject faults into the binaries of bin/ (make build first); CHAOSFLAGS="-faults sigkill -rows 4000"
+	./$(BIN)/chaos -bin $(BIN) $(CHAOSFLAGS)
+
 vet: ## gofmt check and go vet
 	@files=$$(find . -name '*.go' -not -path './.data/*' -not -path './bin/*' -not -path './vendor/*' -not -path '*/testdata/*'); \
 	bad=$$($(GOFMT) -l $$files); \
@@ -61,7 +69,7 @@ compose-check: ## validate docker-compose.yml (docker compose or docker-compose)
 	$$c -f $(COMPOSE_FILE) config -q && $$c -f $(COMPOSE_FILE) --profile demo config -q && echo "$(COMPOSE_FILE): ok ($$c)"
 
 clean: ## remove build and test output (keeps .data)
-	rm -rf $(BIN) coverage.out coverage.html *.coverprofile *.test
+	rm -rf $(BIN) coverage.out coverage.html *.coverprofile *.test bench.json
 
 clean-data: services-down ## stop our own services and delete .data (local databases)
 	rm -rf .data

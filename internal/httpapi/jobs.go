@@ -132,18 +132,14 @@ func (s *server) status(r *http.Request, job store.Job) (jobStatus, error) {
 }
 
 func (s *server) getJob(w http.ResponseWriter, r *http.Request) {
-	job, err := s.Store.GetJob(r.Context(), tenantFrom(r.Context()), r.PathValue("id"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	st, err := s.status(r, job)
+	// The job and its row counts in one round trip: clients poll this.
+	job, counts, err := s.Store.GetJobStatus(r.Context(), tenantFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, st)
+	writeJSON(w, http.StatusOK, statusOf(job, counts, s.Now()))
 }
 
 func (s *server) cancelJob(w http.ResponseWriter, r *http.Request) {

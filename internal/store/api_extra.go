@@ -21,16 +21,17 @@ func (s *Store) RowCountsByJob(ctx context.Context, jobIDs []string) (map[string
 	if len(jobIDs) == 0 {
 		return out, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT job_id::text, state, count(*) FROM job_rows
-		WHERE job_id = ANY($1::uuid[]) GROUP BY job_id, state`, jobIDs)
+	// The per-chunk counts kept by triggers on job_rows (see RowCounts).
+	rows, err := s.pool.Query(ctx, `SELECT job_id::text, `+sumCounts+` FROM job_chunk_counts
+		WHERE job_id = ANY($1::uuid[]) GROUP BY job_id`, jobIDs)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	var id, state string
-	var n int
-	_, err = pgx.ForEachRow(rows, []any{&id, &state, &n}, func() error {
-		if c, ok := out[id]; ok {
-			c[state] = n
+	var id string
+	var n [7]int
+	_, err = pgx.ForEachRow(rows, []any{&id, &n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &n[6]}, func() error {
+		if _, ok := out[id]; ok {
+			out[id] = countsMap(n)
 		}
 		return nil
 	})

@@ -66,14 +66,19 @@ const jobColumns = `id::text, tenant, name, state, state_reason, lookups, roles,
 func scanJob(row pgx.Row) (Job, error) {
 	var j Job
 	var maxAge int64
-	err := row.Scan(&j.ID, &j.Tenant, &j.Name, &j.State, &j.StateReason, &j.Lookups, &j.Roles, &j.BudgetCredits,
-		&j.CreditsReserved, &j.CreditsSpent, &maxAge, &j.TotalRows, &j.ChunkCount, &j.SourceFormat,
-		&j.IdempotencyKey, &j.CallbackURL, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt)
+	err := row.Scan(jobDest(&j, &maxAge)...)
 	if err != nil {
 		return Job{}, interpretError(err)
 	}
 	j.MaxAge = time.Duration(maxAge) * time.Second
 	return j, nil
+}
+
+// jobDest is where the columns of jobColumns scan to.
+func jobDest(j *Job, maxAge *int64) []any {
+	return []any{&j.ID, &j.Tenant, &j.Name, &j.State, &j.StateReason, &j.Lookups, &j.Roles, &j.BudgetCredits,
+		&j.CreditsReserved, &j.CreditsSpent, maxAge, &j.TotalRows, &j.ChunkCount, &j.SourceFormat,
+		&j.IdempotencyKey, &j.CallbackURL, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt}
 }
 
 // NewJob is what CreateJob stores.
@@ -103,13 +108,16 @@ type NewRow struct {
 	Extra      map[string]string
 }
 
-// copyBatch is how many rows are buffered before each COPY: it bounds memory
-// while keeping round trips few.
-const copyBatch = 5000
+// copyBatch is how many rows the feed hands to the COPY at a time; a few
+// batches in flight bound the memory an upload holds, whatever its size.
+const copyBatch = 1000
 
 // CreateJob stores a job and its rows in one transaction. feed is called once
 // and must call add for every row; if feed returns an error nothing is stored
-// and that error is returned. Rows go in with COPY, in batches.
+// and that error is returned. Rows go in with one COPY that streams while feed
+// runs (feed runs on its own goroutine and hands rows over in batches): the
+// upload is parsed while Postgres stores what came before, and there is no
+// round trip per batch.
 //
 // With an idempotency key already used by the tenant, CreateJob does not call
 // feed and returns the first job with created=false.
@@ -150,41 +158,57 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	}
 
 	columns := []string{"job_id", "chunk", "input_row", "ref", "input_kind", "profile_url", "name", "company", "email", "role", "extra", "found_profile_url"}
-	buf := make([][]any, 0, copyBatch)
-	total := 0
-	flush := func() error {
-		if len(buf) == 0 {
+	fctx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	batches := make(chan [][]any, 4)
+	fed := make(chan struct{})
+	var total int
+	var feedErr error
+	go func() {
+		defer close(fed)
+		defer close(batches)
+		buf := make([][]any, 0, copyBatch)
+		send := func() error {
+			select {
+			case batches <- buf:
+				buf = make([][]any, 0, copyBatch)
+				return nil
+			case <-fctx.Done():
+				return fctx.Err()
+			}
+		}
+		add := func(r NewRow) error {
+			var extra any
+			if len(r.Extra) > 0 {
+				b, err := json.Marshal(r.Extra)
+				if err != nil {
+					return err
+				}
+				extra = string(b)
+			}
+			found := nullIfEmpty(r.ProfileURL)
+			buf = append(buf, []any{jobID, total / nj.ChunkSize, r.InputRow, r.Ref, r.Kind,
+				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Email), nullIfEmpty(r.Role), extra, found})
+			total++
+			if len(buf) == copyBatch {
+				return send()
+			}
 			return nil
 		}
-		if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_rows"}, columns, pgx.CopyFromRows(buf)); err != nil {
-			return fmt.Errorf("store: copy rows: %w", interpretError(err))
+		err := feed(add)
+		if err == nil && len(buf) > 0 {
+			err = send()
 		}
-		buf = buf[:0]
-		return nil
+		feedErr = err // read after batches is closed
+	}()
+	_, copyErr := tx.CopyFrom(ctx, pgx.Identifier{"job_rows"}, columns, &batchSource{batches: batches, feedErr: &feedErr})
+	stopFeed() // a failed COPY stops the feed at its next row
+	<-fed
+	if feedErr != nil {
+		return Job{}, false, feedErr
 	}
-	add := func(r NewRow) error {
-		var extra any
-		if len(r.Extra) > 0 {
-			b, err := json.Marshal(r.Extra)
-			if err != nil {
-				return err
-			}
-			extra = string(b)
-		}
-		found := nullIfEmpty(r.ProfileURL)
-		buf = append(buf, []any{jobID, total / nj.ChunkSize, r.InputRow, r.Ref, r.Kind,
-			nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Email), nullIfEmpty(r.Role), extra, found})
-		total++
-		if len(buf) == copyBatch {
-			return flush()
-		}
-		return nil
-	}
-	if err := feed(add); err != nil {
-		return Job{}, false, err
-	}
-	if err := flush(); err != nil {
-		return Job{}, false, err
+	if copyErr != nil {
+		return Job{}, false, fmt.Errorf("store: copy rows: %w", interpretError(copyErr))
 	}
 	chunks := (total + nj.ChunkSize - 1) / nj.ChunkSize
 	if _, err := tx.Exec(ctx, `UPDATE jobs SET total_rows = $2, chunk_count = $3 WHERE id = $1`, jobID, total, chunks); err != nil {
@@ -203,6 +227,41 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	return job, true, nil
 }
 
+// batchSource is a pgx.CopyFromSource over the batches CreateJob's feed sends.
+type batchSource struct {
+	batches <-chan [][]any
+	cur     [][]any
+	i       int
+	row     []any
+	feedErr *error
+	done    bool
+}
+
+func (b *batchSource) Next() bool {
+	for b.i >= len(b.cur) {
+		batch, ok := <-b.batches
+		if !ok {
+			b.done = true
+			return false
+		}
+		b.cur, b.i = batch, 0
+	}
+	b.row = b.cur[b.i]
+	b.i++
+	return true
+}
+
+func (b *batchSource) Values() ([]any, error) { return b.row, nil }
+
+// Err is the feed's error once it has finished (the channel is closed): the
+// COPY is then aborted and nothing is stored.
+func (b *batchSource) Err() error {
+	if !b.done {
+		return nil
+	}
+	return *b.feedErr
+}
+
 func nullIfEmpty(s string) any {
 	if s == "" {
 		return nil
@@ -219,23 +278,51 @@ func (s *Store) GetJob(ctx context.Context, tenant, id string) (Job, error) {
 	return scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1 AND ($2 = '' OR tenant = $2)`, id, tenant))
 }
 
-// RowCounts returns the number of rows of a job in each state (every state present).
+// RowCounts returns the number of rows of a job in each state (every state
+// present). It sums the job's per-chunk counts (job_chunk_counts, kept by
+// triggers on job_rows in the same transactions as the rows): a status poll
+// reads one small row per chunk instead of counting every row of the job.
 func (s *Store) RowCounts(ctx context.Context, jobID string) (map[string]int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT state, count(*) FROM job_rows WHERE job_id = $1 GROUP BY state`, jobID)
+	var n [7]int
+	err := s.pool.QueryRow(ctx, `SELECT `+sumCounts+` FROM job_chunk_counts WHERE job_id = $1`, jobID).
+		Scan(&n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &n[6])
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	counts := make(map[string]int, len(RowStates))
-	for _, st := range RowStates {
-		counts[st] = 0
+	return countsMap(n), nil
+}
+
+// GetJobStatus is GetJob and RowCounts in one round trip: what a status
+// poll needs.
+func (s *Store) GetJobStatus(ctx context.Context, tenant, id string) (Job, map[string]int, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return Job{}, nil, ErrNotFound
 	}
-	var state string
-	var n int
-	_, err = pgx.ForEachRow(rows, []any{&state, &n}, func() error {
-		counts[state] = n
-		return nil
-	})
-	return counts, interpretError(err)
+	var j Job
+	var maxAge int64
+	var n [7]int
+	dest := append(jobDest(&j, &maxAge), &n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &n[6])
+	err := s.pool.QueryRow(ctx, `SELECT `+jobColumns+`, k.* FROM jobs
+		CROSS JOIN LATERAL (SELECT `+sumCounts+` FROM job_chunk_counts c WHERE c.job_id = jobs.id) AS k
+		WHERE jobs.id = $1 AND ($2 = '' OR jobs.tenant = $2)`, id, tenant).Scan(dest...)
+	if err != nil {
+		return Job{}, nil, interpretError(err)
+	}
+	j.MaxAge = time.Duration(maxAge) * time.Second
+	return j, countsMap(n), nil
+}
+
+// sumCounts sums job_chunk_counts' columns in RowStates order.
+const sumCounts = `coalesce(sum(pending), 0), coalesce(sum(in_flight), 0), coalesce(sum(retry_wait), 0),
+	coalesce(sum(matched), 0), coalesce(sum(no_match), 0), coalesce(sum(failed), 0), coalesce(sum(skipped), 0)`
+
+// countsMap turns counts in RowStates order into a map by state.
+func countsMap(n [7]int) map[string]int {
+	counts := make(map[string]int, len(RowStates))
+	for i, st := range RowStates {
+		counts[st] = n[i]
+	}
+	return counts
 }
 
 // JobCursor is a position in a tenant's job list, newest first.
@@ -361,10 +448,27 @@ func (s *Store) ResumeJob(ctx context.Context, id string) error {
 // only that job is considered. It returns the jobs it finished.
 func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 	// Rows of a canceled job released or set to wait after the cancel are skipped too.
-	if _, err := s.pool.Exec(ctx, `UPDATE job_rows r SET state = 'skipped', state_reason = 'canceled', finished_at = now(),
+	// With an id (the worker, after every chunk) the job is checked first,
+	// once (a one-time filter), so a running job's rows are never scanned;
+	// and "j.id = $1" rather than "($1 = '' OR j.id = $1)", whose cached
+	// generic plan scans every job.
+	var args []any
+	only := ""
+	skip := `UPDATE job_rows r SET state = 'skipped', state_reason = 'canceled', finished_at = now(),
 			updated_at = now(), next_attempt_at = NULL
-		FROM jobs j WHERE j.id = r.job_id AND j.state = 'canceled' AND j.finished_at IS NULL AND ($1 = '' OR j.id = $1::uuid)
-		  AND r.state IN ('pending', 'retry_wait')`, id); err != nil {
+		FROM jobs j WHERE j.id = r.job_id AND j.state = 'canceled' AND j.finished_at IS NULL
+		  AND r.state IN ('pending', 'retry_wait')`
+	if id != "" {
+		if _, err := uuid.Parse(id); err != nil {
+			return nil, nil
+		}
+		args, only = []any{id}, " AND j.id = $1::uuid"
+		skip = `UPDATE job_rows r SET state = 'skipped', state_reason = 'canceled', finished_at = now(),
+				updated_at = now(), next_attempt_at = NULL
+			WHERE r.job_id = $1::uuid AND r.state IN ('pending', 'retry_wait')
+			  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state = 'canceled' AND j.finished_at IS NULL)`
+	}
+	if _, err := s.pool.Exec(ctx, skip, args...); err != nil {
 		return nil, interpretError(err)
 	}
 	// The completion webhook is queued in the same statement: a job never
@@ -374,14 +478,13 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 			UPDATE jobs j SET state = CASE WHEN j.state = 'canceled' THEN 'canceled' ELSE 'completed' END,
 				state_reason = CASE WHEN j.state = 'canceled' THEN j.state_reason ELSE '' END,
 				finished_at = now(), updated_at = now()
-			WHERE j.state IN ('queued', 'running', 'canceled') AND j.finished_at IS NULL
-			  AND ($1 = '' OR j.id = $1::uuid)
+			WHERE j.state IN ('queued', 'running', 'canceled') AND j.finished_at IS NULL`+only+`
 			  AND NOT EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = j.id AND r.state IN ('pending', 'in_flight', 'retry_wait'))
 			RETURNING j.*),
 		d AS (
 			INSERT INTO webhook_deliveries (job_id, url) SELECT id, callback_url FROM f WHERE callback_url IS NOT NULL
 			ON CONFLICT DO NOTHING)
-		SELECT `+jobColumns+` FROM f`, id)
+		SELECT `+jobColumns+` FROM f`, args...)
 	if err != nil {
 		return nil, interpretError(err)
 	}

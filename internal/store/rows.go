@@ -463,8 +463,14 @@ func (s *Store) CachedAnswers(ctx context.Context, tenant, stage string, keys []
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT input_key, matched, coalesce(result::text, ''), fetched_at FROM lookup_cache
-		WHERE tenant = $1 AND stage = $2 AND input_key = ANY($3) AND fetched_at > $4`, tenant, stage, keys, newerThan)
+	// One primary-key lookup per key, whatever the table's statistics say:
+	// with "input_key = ANY($3)" and no statistics (a young table, autovacuum
+	// off) the cached generic plan filtered every entry of the tenant's stage,
+	// a scan that grew with every chunk saved.
+	rows, err := s.pool.Query(ctx, `SELECT c.input_key, c.matched, coalesce(c.result::text, ''), c.fetched_at
+		FROM unnest($3::text[]) AS k(key)
+		CROSS JOIN LATERAL (SELECT * FROM lookup_cache c WHERE c.tenant = $1 AND c.stage = $2 AND c.input_key = k.key LIMIT 1) c
+		WHERE c.fetched_at > $4`, tenant, stage, keys, newerThan)
 	if err != nil {
 		return nil, interpretError(err)
 	}

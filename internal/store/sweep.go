@@ -73,6 +73,36 @@ func (s *Store) ChunksToEnqueue(ctx context.Context, recheck time.Duration, limi
 	return refs, interpretError(err)
 }
 
+// NextChunks picks up to n chunks of one job that have work to do now and
+// were never handed to the queue (or not within recheck), lowest first, and
+// stamps them as enqueued. With it a worker that finishes a chunk hands the
+// job's next one to the queue at once, so a job keeps a few chunks in the
+// queue rather than all of them, and jobs take turns (chunk interleaving:
+// a big job cannot fill the queue ahead of a small one). Concurrent callers
+// get disjoint sets (SKIP LOCKED).
+func (s *Store) NextChunks(ctx context.Context, jobID string, n int, recheck time.Duration) ([]ChunkRef, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE job_chunks c SET enqueued_at = now()
+		FROM (
+			SELECT c.job_id, c.chunk FROM job_chunks c
+			WHERE c.job_id = $1::uuid
+			  AND (c.enqueued_at IS NULL OR c.enqueued_at < now() - $3 * interval '1 millisecond')
+			  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state IN ('queued', 'running'))
+			  AND EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = c.job_id AND r.chunk = c.chunk
+			              AND r.state IN ('pending', 'in_flight', 'retry_wait')
+			              AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= now())))
+			ORDER BY c.chunk
+			LIMIT $2
+			FOR UPDATE OF c SKIP LOCKED) d
+		WHERE c.job_id = d.job_id AND c.chunk = d.chunk
+		RETURNING c.job_id::text, c.chunk`, jobID, n, recheck.Milliseconds())
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ChunkRef])
+	return refs, interpretError(err)
+}
+
 // MarkEnqueued stamps chunks as handed to the queue now.
 func (s *Store) MarkEnqueued(ctx context.Context, jobID string, chunks []int) error {
 	_, err := s.pool.Exec(ctx, `UPDATE job_chunks SET enqueued_at = now() WHERE job_id = $1 AND chunk = ANY($2)`, jobID, chunks)

@@ -1,0 +1,444 @@
+package chaos_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
+)
+
+// rig is enrichq assembled in-process for one fault test: a database of its
+// own (reached through a proxy that can cut it), a queue and limiter key of
+// its own on the shared Redis, the fake vendor over HTTP, and workers that
+// can be started, stopped and killed one by one.
+type rig struct {
+	t      *testing.T
+	dbURL  string       // direct, for the checks
+	proxy  *chaos.Proxy // in front of Postgres for everything but the checks
+	direct *store.Store // the checks' store
+	st     *store.Store // the sweeper's and submitter's store, through the proxy
+
+	vendor    *fakevendor.Vendor
+	vendorURL string
+	rdb       *redis.Client
+	redisOpt  asynq.RedisConnOpt
+	queue     string
+	rlKey     string
+	enq       *jobs.Enqueuer
+	sub       *jobs.Submitter
+	sweeper   *jobs.Sweeper
+	log       *slog.Logger
+	cfg       rigConfig
+}
+
+type rigConfig struct {
+	vendor    func(*fakevendor.Options)
+	processor jobs.ProcessorConfig
+	chunk     int           // rows per chunk; default 20
+	timeout   time.Duration // vendor client timeout; default 5s
+	rate      float64       // shared limiter; default 1000/s
+	burst     int
+}
+
+func newRig(t *testing.T, cfg rigConfig) *rig {
+	t.Helper()
+	if cfg.chunk == 0 {
+		cfg.chunk = 20
+	}
+	if cfg.timeout == 0 {
+		cfg.timeout = 5 * time.Second
+	}
+	if cfg.rate == 0 {
+		cfg.rate, cfg.burst = 1000, 100
+	}
+	pc := &cfg.processor
+	if pc.RetryBase == 0 {
+		pc.RetryBase, pc.RetryMax = 20*time.Millisecond, 200*time.Millisecond
+	}
+	if pc.Lease == 0 {
+		pc.Lease = 2 * time.Second
+	}
+	r := &rig{t: t, cfg: cfg}
+	r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	if testing.Verbose() && os.Getenv("CHAOS_LOG") != "" {
+		r.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+
+	vopts := fakevendor.DefaultOptions()
+	vopts.Seed = 11
+	if cfg.vendor != nil {
+		cfg.vendor(&vopts)
+	}
+	r.vendor = fakevendor.New(vopts)
+	vsrv := httptest.NewServer(r.vendor)
+	t.Cleanup(vsrv.Close)
+	r.vendorURL = vsrv.URL
+
+	r.dbURL = storetest.NewDatabase(t)
+	u, err := url.Parse(r.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host += ":5432"
+	}
+	r.proxy, err = chaos.NewProxy("127.0.0.1:0", host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.proxy.Close() })
+	r.direct = r.openStore(r.dbURL)
+	r.st = r.openStore(r.proxiedURL(r.proxy))
+
+	ropt, err := redis.ParseURL(jobstest.RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.rdb = redis.NewClient(ropt)
+	t.Cleanup(func() { r.rdb.Close() })
+	r.redisOpt, err = asynq.ParseRedisURI(jobstest.RedisURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.queue = jobstest.RandomName("chaos-")
+	r.rlKey = jobstest.RandomName("enrichq:test:rl:")
+	r.enq = jobs.NewEnqueuer(r.redisOpt, r.queue)
+	t.Cleanup(func() {
+		_ = r.enq.Inspector.DeleteQueue(r.queue, true)
+		_ = r.enq.Close()
+		_, _ = chaos.FlushQueue(context.Background(), r.rdb, r.queue, r.rlKey+"*")
+	})
+	r.sub = &jobs.Submitter{Store: r.st, Enqueuer: r.enq, Log: r.log, ChunkSize: cfg.chunk}
+	r.sweeper = &jobs.Sweeper{Store: r.st, Enqueuer: r.enq, Log: r.log,
+		Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond, MaxAttempts: pc.MaxAttempts}}
+	return r
+}
+
+func (r *rig) openStore(u string) *store.Store {
+	r.t.Helper()
+	st, err := store.Open(context.Background(), u, store.Options{})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(st.Close)
+	return st
+}
+
+// proxiedURL is the database URL through p.
+func (r *rig) proxiedURL(p *chaos.Proxy) string {
+	u, _ := url.Parse(r.dbURL)
+	u.Host = p.Addr()
+	return u.String()
+}
+
+// worker is one in-process worker: an asynq server and a processor with a
+// Postgres connection of its own, through a proxy of its own, so that it
+// can be killed (its connections cut for good) without touching the others.
+type worker struct {
+	srv        *asynq.Server
+	proxy      *chaos.Proxy
+	st         *store.Store
+	shutdown   sync.Once
+	startDrain context.CancelFunc
+}
+
+type workerConfig struct {
+	vendor          func(jobs.Vendor) jobs.Vendor // wraps the vendor client
+	shutdownTimeout time.Duration
+	concurrency     int
+	// drain stops the worker as cmd/worker does: no new vendor call once it
+	// is stopping (a copy of cmd/worker's drainingLimiter).
+	drain bool
+}
+
+// drainingLimiter is cmd/worker's: once drain is done, a call that has not
+// started gets a "not yet" (its row waits a second, no attempt counted).
+type drainingLimiter struct {
+	jobs.Limiter
+	drain context.Context
+}
+
+func (d drainingLimiter) Wait(ctx context.Context) error {
+	if d.drain.Err() != nil {
+		return &ratelimit.NotYetError{RetryIn: time.Second}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(d.drain, cancel)()
+	err := d.Limiter.Wait(ctx)
+	if err != nil && d.drain.Err() != nil && errors.Is(err, context.Canceled) {
+		return &ratelimit.NotYetError{RetryIn: time.Second}
+	}
+	return err
+}
+
+func (r *rig) startWorker(wc workerConfig) *worker {
+	r.t.Helper()
+	if wc.shutdownTimeout == 0 {
+		wc.shutdownTimeout = 5 * time.Second
+	}
+	if wc.concurrency == 0 {
+		wc.concurrency = 4
+	}
+	// The worker's proxy forwards to the rig's: a Postgres restart (the
+	// rig's proxy) reaches it, and its own kill reaches only it.
+	p, err := chaos.NewProxy("127.0.0.1:0", r.proxy.Addr())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	w := &worker{proxy: p}
+	w.st = r.openStore(r.proxiedURL(p))
+	client, err := enrich.NewClient(enrich.Config{BaseURL: r.vendorURL, APIKey: "test-key",
+		HTTPClient: &http.Client{Timeout: r.cfg.timeout}})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var v jobs.Vendor = client
+	if wc.vendor != nil {
+		v = wc.vendor(client)
+	}
+	lim, err := ratelimit.New(r.rdb, ratelimit.Options{Key: r.rlKey, Rate: r.cfg.rate, Burst: r.cfg.burst, MaxWait: 2 * time.Second})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var l jobs.Limiter = lim
+	drain, startDrain := context.WithCancel(context.Background())
+	w.startDrain = startDrain
+	if wc.drain {
+		l = drainingLimiter{Limiter: lim, drain: drain}
+	}
+	proc := jobs.NewProcessor(w.st, v, l, r.cfg.processor, r.log)
+	w.srv = jobs.NewServer(r.redisOpt, jobs.ServerConfig{Queue: r.queue, Concurrency: wc.concurrency, ShutdownTimeout: wc.shutdownTimeout,
+		TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, r.log)
+	mux := asynq.NewServeMux()
+	mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
+	if err := w.srv.Start(mux); err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() {
+		w.stop()
+		p.Close()
+	})
+	return w
+}
+
+// stop shuts the worker down gracefully (asynq's Shutdown).
+func (w *worker) stop() {
+	w.shutdown.Do(func() {
+		w.startDrain()
+		w.srv.Shutdown()
+	})
+}
+
+// kill is a SIGKILL as the rest of the system sees it: the worker's
+// Postgres connections are cut for good (no heartbeat, no save), and its
+// asynq server stops at once, handing its tasks back.
+func (w *worker) kill() {
+	// Stop first: asynq hands the tasks back (a killed process's tasks come
+	// back through asynq's own recovery, about a minute later: too slow for
+	// a test; cmd/chaos shows that one). Then the process is gone: nothing
+	// it still does reaches Postgres.
+	w.stop()
+	w.proxy.Down()
+}
+
+// rows are n unique lookups: a fifth by profile URL, a fifth by email, the
+// rest by name and company. Inputs containing poisonWord are rejected by a
+// fake vendor told so.
+func rows(tag string, n int) []ingest.RowIn {
+	out := make([]ingest.RowIn, n)
+	for i := range out {
+		ref := fmt.Sprintf("%s-%04d", tag, i)
+		switch i % 5 {
+		case 0:
+			out[i] = ingest.RowIn{Ref: ref, ProfileURL: fmt.Sprintf("https://platform.example/in/%s-person-%d", tag, i)}
+		case 1:
+			out[i] = ingest.RowIn{Ref: ref, Email: fmt.Sprintf("person%d@%s-co%d.example", i, tag, i)}
+		default:
+			out[i] = ingest.RowIn{Ref: ref, Name: "VP Sales", Company: fmt.Sprintf("%s Company %d GmbH", tag, i)}
+		}
+	}
+	return out
+}
+
+func (r *rig) submit(in []ingest.RowIn, lookups ...string) string {
+	r.t.Helper()
+	if len(lookups) == 0 {
+		lookups = []string{"profile", "email"}
+	}
+	opts := ingest.JobOptions{Lookups: lookups, MaxAge: 720 * time.Hour}
+	job, created, err := r.sub.Submit(context.Background(), jobs.Submission{Tenant: "acme", Format: "json", Options: opts,
+		Feed: func(emit func(ingest.Lookup) error) error {
+			return ingest.ExpandRows(in, ingest.Options{}, ingest.DefaultLimits(), emit)
+		}})
+	if err != nil || !created {
+		r.t.Fatalf("submit: created=%v err=%v", created, err)
+	}
+	return job.ID
+}
+
+type jobProgress struct {
+	state                                     string
+	finished                                  bool
+	total, terminal, inFlight, retry, pending int
+}
+
+func (p jobProgress) done() bool { return (p.state != "queued" && p.state != "running") || p.finished }
+
+func (r *rig) progress(id string) jobProgress {
+	r.t.Helper()
+	var p jobProgress
+	err := r.direct.Pool().QueryRow(context.Background(), `SELECT j.state, j.finished_at IS NOT NULL, count(r.id),
+			count(r.id) FILTER (WHERE r.state IN ('matched', 'no_match', 'failed', 'skipped')),
+			count(r.id) FILTER (WHERE r.state = 'in_flight'), count(r.id) FILTER (WHERE r.state = 'retry_wait'),
+			count(r.id) FILTER (WHERE r.state = 'pending')
+		FROM jobs j LEFT JOIN job_rows r ON r.job_id = j.id WHERE j.id = $1 GROUP BY j.state, j.finished_at`, id).
+		Scan(&p.state, &p.finished, &p.total, &p.terminal, &p.inFlight, &p.retry, &p.pending)
+	if err != nil {
+		r.t.Fatalf("progress: %v", err)
+	}
+	return p
+}
+
+// eventually polls cond every 20 ms until it holds, sweeping as the
+// scheduler would (errors of a sweep are expected while Postgres is down),
+// and fails the test past within.
+func (r *rig) eventually(within time.Duration, what string, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(within)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, _ = r.sweeper.Sweep(context.Background())
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("%s: not within %s", what, within)
+		}
+		<-tick.C
+	}
+}
+
+// waitDone waits for the job to end (completed, paused, canceled).
+func (r *rig) waitDone(id string, within time.Duration) jobProgress {
+	r.t.Helper()
+	var p jobProgress
+	r.eventually(within, "job "+id+" ends", func() bool {
+		p = r.progress(id)
+		return p.done()
+	})
+	return p
+}
+
+// expireReservations makes every open reservation due, as if its TTL
+// (lease + 1 minute) had passed, and sweeps: the scheduler counts it as
+// spent. Used once the job has ended, for the reservations of killed workers.
+func (r *rig) expireReservations() int {
+	r.t.Helper()
+	ctx := context.Background()
+	tag, err := r.direct.Pool().Exec(ctx, `UPDATE credit_ledger SET expires_at = now() - interval '1 second' WHERE status = 'reserved'`)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if _, err := r.sweeper.Sweep(ctx); err != nil {
+		r.t.Fatal(err)
+	}
+	return int(tag.RowsAffected())
+}
+
+// check computes the figures of a job against the fake vendor's ledger.
+func (r *rig) check(id string, expected int) chaos.Figures {
+	r.t.Helper()
+	f, err := chaos.CheckJob(context.Background(), r.direct.Pool(), id, expected, r.vendor.Ledger())
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Logf("%s: %s", r.t.Name(), f.Line())
+	return f
+}
+
+// requireClean fails the test unless every invariant holds.
+func requireClean(t *testing.T, f chaos.Figures) {
+	t.Helper()
+	requireRows(t, f)
+	if f.DoubleCharged != 0 {
+		t.Errorf("%d inputs billed twice (%v), e.g. %v", f.DoubleCharged, f.DoubleCauses, f.DoubleSamples)
+	}
+	if !f.Money() {
+		t.Errorf("money: %s; keys %v", f.MoneyText(), f.UnexplainedKeys)
+	}
+}
+
+// requireRows fails the test unless every row is terminal, none lost or
+// half-written, and the books are closed (nothing reserved, the job's spend
+// equal to its ledger).
+func requireRows(t *testing.T, f chaos.Figures) {
+	t.Helper()
+	if f.Lost != 0 || f.Extra != 0 || f.Inconsistent != 0 {
+		t.Errorf("rows: %d lost (%v), %d stored twice, %d half-written", f.Lost, f.States, f.Extra, f.Inconsistent)
+	}
+	if f.Reserved != 0 {
+		t.Errorf("%d credits still reserved", f.Reserved)
+	}
+	if f.JobSpent != f.Settled+f.Unknown {
+		t.Errorf("the job says %d spent, its ledger %d", f.JobSpent, f.Settled+f.Unknown)
+	}
+}
+
+// Known bugs, reported to the lead; a test that meets one skips with BUG
+// once everything else has been checked.
+const (
+	bugBulkRecompose = "BUG: the rows of a bulk call whose answer was lost (worker killed, reset, timeout, malformed) come back " +
+		"at different times and are sent again in other compositions, under other Idempotency-Keys: the vendor bills them again"
+	bugTransportRetry = "BUG: http.Transport re-sends a call after a connection reset by itself; the vendor bills the first send " +
+		"and answers the second as a free replay, and enrichq records 0 (see TestResetCallRetriedByTheTransportIsStillCharged)"
+)
+
+// requireMoney checks the money invariants, skipping with BUG when they
+// fail in a way a known bug explains: double charges (bulkRecompose) or
+// credits the vendor billed beyond enrichq's ledger (transportRetry).
+func requireMoney(t *testing.T, f chaos.Figures, bulkRecompose, transportRetry bool) {
+	t.Helper()
+	var bugs []string
+	if f.DoubleCharged != 0 {
+		if !bulkRecompose {
+			t.Errorf("%d inputs billed twice (%v), e.g. %v", f.DoubleCharged, f.DoubleCauses, f.DoubleSamples)
+		} else {
+			bugs = append(bugs, fmt.Sprintf("%s: %d inputs billed twice %v", bugBulkRecompose, f.DoubleCharged, f.DoubleCauses))
+		}
+	}
+	if !f.Money() {
+		if !transportRetry {
+			t.Errorf("money: %s; keys %v", f.MoneyText(), f.UnexplainedKeys)
+		} else {
+			bugs = append(bugs, fmt.Sprintf("%s: %s", bugTransportRetry, f.MoneyText()))
+		}
+	}
+	if len(bugs) > 0 && !t.Failed() {
+		t.Skip(strings.Join(bugs, "; "), "; see report")
+	}
+}
