@@ -268,8 +268,7 @@ type keyMoney struct {
 	unknown   bool
 	open      bool
 	vendor    int64
-	lastState string // status of the first ledger row, for double-charge causes
-	errText   string
+	billedErr string // error of a call under the key that was billed anyway (a malformed answer)
 }
 
 func reconcile(f *Figures, ledger []ledgerRow, vendor []fakevendor.LedgerEntry) {
@@ -278,8 +277,11 @@ func reconcile(f *Figures, ledger []ledgerRow, vendor []fakevendor.LedgerEntry) 
 		f.Calls++
 		k := keys[r.key]
 		if k == nil {
-			k = &keyMoney{lastState: r.status, errText: r.errText}
+			k = &keyMoney{}
 			keys[r.key] = k
+		}
+		if r.status == "settled" && r.charged > 0 && r.errText != "" && k.billedErr == "" {
+			k.billedErr = r.errText
 		}
 		switch r.status {
 		case "settled":
@@ -359,8 +361,8 @@ func reconcile(f *Figures, ledger []ledgerRow, vendor []fakevendor.LedgerEntry) 
 		switch {
 		case first.unknown:
 			cause = "first answer lost (outcome unknown)"
-		case first.errText != "":
-			cause = "first answer unusable (" + firstWords(first.errText) + ")"
+		case first.billedErr != "":
+			cause = "first answer unusable (" + firstWords(first.billedErr) + ")"
 		}
 		f.DoubleCauses[cause] += len(bs) - 1
 		ids = append(ids, id)

@@ -320,9 +320,10 @@ func (c *Client) do(ctx context.Context, endpoint, method, path string, query ur
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	var sent atomic.Bool // the request was written: the vendor may have done the work
+	var sent atomic.Bool   // the request was written: the vendor may have done the work
+	var writes atomic.Int32 // more than one: http.Transport re-sent it by itself
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) { sent.Store(true) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { sent.Store(true); writes.Add(1) },
 	})
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
@@ -339,6 +340,13 @@ func (c *Client) do(ctx context.Context, endpoint, method, path string, query ur
 	_ = resp.Body.Close()
 	ok2xx := resp.StatusCode >= 200 && resp.StatusCode <= 299
 	charge, rl := parseCharge(resp.Header), parseRateLimit(resp.Header)
+	if writes.Load() > 1 {
+		// http.Transport re-sends a request with an Idempotency-Key (or a GET)
+		// after a reset of a reused connection. The first send may have been
+		// billed, and the answer we hold is then the vendor's free replay: its
+		// X-Credits-Charged is not what the call cost. Charge the cost table.
+		charge.Reported, charge.Credits = false, 0
+	}
 	fail := func(e *Error) *Error {
 		if charge.Reported || charge.RemainingReported {
 			e.Charge = &charge

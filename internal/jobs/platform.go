@@ -686,7 +686,7 @@ func (p *Platform) heartbeat(ctx context.Context, claim store.PlatformClaim) fun
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := p.store.ExtendLease(ctx, claim.Token, claim.IDs(), p.cfg.Lease); err != nil && ctx.Err() == nil {
+				if err := p.store.ExtendLease(ctx, claim.Token, claim.IDs(), p.cfg.Lease, claimTTL(p.cfg.Lease)); err != nil && ctx.Err() == nil {
 					p.log.Warn("lease extension failed", "err", err)
 				}
 			}

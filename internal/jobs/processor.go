@@ -292,6 +292,9 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 	return nil
 }
 
+// claimTTL is how long a lookup claim lives: 90 % of the rows' lease.
+func claimTTL(lease time.Duration) time.Duration { return lease * 9 / 10 }
+
 // heartbeat extends the lease of the claimed rows until stopped.
 func (p *Processor) heartbeat(ctx context.Context, claim store.Claim) func() {
 	ctx, cancel := context.WithCancel(ctx)
@@ -306,7 +309,7 @@ func (p *Processor) heartbeat(ctx context.Context, claim store.Claim) func() {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if err := p.store.ExtendLease(ctx, claim.Token, ids, p.cfg.Lease); err != nil && ctx.Err() == nil {
+				if err := p.store.ExtendLease(ctx, claim.Token, ids, p.cfg.Lease, claimTTL(p.cfg.Lease)); err != nil && ctx.Err() == nil {
 					p.log.Warn("lease heartbeat failed", "err", err)
 				}
 			}
@@ -440,7 +443,9 @@ func (c *chunkRun) claimLookups(ctx context.Context, stage string, todo []*rowWo
 			distinct = append(distinct, keys[i])
 		}
 	}
-	won, err := c.p.store.ClaimLookups(ctx, c.job.Tenant, stage, distinct, c.token, c.p.cfg.Lease)
+	// A claim lives a little less than the rows' lease (and is extended with
+	// it), so when a lost worker's rows are taken over its claims are gone.
+	won, err := c.p.store.ClaimLookups(ctx, c.job.Tenant, stage, distinct, c.token, claimTTL(c.p.cfg.Lease))
 	if err != nil {
 		c.p.log.Warn("lookup claims failed; looking up without them", "err", err)
 		return todo
@@ -451,6 +456,9 @@ func (c *chunkRun) claimLookups(ctx context.Context, stage string, todo []*rowWo
 		wonSet[k] = true
 	}
 	var mine []*rowWork
+	// One due time for every waiting row: they come back together (and a
+	// bulk call of them is the same call, under the same Idempotency-Key).
+	due := c.p.cfg.Now().Add(time.Second + time.Duration(c.p.cfg.Rand()*float64(time.Second)))
 	for i, w := range todo {
 		if wonSet[keys[i]] {
 			mine = append(mine, w)
@@ -459,7 +467,7 @@ func (c *chunkRun) claimLookups(ctx context.Context, stage string, todo []*rowWo
 		w.end = store.RowRetryWait
 		w.dirty = true
 		w.out.LastError = "waiting for another worker's lookup of the same " + stage + " input"
-		w.out.NextAttemptAt = c.p.cfg.Now().Add(time.Second + time.Duration(c.p.cfg.Rand()*float64(time.Second)))
+		w.out.NextAttemptAt = due
 	}
 	// An answer saved between our cache check and our claim is served now.
 	return c.fromCache(ctx, stage, mine)
@@ -829,6 +837,26 @@ func (c *chunkRun) bulk(ctx context.Context, todo []*rowWork) {
 	}
 }
 
+// alignRetries gives the rows of one failed bulk call one due time, so they
+// come back together and are sent again as the same call, under the same
+// Idempotency-Key: a vendor that did the work the first time replays it
+// instead of billing it again.
+func (c *chunkRun) alignRetries(rows []*rowWork) {
+	c.rowsMu.Lock()
+	defer c.rowsMu.Unlock()
+	var due time.Time
+	for _, w := range rows {
+		if w.end == store.RowRetryWait && w.out.NextAttemptAt.After(due) {
+			due = w.out.NextAttemptAt
+		}
+	}
+	for _, w := range rows {
+		if w.end == store.RowRetryWait {
+			w.out.NextAttemptAt = due
+		}
+	}
+}
+
 // bulkSplit estimates a bulk call's charge by stage with the cost table, for
 // the ledger's "what did the job cost, by stage".
 func (c *chunkRun) bulkSplit(queries []enrich.ProfileQuery, include []enrich.Stage, res enrich.BulkResult) map[string]int64 {
@@ -894,9 +922,12 @@ func (c *chunkRun) bulkCall(ctx context.Context, keys []string, groups map[strin
 		return
 	}
 	if err != nil {
+		var rows []*rowWork
 		for _, k := range keys {
 			c.settleRows(ctx, groups[k], err, nil)
+			rows = append(rows, groups[k]...)
 		}
+		c.alignRetries(rows)
 		return
 	}
 	for i, k := range keys {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -64,7 +65,10 @@ func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	if errors.As(err, &rl) {
 		return max(rl.In, 10*time.Millisecond)
 	}
-	return asynq.DefaultRetryDelayFunc(n, err, t)
+	// A failure (Postgres unreachable, say) is retried soon and often: the
+	// task id stays taken while it waits, so the scheduler cannot hand the
+	// chunk out sooner. 1 s doubling to 32 s, plus up to 1 s of jitter.
+	return time.Duration(1<<min(n, 5))*time.Second + time.Duration(rand.Int64N(int64(time.Second)))
 }
 
 // Enqueuer hands chunks to asynq.

@@ -76,7 +76,7 @@ func TestRowCountsFollowEveryChange(t *testing.T) {
 		t.Fatalf("claim: %d rows, %v", len(claim.Rows), err)
 	}
 	checkCounts(t, st, job.ID, "after a claim")
-	if err := st.ExtendLease(ctx, claim.Token, claim.IDs(), time.Minute); err != nil {
+	if err := st.ExtendLease(ctx, claim.Token, claim.IDs(), time.Minute, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	checkCounts(t, st, job.ID, "after a heartbeat")

@@ -67,7 +67,7 @@ func (s *Store) ClaimChunk(ctx context.Context, jobID string, chunk int, lease t
 			next_attempt_at = NULL, updated_at = now()
 		FROM jobs j
 		WHERE j.id = r.job_id AND j.state IN ('queued', 'running')
-		  AND r.job_id = $1 AND r.chunk = $2
+		  AND r.job_id = $1 AND r.chunk = $2 AND r.state IN ('pending', 'in_flight', 'retry_wait') -- job_rows_open_chunk
 		  AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= now()))
 		RETURNING r.id, r.job_id::text, r.chunk, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''),
 			coalesce(r.company, ''), coalesce(r.email, ''), coalesce(r.role, ''), r.state, r.attempts,
@@ -91,11 +91,14 @@ func (s *Store) ClaimChunk(ctx context.Context, jobID string, chunk int, lease t
 	return Claim{Token: token, Rows: claimed}, nil
 }
 
-// ExtendLease pushes the lease of the rows still held under token.
-func (s *Store) ExtendLease(ctx context.Context, token string, ids []int64, lease time.Duration) error {
-	_, err := s.pool.Exec(ctx, `UPDATE job_rows SET lease_until = now() + $3 * interval '1 millisecond'
+// ExtendLease pushes the lease of the rows still held under token, and the
+// lookup claims of the same token (by claimTTL).
+func (s *Store) ExtendLease(ctx context.Context, token string, ids []int64, lease, claimTTL time.Duration) error {
+	batch := &pgx.Batch{}
+	batch.Queue(`UPDATE job_rows SET lease_until = now() + $3 * interval '1 millisecond'
 		WHERE id = ANY($1) AND lease_token = $2 AND state = 'in_flight'`, ids, token, lease.Milliseconds())
-	return interpretError(err)
+	batch.Queue(`UPDATE lookup_claims SET expires_at = now() + $2 * interval '1 millisecond' WHERE token = $1`, token, claimTTL.Milliseconds())
+	return interpretError(s.pool.SendBatch(ctx, batch).Close())
 }
 
 // ProfileResult is a profile found for a row.

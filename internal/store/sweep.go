@@ -112,7 +112,10 @@ func (s *Store) MarkEnqueued(ctx context.Context, jobID string, chunks []int) er
 // NextDue returns when the earliest retry_wait row of a chunk is due; ok is false when there is none.
 func (s *Store) NextDue(ctx context.Context, ref ChunkRef) (due time.Time, ok bool, err error) {
 	var t *time.Time
-	err = s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM job_rows WHERE job_id = $1 AND chunk = $2 AND state = 'retry_wait'`,
+	// Most chunks have no row waiting: the chunk's counts say so without a look at its rows.
+	err = s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM job_rows
+		WHERE job_id = $1 AND chunk = $2 AND state = 'retry_wait'
+		  AND EXISTS (SELECT 1 FROM job_chunk_counts WHERE job_id = $1 AND chunk = $2 AND retry_wait > 0)`,
 		ref.JobID, ref.Chunk).Scan(&t)
 	if err != nil || t == nil {
 		return time.Time{}, false, interpretError(err)
