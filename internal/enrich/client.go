@@ -320,7 +320,7 @@ func (c *Client) do(ctx context.Context, endpoint, method, path string, query ur
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	var sent atomic.Bool   // the request was written: the vendor may have done the work
+	var sent atomic.Bool    // the request was written: the vendor may have done the work
 	var writes atomic.Int32 // more than one: http.Transport re-sent it by itself
 	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
 		WroteRequest: func(httptrace.WroteRequestInfo) { sent.Store(true); writes.Add(1) },
