@@ -318,10 +318,12 @@ func TestGracefulShutdownReleasesRows(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, rigConfig{processor: jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 2, Lease: 30 * time.Second},
 				chunk:  40,
-				vendor: func(o *fakevendor.Options) { o.Latency = 100 * time.Millisecond }})
+				vendor: func(o *fakevendor.Options) { o.Latency = 500 * time.Millisecond }})
 			const n = 80
 			id := r.submit(rows("term", n), "profile")
-			const timeout = time.Second
+			// A chunk takes 40 x 500ms / 2 = 10s: longer than the timeout, unless it stops starting calls.
+			// The timeout leaves a loaded 2-core CI machine (race detector, parallel packages) room to save.
+			const timeout = 6 * time.Second
 			w := r.startWorker(workerConfig{shutdownTimeout: timeout, concurrency: 2, drain: drain})
 			r.eventually(10*time.Second, "calls under way", func() bool { return r.vendor.Stats().BilledCalls >= 2 })
 			start := time.Now()
