@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -130,6 +131,9 @@ func (e *env) runFaults(ctx context.Context, stdout io.Writer) (bool, error) {
 		for _, p := range ph.problems {
 			fmt.Fprintf(stdout, "%*s  FAIL: %s\n", width+1, "", p)
 		}
+	}
+	if lost := e.failedSettlements(); len(lost) > 0 {
+		fmt.Fprintf(stdout, "%-*s  %s\n", width+1, "workers:", "ledger updates that failed (the settlement is lost; the reservation is counted at expiry): "+strings.Join(lost, ", "))
 	}
 	t, err := chaos.CheckTotals(ctx, e.db, ledger.Entries)
 	if err != nil {
@@ -598,6 +602,18 @@ func (e *env) sigterm(ctx context.Context, ph *phase) error {
 	}
 	bound := e.o.shutdownTimeout + 5*time.Second
 	took, clean := e.workers[0].Term(bound)
+	// The calls whose reservation is open when the worker is gone: its own
+	// cut calls are among them (the other worker's settle in a moment).
+	var open []int64
+	if rows, err := e.db.Query(ctx, `SELECT id FROM credit_ledger WHERE job_id = $1 AND status = 'reserved'`, ph.jobID); err == nil {
+		for rows.Next() {
+			var id int64
+			if rows.Scan(&id) == nil {
+				open = append(open, id)
+			}
+		}
+		rows.Close()
+	}
 	exit := "exit 0"
 	if !clean {
 		exit = fmt.Sprintf("%v", e.workers[0].Err())
@@ -612,10 +628,13 @@ func (e *env) sigterm(ctx context.Context, ph *phase) error {
 	}
 	ph.post = func(ph *phase) {
 		f := ph.figures
-		ph.note("rows it left behind to lease expiry: %d; vendor calls it cut (reservations counted as spent): %d", f.LeaseExpired, f.ExpiredReservations)
-		if f.LeaseExpired > 0 || f.ExpiredReservations > 0 {
-			ph.fail("a graceful stop must release the rows it did not start and persist the calls in flight: %d rows waited for their lease, %d calls were cut",
-				f.LeaseExpired, f.ExpiredReservations)
+		var cut int
+		_ = e.db.QueryRow(context.Background(), `SELECT count(*) FROM credit_ledger WHERE id = ANY($1) AND error LIKE 'reservation expired%'`, open).Scan(&cut)
+		ph.note("rows it left behind to lease expiry: %d; calls open when it was gone and never settled (counted as spent at expiry): %d of %d",
+			f.LeaseExpired, cut, len(open))
+		if f.LeaseExpired > 0 || cut > 0 {
+			ph.fail("a graceful stop must release the rows it did not start and persist the calls in flight: %d rows waited for their lease, %d calls were not settled",
+				f.LeaseExpired, cut)
 		}
 	}
 	return nil
@@ -790,4 +809,36 @@ func rssKB(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// failedSettlements counts the workers' "ledger update failed" log lines by
+// error, e.g. "242 deadlock detected (SQLSTATE 40P01)".
+func (e *env) failedSettlements() []string {
+	counts := map[string]int{}
+	for i := range e.workers {
+		b, err := os.ReadFile(filepath.Join(e.dir, fmt.Sprintf("worker-%d.log", i+1)))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if !strings.Contains(line, `"msg":"ledger update failed"`) {
+				continue
+			}
+			var l struct {
+				Err string `json:"err"`
+			}
+			_ = json.Unmarshal([]byte(line), &l)
+			msg := strings.TrimPrefix(l.Err, "ERROR: ")
+			if strings.Contains(msg, "connect") || strings.Contains(msg, "connection reset") {
+				msg = "Postgres unreachable"
+			}
+			counts[msg]++
+		}
+	}
+	var out []string
+	for m, n := range counts {
+		out = append(out, fmt.Sprintf("%d %s", n, m))
+	}
+	sort.Strings(out)
+	return out
 }

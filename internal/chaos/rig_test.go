@@ -414,8 +414,9 @@ func requireRows(t *testing.T, f chaos.Figures) {
 const (
 	bugBulkRecompose = "BUG: the rows of a bulk call whose answer was lost (worker killed, reset, timeout, malformed) come back " +
 		"at different times and are sent again in other compositions, under other Idempotency-Keys: the vendor bills them again"
-	bugTransportRetry = "BUG: http.Transport re-sends a call after a connection reset by itself; the vendor bills the first send " +
-		"and answers the second as a free replay, and enrichq records 0 (see TestResetCallRetriedByTheTransportIsStillCharged)"
+	bugTransportRetry = "BUG: a call that http.Transport re-sent by itself after a connection reset (the vendor billed the first send) " +
+		"and whose answer is then unusable (a malformed replay) is settled at 0 instead of being counted at its reservation: " +
+		"the client drops X-Credits-Charged after a re-send but keeps X-Credits-Remaining, so the error still carries a Charge of 0"
 )
 
 // requireMoney checks the money invariants, skipping with BUG when they

@@ -65,10 +65,13 @@ func (s *Store) ClaimChunk(ctx context.Context, jobID string, chunk int, lease t
 	rows, err := s.pool.Query(ctx, `
 		UPDATE job_rows r SET state = 'in_flight', lease_token = $3, lease_until = now() + $4 * interval '1 millisecond',
 			next_attempt_at = NULL, updated_at = now()
-		FROM jobs j
-		WHERE j.id = r.job_id AND j.state IN ('queued', 'running')
-		  AND r.job_id = $1 AND r.chunk = $2 AND r.state IN ('pending', 'in_flight', 'retry_wait') -- job_rows_open_chunk
+		WHERE r.job_id = $1 AND r.chunk = $2 AND r.state IN ('pending', 'in_flight', 'retry_wait') -- job_rows_open_chunk
 		  AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= now()))
+		  -- The job's state, read once (a one-time filter), not once per row: the
+		  -- jobs row is updated by every credit reservation and settlement, and
+		  -- reading it a hundred times a claim, through its versions and their
+		  -- MultiXacts, made the claim cost grow with the job.
+		  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1 AND j.state IN ('queued', 'running'))
 		RETURNING r.id, r.job_id::text, r.chunk, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''),
 			coalesce(r.company, ''), coalesce(r.email, ''), coalesce(r.role, ''), r.state, r.attempts,
 			coalesce(r.found_profile_url, ''), r.stages_done, r.any_match`,

@@ -84,13 +84,15 @@ func (s *Store) NextChunks(ctx context.Context, jobID string, n int, recheck tim
 	rows, err := s.pool.Query(ctx, `
 		UPDATE job_chunks c SET enqueued_at = now()
 		FROM (
+			-- The chunk's counts say whether it has work, without a look at its rows
+			-- (a chunk whose waiting rows are not due yet comes back to the queue
+			-- early, claims nothing and is put back until they are).
 			SELECT c.job_id, c.chunk FROM job_chunks c
+			JOIN job_chunk_counts k ON k.job_id = c.job_id AND k.chunk = c.chunk
 			WHERE c.job_id = $1::uuid
 			  AND (c.enqueued_at IS NULL OR c.enqueued_at < now() - $3 * interval '1 millisecond')
+			  AND (k.pending > 0 OR k.retry_wait > 0)
 			  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state IN ('queued', 'running'))
-			  AND EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = c.job_id AND r.chunk = c.chunk
-			              AND r.state IN ('pending', 'in_flight', 'retry_wait')
-			              AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= now())))
 			ORDER BY c.chunk
 			LIMIT $2
 			FOR UPDATE OF c SKIP LOCKED) d
