@@ -53,7 +53,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		defer stopPprof()
 	}
 
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.WorkerConcurrency + 4)})
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.WorkerConcurrency + 4), LeaseConns: 2})
 	if err != nil {
 		return err
 	}

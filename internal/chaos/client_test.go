@@ -80,7 +80,48 @@ func TestResetCallRetriedByTheTransportIsStillCharged(t *testing.T) {
 		t.Fatalf("call: %v", err)
 	}
 	if reported < billed {
-		t.Skipf("BUG: the vendor billed %d credits for the call, the client reports %d (http.Transport re-sent it after the reset "+
-			"and the vendor answered a free replay); see report", billed, reported)
+		t.Fatalf("the vendor billed %d credits for the call, the client reports %d (http.Transport re-sent it after the reset "+
+			"and the vendor answered a free replay)", billed, reported)
+	}
+}
+
+// The same reset, and then the replay itself is unusable (a malformed 200
+// with X-Credits-Remaining but X-Credits-Charged: 0): the call's outcome is
+// unknown and nothing in the error may settle it at 0.
+func TestResetCallWithMalformedReplayIsCountedAtTheReservation(t *testing.T) {
+	t.Parallel()
+	fv := fakevendor.New(fakevendor.DefaultOptions())
+	h := &resetOnce{v: fv, seen: map[string]bool{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		h.mu.Lock()
+		replay := key != "" && h.seen[key]
+		h.mu.Unlock()
+		if !replay {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("X-Credits-Charged", "0")
+		w.Header().Set("X-Credits-Remaining", "999")
+		w.Header().Set("Idempotent-Replayed", "true")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"profile": {"name": `))
+	}))
+	t.Cleanup(srv.Close)
+	c, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: "test-key", HTTPClient: &http.Client{Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := c.Profile(ctx, enrich.ProfileQuery{ProfileURL: "https://platform.example/in/warm-up"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Profile(ctx, enrich.ProfileQuery{Name: "VP Sales", Company: "Reset GmbH"}, "key-reset-2")
+	ve, ok := enrich.AsError(err)
+	if !ok {
+		t.Fatalf("call: %v, want a vendor error", err)
+	}
+	if !ve.OutcomeUnknown || ve.Charge != nil {
+		t.Fatalf("error %v: outcome unknown %v, charge %+v; want unknown and no charge (counted at the reservation)", ve, ve.OutcomeUnknown, ve.Charge)
 	}
 }

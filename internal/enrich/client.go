@@ -304,6 +304,7 @@ type response struct {
 // chargeOr is the charge the vendor reported, else estimate from the cost table.
 func (r *response) chargeOr(estimate int64) Charge {
 	ch := r.charge
+	ch.Estimate = estimate
 	if !ch.Reported {
 		ch.Credits = estimate
 	}
@@ -344,13 +345,15 @@ func (c *Client) do(ctx context.Context, endpoint, method, path string, query ur
 		// http.Transport re-sends a request with an Idempotency-Key (or a GET)
 		// after a reset of a reused connection. The first send may have been
 		// billed, and the answer we hold is then the vendor's free replay: its
-		// X-Credits-Charged is not what the call cost. Charge the cost table.
-		charge.Reported, charge.Credits = false, 0
+		// X-Credits-Charged is not what the call cost. Charge the cost table,
+		// and count an error at the reservation: its first send may be billed.
+		charge.Reported, charge.Credits, charge.Replayed = false, 0, false
 	}
 	fail := func(e *Error) *Error {
-		if charge.Reported || charge.RemainingReported {
-			e.Charge = &charge
+		if writes.Load() > 1 {
+			e.OutcomeUnknown = true
 		}
+		e.Charge = errorCharge(charge, e)
 		e.RateLimit = rl
 		return c.redact(e)
 	}
@@ -389,11 +392,19 @@ func (c *Client) transportError(endpoint string, status int, err error, sent boo
 func (c *Client) malformed(endpoint string, r *response, err error) *Error {
 	e := &Error{Class: ClassTransient, Endpoint: endpoint, Status: r.status, Code: "malformed_response", Message: errText(err),
 		OutcomeUnknown: true, RateLimit: r.rateLimit, Err: err}
-	if r.charge.Reported || r.charge.RemainingReported {
-		ch := r.charge
-		e.Charge = &ch
-	}
+	e.Charge = errorCharge(r.charge, e)
 	return c.redact(e)
+}
+
+// errorCharge is what an error answer says it cost: nil, the reservation
+// is then counted (outcome unknown) or released. An answer of unknown
+// outcome is charged only by X-Credits-Charged; X-Credits-Remaining alone
+// would settle it at 0.
+func errorCharge(ch Charge, e *Error) *Charge {
+	if ch.Reported || (ch.RemainingReported && !e.OutcomeUnknown) {
+		return &ch
+	}
+	return nil
 }
 
 // refused is a call refused before it was made (bad input): permanent, free.

@@ -151,6 +151,14 @@ type Charge struct {
 	Reported          bool  // Credits came from X-Credits-Charged
 	Remaining         int64 // X-Credits-Remaining (negative in overage)
 	RemainingReported bool  // X-Credits-Remaining was present
+	// Replayed: the vendor answered from its Idempotency-Key store
+	// (Idempotent-Replayed: true): this send was free, and an earlier send
+	// with the same key, whose answer enrichq lost, was the one billed.
+	Replayed bool
+	// Estimate is the cost table's price of the answer (what Credits is
+	// when the vendor does not report it): what the billed earlier send of a
+	// replayed answer cost.
+	Estimate int64
 }
 
 // RateLimit is what the vendor said of its rate limit in X-RateLimit-*

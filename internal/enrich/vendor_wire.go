@@ -42,10 +42,14 @@ const (
 	headerIdempotencyKey   = "Idempotency-Key"
 	headerCreditsCharged   = "X-Credits-Charged"
 	headerCreditsRemaining = "X-Credits-Remaining"
-	headerRetryAfter       = "Retry-After"
-	headerRateLimitLimit   = "X-RateLimit-Limit"
-	headerRateLimitRemain  = "X-RateLimit-Remaining"
-	headerRateLimitReset   = "X-RateLimit-Reset"
+	// headerReplayed (assumed, as Stripe does it): "true" on an answer
+	// replayed for its Idempotency-Key, charged nothing. Without it a replay
+	// looks like a fresh answer and nothing is reconciled.
+	headerReplayed        = "Idempotent-Replayed"
+	headerRetryAfter      = "Retry-After"
+	headerRateLimitLimit  = "X-RateLimit-Limit"
+	headerRateLimitRemain = "X-RateLimit-Remaining"
+	headerRateLimitReset  = "X-RateLimit-Reset"
 )
 
 // setRequestHeaders sets the headers every request carries: the API key as a
@@ -274,6 +278,7 @@ func parseCharge(h http.Header) Charge {
 	if v, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerCreditsRemaining)), 10, 64); err == nil {
 		c.Remaining, c.RemainingReported = v, true
 	}
+	c.Replayed = strings.EqualFold(strings.TrimSpace(h.Get(headerReplayed)), "true")
 	return c
 }
 

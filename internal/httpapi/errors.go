@@ -90,6 +90,12 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 		default:
 			return errorf(http.StatusBadRequest, "unreadable_body", "the request body could not be read")
 		}
+	case errors.Is(err, store.ErrUnavailable):
+		// Postgres is restarting or out of reach: nothing was stored, and the
+		// same request will work again shortly.
+		s.Log.WarnContext(r.Context(), "database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
+			Message: "the database is unavailable; nothing was stored; try again in a few seconds", header: http.Header{"Retry-After": {"5"}}}
 	case errors.Is(err, store.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", "no such job")
 	case errors.Is(err, store.ErrConflict):

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -275,5 +277,44 @@ func TestPanicIsA500(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "boom") || !strings.Contains(logs.String(), `"status":500`) {
 		t.Fatalf("log: %s", logs)
+	}
+}
+
+// While Postgres is out of reach (a restart, a failover) the API says 503
+// with Retry-After, not 500: the client's retry will work.
+func TestDatabaseOutageIs503(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	down, err := store.Open(context.Background(), "postgres://enrichq@"+addr+"/enrichq?connect_timeout=5", store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(down.Close)
+	b := setup(t, func(d *Deps) {
+		d.Store = down
+		d.Submitter.Store = down
+	})
+	for _, c := range []struct {
+		method, path, body string
+	}{
+		{http.MethodGet, "/v1/jobs/00000000-0000-0000-0000-000000000001", ""},
+		{http.MethodGet, "/v1/jobs", ""},
+		{http.MethodPost, "/v1/jobs", `{"rows":[{"profile_url":"https://platform.example/in/a"}]}`},
+	} {
+		var body io.Reader
+		header := []string{}
+		if c.body != "" {
+			body = strings.NewReader(c.body)
+			header = append(header, "Content-Type", "application/json")
+		}
+		resp, data := b.call(t, c.method, c.path, keyA, body, header...)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" || apiErr(t, data).Code != "unavailable" {
+			t.Errorf("%s %s with the database down: %d Retry-After=%q %s", c.method, c.path, resp.StatusCode, resp.Header.Get("Retry-After"), data)
+		}
 	}
 }

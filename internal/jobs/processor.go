@@ -534,6 +534,13 @@ func (c *chunkRun) apply(w *rowWork, stage string, a answer, remember bool) {
 	}
 }
 
+// storeError is a failure of enrichq's database before a vendor call (the
+// credit reservation could not be made): the call was not attempted.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return "credit reservation: " + e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
 // fail ends a row's run with a failure: a retry later, or failed for good.
 func (c *chunkRun) fail(w *rowWork, err error) {
 	w.dirty = true
@@ -542,6 +549,16 @@ func (c *chunkRun) fail(w *rowWork, err error) {
 		w.end = store.RowFailed
 		w.out.Reason = "vendor rejected the input: " + ve.Error()
 		w.out.LastError = ve.Error()
+		return
+	}
+	var se *storeError
+	if errors.As(err, &se) {
+		// enrichq's own database failed before the call (unavailable, a
+		// conflict that outlived its retries): the vendor was never asked, so
+		// this is not one of the row's attempts. It is tried again shortly.
+		w.end = store.RowRetryWait
+		w.out.LastError = err.Error()
+		w.out.NextAttemptAt = c.p.cfg.Now().Add(time.Second + time.Duration(c.p.cfg.Rand()*float64(2*time.Second)))
 		return
 	}
 	var notYet *ratelimit.NotYetError
@@ -629,7 +646,7 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx 
 			c.halt(ctx, err)
 			return errStopJob
 		}
-		return err
+		return &storeError{err}
 	}
 	// The rate slot last, right before the call: nothing slow sits between
 	// the slot and the request, so calls reach the vendor evenly spaced.
@@ -672,6 +689,17 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx 
 	}
 	if err != nil {
 		c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
+	}
+	if replayed := charge.Replayed || (ve != nil && ve.Charge != nil && ve.Charge.Replayed); replayed && err == nil {
+		estimate := charge.Estimate
+		if ve != nil && ve.Charge != nil {
+			estimate = ve.Charge.Estimate
+		}
+		if n, rerr := c.p.store.ReconcileReplay(sctx, c.job.ID, res.IdempotencyKey, id, estimate); rerr != nil {
+			c.p.log.Error("ledger reconciliation failed", "ledger_id", id, "err", rerr)
+		} else if n > 0 {
+			c.p.log.Info("earlier calls of unknown outcome reconciled by a replay", "ledger_id", id, "calls", n, "credits", estimate)
+		}
 	}
 	return callErr
 }

@@ -1,8 +1,15 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,6 +23,10 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrBudgetExhausted: a credit reservation does not fit in the budget.
 	ErrBudgetExhausted = errors.New("credit budget exhausted")
+	// ErrUnavailable: Postgres cannot be reached or is shutting down or
+	// starting (a restart, a failover, no free connection slot). The same
+	// request may succeed a few seconds later.
+	ErrUnavailable = errors.New("database unavailable")
 )
 
 // interpretError maps pgx errors to the package's sentinels, once, here.
@@ -33,5 +44,80 @@ func interpretError(err error) error {
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
 		}
 	}
+	if isUnavailable(err) {
+		return fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
 	return err
+}
+
+// isUnavailable tells a database that is unreachable, restarting or out
+// of connection slots from a query that failed on its own merits.
+func isUnavailable(err error) bool {
+	if errors.Is(err, ErrUnavailable) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case strings.HasPrefix(pgErr.Code, "08"): // connection_exception
+			return true
+		case pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03": // admin/crash shutdown, cannot connect now
+			return true
+		case pgErr.Code == "53300": // too_many_connections
+			return true
+		}
+		return false
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return true
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false // the caller's own deadline (context.DeadlineExceeded is a net.Error too)
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || pgconn.SafeToRetry(err)
+}
+
+// Conflicts is how many transactions of this Store Postgres rolled back to
+// break a deadlock or a serialization conflict (each was run again).
+func (s *Store) Conflicts() int64 { return s.conflicts.Load() }
+
+// isConflict is a transaction Postgres rolled back to break a deadlock or
+// a serialization conflict: running it again is safe and usually succeeds.
+func isConflict(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+// retry runs fn until it succeeds, fails for good, or ctx ends. It runs it
+// again after a deadlock or serialization failure (rolled back, so nothing
+// of it was applied) and, when idempotent, after the database was
+// unavailable (fn must then be safe to apply twice: a commit whose answer
+// was lost may have been applied). Waits grow from 10 ms to 1 s, jittered.
+func (s *Store) retry(ctx context.Context, idempotent bool, fn func() error) error {
+	wait := 10 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		if err == nil {
+			return nil
+		}
+		if isConflict(err) {
+			s.conflicts.Add(1)
+		}
+		again := isConflict(err) || (idempotent && isUnavailable(err)) || (isUnavailable(err) && pgconn.SafeToRetry(err))
+		if !again || ctx.Err() != nil || attempt >= 100 {
+			return interpretError(err)
+		}
+		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return interpretError(err)
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
 }

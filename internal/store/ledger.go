@@ -59,71 +59,110 @@ type Reservation struct {
 // spent plus reserved never exceeds it, whatever the number of workers.
 // It returns the ledger id, a *BudgetError when the call does not fit, or
 // ErrJobNotRunning.
+//
+// Lock order: every transaction that touches both locks the job's row
+// first, then the account's (Reserve, closeReservation); a deadlock between
+// two of them is therefore impossible, and a conflict Postgres still
+// reports (40P01, 40001) is run again.
 func (s *Store) Reserve(ctx context.Context, r Reservation) (int64, error) {
 	if r.RowCount <= 0 {
 		r.RowCount = 1
 	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return 0, interpretError(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
-	var account, month any
-	if r.Account != "" {
-		var m time.Time
-		if _, err := tx.Exec(ctx, `INSERT INTO account_usage (account, month) VALUES ($1, date_trunc('month', now() AT TIME ZONE 'UTC')::date)
-			ON CONFLICT DO NOTHING`, r.Account); err != nil {
-			return 0, interpretError(err)
-		}
-		err := tx.QueryRow(ctx, `UPDATE account_usage SET reserved = reserved + $2, updated_at = now()
-			WHERE account = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date
-			  AND ($3::bigint IS NULL OR spent + reserved + $2 <= $3)
-			RETURNING month`, r.Account, r.Credits, r.Allowance).Scan(&m)
-		if errors.Is(err, pgx.ErrNoRows) {
-			be := &BudgetError{Scope: "account", Wanted: r.Credits}
-			if r.Allowance != nil {
-				be.Budget = *r.Allowance
-			}
-			// On the transaction's own connection: a second one could wait forever on a full pool.
-			_ = tx.QueryRow(ctx, `SELECT spent, reserved FROM account_usage WHERE account = $1
-				AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`, r.Account).Scan(&be.Spent, &be.Reserved)
-			return 0, be
-		}
-		if err != nil {
-			return 0, interpretError(err)
-		}
-		account, month = r.Account, m
-	}
 	var id int64
-	err = tx.QueryRow(ctx, `
-		WITH j AS (
-			UPDATE jobs SET credits_reserved = credits_reserved + $7, updated_at = now()
-			WHERE id = $1 AND state IN ('queued', 'running')
-			  AND (budget_credits IS NULL OR credits_spent + credits_reserved + $7 <= budget_credits)
-			RETURNING id)
-		INSERT INTO credit_ledger (job_id, row_id, row_count, stage, endpoint, idempotency_key, reserved, expires_at, account, account_month)
-		SELECT j.id, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond', $9, $10 FROM j
-		RETURNING id`,
-		r.JobID, r.RowID, r.RowCount, r.Stage, r.Endpoint, r.IdempotencyKey, r.Credits, r.TTL.Milliseconds(), account, month).Scan(&id)
-	if err == nil {
-		return id, interpretError(tx.Commit(ctx))
+	// Not idempotent: a commit whose answer was lost would hold credits twice
+	// (the extra reservation expires and is counted as spent), so only
+	// conflicts and errors before anything was sent are tried again.
+	err := s.retry(ctx, false, func() error {
+		var err error
+		id, err = s.reserve(ctx, r)
+		return err
+	})
+	return id, err
+}
+
+func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
+	if r.Account != "" {
+		// Outside the transaction: the month's row exists once and for all,
+		// and the transaction below then only locks rows in its order.
+		if _, err := s.pool.Exec(ctx, `INSERT INTO account_usage (account, month) VALUES ($1, date_trunc('month', now() AT TIME ZONE 'UTC')::date)
+			ON CONFLICT DO NOTHING`, r.Account); err != nil {
+			return 0, err
+		}
 	}
-	if !errors.Is(err, pgx.ErrNoRows) {
-		return 0, interpretError(err)
-	}
-	_ = tx.Rollback(ctx)
-	j, err := s.GetJob(ctx, "", r.JobID)
+	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return 0, err
 	}
-	if j.State != JobQueued && j.State != JobRunning {
-		return 0, fmt.Errorf("%w (%s)", ErrJobNotRunning, j.State)
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
+
+	// 1. The job's row.
+	var state string
+	var budget *int64
+	var spent, reserved int64
+	var fits bool
+	err = tx.QueryRow(ctx, `
+		WITH j AS (
+			UPDATE jobs SET credits_reserved = credits_reserved + $2, updated_at = now()
+			WHERE id = $1 AND state IN ('queued', 'running')
+			  AND (budget_credits IS NULL OR credits_spent + credits_reserved + $2 <= budget_credits)
+			RETURNING id)
+		SELECT state, budget_credits, credits_spent, credits_reserved, EXISTS (SELECT 1 FROM j) FROM jobs WHERE id = $1`,
+		r.JobID, r.Credits).Scan(&state, &budget, &spent, &reserved, &fits)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, ErrNotFound
 	}
-	be := &BudgetError{Scope: "job", Spent: j.CreditsSpent, Reserved: j.CreditsReserved, Wanted: r.Credits}
-	if j.BudgetCredits != nil {
-		be.Budget = *j.BudgetCredits
+	if err != nil {
+		return 0, err
 	}
-	return 0, be
+	if !fits {
+		if state != JobQueued && state != JobRunning {
+			return 0, fmt.Errorf("%w (%s)", ErrJobNotRunning, state)
+		}
+		be := &BudgetError{Scope: "job", Spent: spent, Reserved: reserved, Wanted: r.Credits}
+		if budget != nil {
+			be.Budget = *budget
+		}
+		return 0, be
+	}
+
+	// 2. The account's row.
+	var account, month any
+	if r.Account != "" {
+		var m time.Time
+		var ok bool
+		be := &BudgetError{Scope: "account", Wanted: r.Credits}
+		err := tx.QueryRow(ctx, `
+			WITH a AS (
+				UPDATE account_usage SET reserved = reserved + $2, updated_at = now()
+				WHERE account = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date
+				  AND ($3::bigint IS NULL OR spent + reserved + $2 <= $3)
+				RETURNING month)
+			SELECT month, spent, reserved, EXISTS (SELECT 1 FROM a) FROM account_usage
+			WHERE account = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
+			r.Account, r.Credits, r.Allowance).Scan(&m, &be.Spent, &be.Reserved, &ok)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			if r.Allowance != nil {
+				be.Budget = *r.Allowance
+			}
+			return 0, be // the rollback gives the job's credits back
+		}
+		account, month = r.Account, m
+	}
+
+	// 3. The ledger's new row.
+	var id int64
+	err = tx.QueryRow(ctx, `
+		INSERT INTO credit_ledger (job_id, row_id, row_count, stage, endpoint, idempotency_key, reserved, expires_at, account, account_month)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond', $9, $10)
+		RETURNING id`,
+		r.JobID, r.RowID, r.RowCount, r.Stage, r.Endpoint, r.IdempotencyKey, r.Credits, r.TTL.Milliseconds(), account, month).Scan(&id)
+	if err != nil {
+		return 0, err
+	}
+	return id, tx.Commit(ctx)
 }
 
 // Available returns how many credits a job may still reserve; ok is false when it has no budget.
@@ -177,32 +216,95 @@ func (s *Store) MarkUnknown(ctx context.Context, ledgerID int64, reason string) 
 }
 
 // closeReservation moves a ledger row from reserved (or unknown) to status.
-// charged nil means "the reservation".
+// charged nil means "the reservation". It locks the ledger row, then the
+// job's, then the account's (Reserve's order), and is run again after a
+// conflict or while the database is unavailable, until ctx ends: it is
+// idempotent (a reservation already closed is left alone), and a
+// settlement that is lost leaves the call counted at its worst case.
 func (s *Store) closeReservation(ctx context.Context, id int64, status string, charged *int64, reported bool, remaining *int64, errText string, split any) error {
-	_, err := s.pool.Exec(ctx, `
-		WITH old AS (
-			SELECT id, job_id, reserved, status, coalesce(charged, 0) AS charged, account, account_month FROM credit_ledger
-			WHERE id = $1 AND (status = 'reserved' OR (status = 'unknown' AND $2 = 'settled'))
-			FOR UPDATE),
-		l AS (
-			UPDATE credit_ledger c SET status = $2, charged = coalesce($3, old.reserved), charge_reported = $4,
-				credits_remaining = $5, error = $6, settled_at = now(), stage_credits = coalesce($7::jsonb, c.stage_credits)
-			FROM old WHERE c.id = old.id
-			RETURNING old.job_id, old.reserved, old.status AS old_status, old.charged AS old_charged, c.charged AS new_charged,
-				old.account, old.account_month),
-		acc AS (
-			UPDATE account_usage a SET
-				reserved = a.reserved - CASE WHEN l.old_status = 'reserved' THEN l.reserved ELSE 0 END,
-				spent = a.spent + l.new_charged - CASE WHEN l.old_status = 'unknown' THEN l.old_charged ELSE 0 END,
-				credits_remaining = coalesce($5, a.credits_remaining), updated_at = now()
-			FROM l WHERE l.account IS NOT NULL AND a.account = l.account AND a.month = l.account_month)
-		UPDATE jobs j SET
-			credits_reserved = j.credits_reserved - CASE WHEN l.old_status = 'reserved' THEN l.reserved ELSE 0 END,
-			credits_spent = j.credits_spent + l.new_charged - CASE WHEN l.old_status = 'unknown' THEN l.old_charged ELSE 0 END,
-			updated_at = now()
-		FROM l WHERE j.id = l.job_id`,
-		id, status, charged, reported, remaining, errText, split)
-	return interpretError(err)
+	return s.retry(ctx, true, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var l struct {
+				jobID                      string
+				reserved, oldCharged, newC int64
+				oldStatus                  string
+				account                    *string
+				month                      *time.Time
+			}
+			err := tx.QueryRow(ctx, `
+				WITH old AS (
+					SELECT id, job_id, reserved, status, coalesce(charged, 0) AS charged, account, account_month FROM credit_ledger
+					WHERE id = $1 AND (status = 'reserved' OR (status = 'unknown' AND $2 = 'settled'))
+					FOR UPDATE)
+				UPDATE credit_ledger c SET status = $2, charged = coalesce($3, old.reserved), charge_reported = $4,
+					credits_remaining = $5, error = $6, settled_at = now(), stage_credits = coalesce($7::jsonb, c.stage_credits)
+				FROM old WHERE c.id = old.id
+				RETURNING old.job_id::text, old.reserved, old.status, old.charged, c.charged, old.account, old.account_month`,
+				id, status, charged, reported, remaining, errText, split).Scan(&l.jobID, &l.reserved, &l.oldStatus, &l.oldCharged, &l.newC, &l.account, &l.month)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil // closed already (by the scheduler, or by an earlier try whose answer was lost)
+			}
+			if err != nil {
+				return err
+			}
+			held := int64(0)
+			if l.oldStatus == LedgerReserved {
+				held = l.reserved
+			}
+			counted := int64(0)
+			if l.oldStatus == LedgerUnknown {
+				counted = l.oldCharged
+			}
+			if _, err := tx.Exec(ctx, `UPDATE jobs SET credits_reserved = credits_reserved - $2,
+					credits_spent = credits_spent + $3, updated_at = now() WHERE id = $1`,
+				l.jobID, held, l.newC-counted); err != nil {
+				return err
+			}
+			if l.account != nil {
+				if _, err := tx.Exec(ctx, `UPDATE account_usage SET reserved = reserved - $3, spent = spent + $4,
+						credits_remaining = coalesce($5, credits_remaining), updated_at = now()
+					WHERE account = $1 AND month = $2`,
+					*l.account, l.month, held, l.newC-counted, remaining); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// ReconcileReplay settles the earlier sends of a call that the vendor has
+// just answered as a replay (call by, under the same Idempotency-Key): one
+// of them was billed, and their answers were lost (a killed worker, a
+// timeout, a reset), so they were counted at their reservation. When none
+// of them was settled with a charge, the oldest still open (unknown or
+// reserved) is settled at credits, the cost table's price of the replayed
+// answer, and the others at 0; else all of them at 0. It returns how many
+// it settled.
+func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, credits int64) (int, error) {
+	if key == "" {
+		return 0, nil
+	}
+	var ids []int64
+	var billed bool
+	err := s.pool.QueryRow(ctx, `
+		SELECT coalesce(array_agg(id ORDER BY id) FILTER (WHERE status IN ('unknown', 'reserved')), '{}'),
+			coalesce(bool_or(status = 'settled' AND charged > 0), false)
+		FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3`, jobID, key, by).Scan(&ids, &billed)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	for i, id := range ids {
+		charged := int64(0)
+		if i == 0 && !billed {
+			charged = credits
+		}
+		if err := s.closeReservation(ctx, id, LedgerSettled, &charged, false, nil,
+			fmt.Sprintf("reconciled by call %d: the vendor replayed this Idempotency-Key's answer", by), nil); err != nil {
+			return i, err
+		}
+	}
+	return len(ids), nil
 }
 
 // ExpireReservations counts reservations older than their expiry as spent

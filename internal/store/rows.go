@@ -101,7 +101,7 @@ func (s *Store) ExtendLease(ctx context.Context, token string, ids []int64, leas
 	batch.Queue(`UPDATE job_rows SET lease_until = now() + $3 * interval '1 millisecond'
 		WHERE id = ANY($1) AND lease_token = $2 AND state = 'in_flight'`, ids, token, lease.Milliseconds())
 	batch.Queue(`UPDATE lookup_claims SET expires_at = now() + $2 * interval '1 millisecond' WHERE token = $1`, token, claimTTL.Milliseconds())
-	return interpretError(s.pool.SendBatch(ctx, batch).Close())
+	return interpretError(s.leases.SendBatch(ctx, batch).Close())
 }
 
 // ProfileResult is a profile found for a row.

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,13 +24,23 @@ import (
 // Store wraps a pgx pool. It is safe for concurrent use.
 type Store struct {
 	pool *pgxpool.Pool
-	now  func() time.Time
+	// leases is where lease heartbeats run: a pool of their own when
+	// Options.LeaseConns is set, so that a heartbeat never queues behind the
+	// work it keeps alive (a worker's pool can be all taken by its calls'
+	// ledger updates); else pool.
+	leases *pgxpool.Pool
+	now    func() time.Time
+	// conflicts counts deadlocks and serialization failures run again.
+	conflicts atomic.Int64
 }
 
 // Options configures Open.
 type Options struct {
 	// MaxConns caps the pool; 0 keeps pgxpool's default (max(4, NumCPU)).
 	MaxConns int32
+	// LeaseConns, when set, gives lease heartbeats (ExtendLease) a pool of
+	// their own of this size.
+	LeaseConns int32
 	// Now is the clock used for timestamps computed in Go; default time.Now.
 	// Most timestamps come from the database's now().
 	Now func() time.Time
@@ -51,11 +62,26 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Store{pool: pool, now: opts.Now}, nil
+	s := &Store{pool: pool, leases: pool, now: opts.Now}
+	if opts.LeaseConns > 0 {
+		lcfg := cfg.Copy()
+		lcfg.MaxConns = opts.LeaseConns
+		lcfg.MinConns = 0
+		if s.leases, err = pgxpool.NewWithConfig(ctx, lcfg); err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("store: connect: %w", err)
+		}
+	}
+	return s, nil
 }
 
-// Close closes the pool.
-func (s *Store) Close() { s.pool.Close() }
+// Close closes the pools.
+func (s *Store) Close() {
+	if s.leases != s.pool {
+		s.leases.Close()
+	}
+	s.pool.Close()
+}
 
 // Pool exposes the pool to tests and benchmarks of this module.
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }

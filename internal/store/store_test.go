@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -227,5 +228,27 @@ func TestCancelSkipsUnclaimedRows(t *testing.T) {
 	}
 	if c2, _ := st.ClaimChunk(ctx, job.ID, 1, time.Minute); len(c2.Rows) != 0 {
 		t.Fatal("claimed rows of a canceled job")
+	}
+}
+
+// A database that cannot be reached is ErrUnavailable (the API answers 503,
+// workers try again), not an error of the query.
+func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	ctx := context.Background()
+	st, err := store.Open(ctx, "postgres://enrichq@"+addr+"/enrichq?connect_timeout=5", store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = st.GetJob(ctx, "", "00000000-0000-0000-0000-000000000001")
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}
 }
