@@ -5,7 +5,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -99,11 +98,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	inspector := asynq.NewInspector(redisOptForMetrics)
 	defer inspector.Close()
 	reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(inspector))
-	// On SIGTERM the worker stops starting vendor calls (see drainingLimiter):
-	// calls in flight finish and are saved, the rest of each chunk is put back.
-	drain, startDrain := context.WithCancel(context.Background())
-	defer startDrain()
-	proc := jobs.NewProcessor(st, vendor, drainingLimiter{Limiter: limiter, drain: drain}, jobs.ProcessorConfig{
+	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
 		Metrics:           metrics.NewPipeline(reg),
 		Account:           cfg.VendorAccount(),
 		AccountAllowance:  allowance,
@@ -155,7 +150,9 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	fmt.Fprintln(stdout, "worker started")
 	<-ctx.Done()
 	log.Info("worker stopping: finishing in-flight chunks", "timeout", cfg.ShutdownTimeout)
-	startDrain()
+	// No vendor call starts from now on: calls in flight finish and are
+	// saved, the rest of each chunk is put back to pending (Processor.Drain).
+	proc.Drain()
 	srv.Shutdown()
 	log.Info("worker stopped")
 	return nil
@@ -180,30 +177,4 @@ func servePprof(addr string, stdout io.Writer) (stop func(), err error) {
 	go func() { _ = srv.Serve(ln) }()
 	fmt.Fprintf(stdout, "pprof listening on http://%s\n", ln.Addr())
 	return func() { _ = srv.Close() }, nil
-}
-
-// drainingLimiter refuses to start vendor calls once drain is done (the
-// worker is stopping): a call that has not started gets a "not yet", so its
-// row waits a second in retry_wait, without a failed attempt, for another
-// worker, while calls already under way finish and are saved. Without it a
-// chunk goes on calling the vendor until asynq's shutdown timeout, and then
-// its rows wait for their lease and its cut calls for their reservation's
-// expiry (found by cmd/chaos, fault sigterm).
-type drainingLimiter struct {
-	jobs.Limiter
-	drain context.Context
-}
-
-func (d drainingLimiter) Wait(ctx context.Context) error {
-	if d.drain.Err() != nil {
-		return &ratelimit.NotYetError{RetryIn: time.Second}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(d.drain, cancel)()
-	err := d.Limiter.Wait(ctx)
-	if err != nil && d.drain.Err() != nil && errors.Is(err, context.Canceled) {
-		return &ratelimit.NotYetError{RetryIn: time.Second}
-	}
-	return err
 }

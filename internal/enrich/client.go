@@ -347,7 +347,7 @@ func (c *Client) do(ctx context.Context, endpoint, method, path string, query ur
 		// billed, and the answer we hold is then the vendor's free replay: its
 		// X-Credits-Charged is not what the call cost. Charge the cost table,
 		// and count an error at the reservation: its first send may be billed.
-		charge.Reported, charge.Credits, charge.Replayed = false, 0, false
+		charge.Reported, charge.Credits, charge.Resent = false, 0, true
 	}
 	fail := func(e *Error) *Error {
 		if writes.Load() > 1 {

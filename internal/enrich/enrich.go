@@ -155,6 +155,9 @@ type Charge struct {
 	// (Idempotent-Replayed: true): this send was free, and an earlier send
 	// with the same key, whose answer enrichq lost, was the one billed.
 	Replayed bool
+	// Resent: http.Transport sent the request twice (a reused connection
+	// was reset): the first send may be the one billed.
+	Resent bool
 	// Estimate is the cost table's price of the answer (what Credits is
 	// when the vendor does not report it): what the billed earlier send of a
 	// replayed answer cost.

@@ -97,6 +97,10 @@ type Processor struct {
 	limiter Limiter
 	cfg     ProcessorConfig
 	log     *slog.Logger
+
+	// draining is canceled by Drain: no vendor call starts after it.
+	draining context.Context
+	drain    context.CancelFunc
 }
 
 // NewProcessor builds a Processor.
@@ -105,8 +109,20 @@ func NewProcessor(st *store.Store, vendor Vendor, limiter Limiter, cfg Processor
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Processor{store: st, vendor: vendor, limiter: limiter, cfg: cfg, log: log}
+	p := &Processor{store: st, vendor: vendor, limiter: limiter, cfg: cfg, log: log}
+	p.draining, p.drain = context.WithCancel(context.Background())
+	return p
 }
+
+// Drain makes the processor stop starting vendor calls, for a graceful
+// stop: call it before the asynq server's Shutdown. Calls under way finish
+// and are saved; a call waiting for its rate slot gives the slot up; the
+// rows not yet started are put back to pending at once (no failed attempt,
+// no wait for their lease) for another worker. asynq itself would let the
+// handlers run until its shutdown timeout and then cut them, calls and all.
+func (p *Processor) Drain() { p.drain() }
+
+func (p *Processor) isDraining() bool { return p.draining.Err() != nil }
 
 // HandleChunk is the asynq handler of TypeChunk.
 func (p *Processor) HandleChunk(ctx context.Context, t *asynq.Task) error {
@@ -128,6 +144,7 @@ func (p *Processor) HandleChunk(ctx context.Context, t *asynq.Task) error {
 var (
 	errStopBudget = errors.New("budget exhausted")
 	errStopJob    = errors.New("job stopped")
+	errDraining   = errors.New("worker stopping: the call was not started")
 )
 
 // rowWork is a claimed row as it moves through the stages of one run.
@@ -209,6 +226,9 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 	if job.State != store.JobQueued && job.State != store.JobRunning {
 		return 0, nil // paused, canceled or finished: the scheduler re-enqueues on resume
 	}
+	if p.isDraining() {
+		return time.Second, nil // back to the queue, for another worker
+	}
 	claim, err := p.store.ClaimChunk(ctx, ref.JobID, ref.Chunk, p.cfg.Lease)
 	if err != nil {
 		return 0, err
@@ -254,7 +274,7 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 	start := p.cfg.Now()
 
 	for _, stage := range []string{"profile", "email", "phone"} {
-		if c.stop != nil || ctx.Err() != nil {
+		if c.stop != nil || ctx.Err() != nil || p.isDraining() {
 			break
 		}
 		var todo []*rowWork
@@ -636,6 +656,9 @@ func (c *chunkRun) stopped() bool {
 // fn does the call and returns its charge. A nil error from call means the
 // vendor answered; the caller classifies.
 func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx context.Context) (enrich.Charge, map[string]int64, error)) error {
+	if c.p.isDraining() {
+		return errDraining
+	}
 	res.JobID = c.job.ID
 	res.TTL = c.p.cfg.Lease + time.Minute
 	res.Account = c.p.cfg.Account
@@ -650,9 +673,25 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx 
 	}
 	// The rate slot last, right before the call: nothing slow sits between
 	// the slot and the request, so calls reach the vendor evenly spaced.
-	if err := c.p.limiter.Wait(ctx); err != nil {
-		if rerr := c.p.store.Release(context.WithoutCancel(ctx), id, "rate limiter: "+err.Error()); rerr != nil {
+	// A call waiting for its slot when the worker drains gives it up.
+	wctx, cancelWait := context.WithCancel(ctx)
+	stopWatch := context.AfterFunc(c.p.draining, cancelWait)
+	err = c.p.limiter.Wait(wctx)
+	stopWatch()
+	cancelWait()
+	if err == nil && c.p.isDraining() {
+		err = errDraining
+	}
+	if err != nil {
+		reason := "rate limiter: " + err.Error()
+		if c.p.isDraining() && ctx.Err() == nil {
+			reason, err = errDraining.Error(), errDraining
+		}
+		if rerr := c.p.store.Release(context.WithoutCancel(ctx), id, reason); rerr != nil {
 			c.p.log.Error("ledger update failed", "ledger_id", id, "err", rerr)
+		}
+		if errors.Is(err, errDraining) {
+			return err
 		}
 		return fmt.Errorf("rate limiter: %w", err)
 	}
@@ -666,9 +705,14 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx 
 		c.p.limiter.Succeeded(ctx)
 		st := settlement(charge, "")
 		st.StageCredits = split
-		err = c.p.store.Settle(sctx, id, st)
+		if charge.Replayed {
+			st, err = c.replayed(sctx, res, id, charge, st)
+		}
+		if err == nil {
+			err = c.p.store.Settle(sctx, id, st)
+		}
 		m.VendorCall(res.Endpoint, "ok")
-		c.countCredits(res.Stage, charge.Credits, split)
+		c.countCredits(res.Stage, st.Charged, split)
 	case errors.As(callErr, &ve) && ve.Charge != nil:
 		c.throttled(ctx, ve)
 		err = c.p.store.Settle(sctx, id, settlement(*ve.Charge, ve.Error()))
@@ -690,18 +734,26 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx 
 	if err != nil {
 		c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
 	}
-	if replayed := charge.Replayed || (ve != nil && ve.Charge != nil && ve.Charge.Replayed); replayed && err == nil {
-		estimate := charge.Estimate
-		if ve != nil && ve.Charge != nil {
-			estimate = ve.Charge.Estimate
-		}
-		if n, rerr := c.p.store.ReconcileReplay(sctx, c.job.ID, res.IdempotencyKey, id, estimate); rerr != nil {
-			c.p.log.Error("ledger reconciliation failed", "ledger_id", id, "err", rerr)
-		} else if n > 0 {
-			c.p.log.Info("earlier calls of unknown outcome reconciled by a replay", "ledger_id", id, "calls", n, "credits", estimate)
-		}
-	}
 	return callErr
+}
+
+// replayed prices a call answered as a replay (free) and the earlier send
+// of its Idempotency-Key that was billed for the answer (see
+// store.ReconcileReplay). An unreadable replay is not priced: it says
+// nothing of what the answer cost.
+func (c *chunkRun) replayed(ctx context.Context, res store.Reservation, id int64, charge enrich.Charge, st store.Settlement) (store.Settlement, error) {
+	n, self, err := c.p.store.ReconcileReplay(ctx, c.job.ID, res.IdempotencyKey, id, charge.Estimate, charge.Resent)
+	if err != nil {
+		return st, err
+	}
+	if n > 0 {
+		c.p.log.Info("earlier calls of unknown outcome reconciled by a replay", "ledger_id", id, "calls", n, "credits", charge.Estimate)
+	}
+	st.Charged, st.Reported = 0, !charge.Resent
+	if self {
+		st.Charged = charge.Estimate // its own first send was the billed one
+	}
+	return st, nil
 }
 
 // countCredits adds a call's charge to the credits metric, a bulk call's by its split.
@@ -766,7 +818,7 @@ func (c *chunkRun) single(ctx context.Context, stage string, todo []*rowWork) {
 	sem := make(chan struct{}, c.p.cfg.LookupConcurrency)
 	var wg sync.WaitGroup
 	for _, k := range order {
-		if c.stopped() || ctx.Err() != nil {
+		if c.stopped() || ctx.Err() != nil || c.p.isDraining() {
 			break
 		}
 		sem <- struct{}{}
@@ -820,7 +872,7 @@ func (c *chunkRun) settleRows(ctx context.Context, rows []*rowWork, err error, o
 		for i, w := range rows {
 			ok(w, i == 0)
 		}
-	case errors.Is(err, errStopJob) || ctx.Err() != nil:
+	case errors.Is(err, errStopJob) || errors.Is(err, errDraining) || ctx.Err() != nil:
 		// not attempted, or shutting down: rows are released on save
 	default:
 		for _, w := range rows {
@@ -849,7 +901,7 @@ func (c *chunkRun) bulk(ctx context.Context, todo []*rowWork) {
 		}
 		groups[k] = append(groups[k], w)
 	}
-	for len(order) > 0 && !c.stopped() && ctx.Err() == nil {
+	for len(order) > 0 && !c.stopped() && ctx.Err() == nil && !c.p.isDraining() {
 		n := min(len(order), c.p.cfg.BulkSize)
 		// Shrink the call to what the budget still covers.
 		if avail, limited, err := c.p.store.Available(ctx, c.job.ID); err == nil && limited && avail < int64(n)*perRow {

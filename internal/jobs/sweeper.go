@@ -72,6 +72,27 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepStats, error) {
 		return st, err
 	}
 	st.LeasesReclaimed = len(reclaimed)
+	// The chunks of reclaimed rows go back to the queue now, not after
+	// Recheck: their worker is gone.
+	for _, ref := range reclaimed {
+		if err := s.Enqueuer.Requeue(ctx, ref); err != nil {
+			return st, err // ChunksToEnqueue hands them after Recheck
+		}
+		st.ChunksEnqueued++
+	}
+	// Redis lost the queue: every chunk with work is handed again now, not
+	// after Recheck.
+	if lost, err := s.Enqueuer.QueueLost(ctx); err != nil {
+		return st, err
+	} else if lost {
+		n, err := s.Store.ForgetEnqueued(ctx)
+		if err != nil {
+			return st, err
+		}
+		if n > 0 {
+			s.logger().Warn("the queue was lost (Redis flushed or restarted empty): handing the open chunks to the queue again", "chunks", n)
+		}
+	}
 	if st.ReservationsExpired, err = s.Store.ExpireReservations(ctx, s.Config.Batch); err != nil {
 		return st, err
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -76,16 +77,56 @@ type Enqueuer struct {
 	Client    *asynq.Client
 	Inspector *asynq.Inspector
 	Queue     string
+	redis     redis.UniversalClient
 }
 
 // NewEnqueuer connects an Enqueuer to Redis.
-func NewEnqueuer(redis asynq.RedisConnOpt, queue string) *Enqueuer {
-	return &Enqueuer{Client: asynq.NewClient(redis), Inspector: asynq.NewInspector(redis), Queue: queue}
+func NewEnqueuer(opt asynq.RedisConnOpt, queue string) *Enqueuer {
+	rc, _ := opt.MakeRedisClient().(redis.UniversalClient)
+	return &Enqueuer{Client: asynq.NewClient(opt), Inspector: asynq.NewInspector(opt), Queue: queue, redis: rc}
 }
 
 // Close closes the Redis connections.
 func (e *Enqueuer) Close() error {
-	return errors.Join(e.Client.Close(), e.Inspector.Close())
+	var err error
+	if e.redis != nil {
+		err = e.redis.Close()
+	}
+	return errors.Join(e.Client.Close(), e.Inspector.Close(), err)
+}
+
+// QueueLost reports whether Redis lost the queue since the last call
+// (FLUSHALL, a restart without persistence, a failover to an empty
+// replica): a marker key set once is gone. It is true on the first call
+// against a Redis (and the chunks handed to the queue are then handed
+// again: a no-op for those still there, by their task ids).
+func (e *Enqueuer) QueueLost(ctx context.Context) (bool, error) {
+	if e.redis == nil {
+		return false, nil
+	}
+	set, err := e.redis.SetNX(ctx, QueueMarkerKey(e.Queue), time.Now().UTC().Format(time.RFC3339), 0).Result()
+	if err != nil {
+		return false, fmt.Errorf("queue marker: %w", err)
+	}
+	return set, nil
+}
+
+// QueueMarkerKey is the Redis key whose absence tells QueueLost that Redis
+// lost the queue.
+func QueueMarkerKey(queue string) string { return "enrichq:{" + queue + "}:marker" }
+
+// Requeue hands a chunk to the queue under a new task id: its rows were
+// taken back from a worker that was lost, whose task asynq may still hold
+// as active (until asynq's own lease on it expires), and the same id would
+// be refused as a duplicate meanwhile. A second run of a chunk claims only
+// rows that are due, so a duplicate costs a claim that finds nothing.
+func (e *Enqueuer) Requeue(ctx context.Context, ref store.ChunkRef) error {
+	id := fmt.Sprintf("%s:r%d", TaskID(ref), time.Now().UnixNano())
+	_, err := e.Client.EnqueueContext(ctx, NewChunkTask(ref), asynq.Queue(e.Queue), asynq.TaskID(id), asynq.MaxRetry(20), asynq.Timeout(30*time.Minute))
+	if errors.Is(err, asynq.ErrTaskIDConflict) {
+		return nil
+	}
+	return err
 }
 
 // Enqueue hands one chunk to the queue. A task with the same id still in

@@ -274,25 +274,28 @@ func (s *Store) closeReservation(ctx context.Context, id int64, status string, c
 }
 
 // ReconcileReplay settles the earlier sends of a call that the vendor has
-// just answered as a replay (call by, under the same Idempotency-Key): one
-// of them was billed, and their answers were lost (a killed worker, a
-// timeout, a reset), so they were counted at their reservation. When none
-// of them was settled with a charge, the oldest still open (unknown or
-// reserved) is settled at credits, the cost table's price of the replayed
-// answer, and the others at 0; else all of them at 0. It returns how many
-// it settled.
-func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, credits int64) (int, error) {
+// answered as a replay (call by, under the same Idempotency-Key, not yet
+// settled): one send of the key was billed, and the answers of the earlier
+// ones were lost (a killed worker, a timeout, a reset), so they were
+// counted at their reservation. When none of them was settled with a
+// charge, the oldest still open (unknown or reserved) is settled at credits,
+// the cost table's price of the replayed answer, and the others at 0; else
+// all of them at 0. When none was billed and none is open, and by itself was
+// sent twice (resent: http.Transport's own retry), by's first send is the
+// billed one: chargeBy says so, and by is to be settled at credits, else
+// at 0. n is how many earlier sends it settled.
+func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, credits int64, resent bool) (n int, chargeBy bool, err error) {
 	if key == "" {
-		return 0, nil
+		return 0, resent, nil
 	}
 	var ids []int64
 	var billed bool
-	err := s.pool.QueryRow(ctx, `
+	err = s.pool.QueryRow(ctx, `
 		SELECT coalesce(array_agg(id ORDER BY id) FILTER (WHERE status IN ('unknown', 'reserved')), '{}'),
 			coalesce(bool_or(status = 'settled' AND charged > 0), false)
 		FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3`, jobID, key, by).Scan(&ids, &billed)
 	if err != nil {
-		return 0, interpretError(err)
+		return 0, false, interpretError(err)
 	}
 	for i, id := range ids {
 		charged := int64(0)
@@ -301,10 +304,10 @@ func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, cred
 		}
 		if err := s.closeReservation(ctx, id, LedgerSettled, &charged, false, nil,
 			fmt.Sprintf("reconciled by call %d: the vendor replayed this Idempotency-Key's answer", by), nil); err != nil {
-			return i, err
+			return i, false, err
 		}
 	}
-	return len(ids), nil
+	return len(ids), !billed && len(ids) == 0 && resent, nil
 }
 
 // ExpireReservations counts reservations older than their expiry as spent

@@ -196,9 +196,9 @@ func TestReconcileReplay(t *testing.T) {
 	if err := st.Settle(ctx, replay, store.Settlement{Charged: 0, Reported: true}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := st.ReconcileReplay(ctx, job, "K", replay, 37)
-	if err != nil || n != 2 {
-		t.Fatalf("reconciled %d (%v), want 2", n, err)
+	n, self, err := st.ReconcileReplay(ctx, job, "K", replay, 37, true)
+	if err != nil || n != 2 || self {
+		t.Fatalf("reconciled %d (self %v, %v), want 2, not self", n, self, err)
 	}
 	j, err := st.GetJob(ctx, "", job)
 	if err != nil {
@@ -229,10 +229,21 @@ func TestReconcileReplay(t *testing.T) {
 	if err := st.Settle(ctx, replay2, store.Settlement{Charged: 0, Reported: true}); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := st.ReconcileReplay(ctx, job2, "K", replay2, 12); err != nil || n != 1 {
-		t.Fatalf("reconciled %d (%v), want 1", n, err)
+	if n, self, err := st.ReconcileReplay(ctx, job2, "K", replay2, 12, true); err != nil || n != 1 || self {
+		t.Fatalf("reconciled %d (self %v, %v), want 1, not self", n, self, err)
 	}
 	if j, _ := st.GetJob(ctx, "", job2); j.CreditsSpent != 12 || j.CreditsReserved != 0 {
 		t.Fatalf("job 2 spent %d reserved %d, want 12 and 0", j.CreditsSpent, j.CreditsReserved)
+	}
+
+	// A call sent twice by http.Transport and answered as a replay, with no
+	// earlier send of its key: its own first send was billed.
+	job3 := createJob(t, st, store.NewJob{}, 1).ID
+	only := reserve(job3, "K")
+	if n, self, err := st.ReconcileReplay(ctx, job3, "K", only, 12, true); err != nil || n != 0 || !self {
+		t.Fatalf("reconciled %d (self %v, %v), want 0 and self", n, self, err)
+	}
+	if _, self, _ := st.ReconcileReplay(ctx, job3, "K", only, 12, false); self {
+		t.Fatal("a replay sent once, with no earlier send, charged to itself")
 	}
 }

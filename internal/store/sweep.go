@@ -47,6 +47,18 @@ func dedupChunks(refs []ChunkRef) []ChunkRef {
 	return out
 }
 
+// ForgetEnqueued clears the enqueued stamp of every chunk of a queued or
+// running job, so that the next ChunksToEnqueue hands them all again: the
+// queue they were handed to is gone. It returns how many it cleared.
+func (s *Store) ForgetEnqueued(ctx context.Context) (int64, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE job_chunks SET enqueued_at = NULL
+		WHERE enqueued_at IS NOT NULL AND job_id IN (SELECT id FROM jobs WHERE state IN ('queued', 'running'))`)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // ChunksToEnqueue picks chunks of queued or running jobs that have work to
 // do now (pending rows, or retry_wait rows that are due) and were not handed
 // to the queue within recheck, oldest job first, and stamps them as enqueued.

@@ -115,6 +115,7 @@ func New(t *testing.T, o Options) *Bundle {
 	enq := jobs.NewEnqueuer(asynqOpt, queue)
 	t.Cleanup(func() {
 		_ = enq.Inspector.DeleteQueue(queue, true)
+		_ = rdb.Del(context.Background(), jobs.QueueMarkerKey(queue)).Err()
 		enq.Close()
 	})
 	pc := o.Processor
