@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	api := httpapi.NewServer(httpapi.Deps{
 		Metrics: metrics.NewHTTP(reg),
 		Store:   st,
-		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize,
+		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
 			WebhooksEnabled: cfg.WebhookSecret != "", AllowPrivateCallbacks: cfg.WebhookAllowPrivate},
 		Keys:   httpapi.StoreKeys{Bootstrap: httpapi.NewStaticKeys(cfg.APIKeys), Store: st},

@@ -51,6 +51,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	sw := &jobs.Sweeper{Store: st, Enqueuer: enq, Log: log, Config: jobs.SweeperConfig{
 		Interval:    cfg.SweepInterval,
 		MaxAttempts: cfg.MaxAttempts,
+		Window:      cfg.JobWindow,
 	}}
 	if cfg.WebhookSecret != "" {
 		sw.Webhooks = jobs.NewWebhooks(st, jobs.WebhookConfig{Secret: cfg.WebhookSecret, AllowPrivate: cfg.WebhookAllowPrivate},

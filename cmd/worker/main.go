@@ -98,7 +98,11 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	inspector := asynq.NewInspector(redisOptForMetrics)
 	defer inspector.Close()
 	reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(inspector))
+	enq := jobs.NewEnqueuer(redisOptForMetrics, cfg.Queue) // hands a job's next chunks as its chunks end
+	defer enq.Close()
 	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
+		Enqueuer:          enq,
+		Window:            cfg.JobWindow,
 		Metrics:           metrics.NewPipeline(reg),
 		Account:           cfg.VendorAccount(),
 		AccountAllowance:  allowance,

@@ -198,7 +198,9 @@ func (r *rig) startWorker(wc workerConfig) *worker {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	proc := jobs.NewProcessor(w.st, v, lim, r.cfg.processor, r.log)
+	pc := r.cfg.processor
+	pc.Enqueuer = r.enq
+	proc := jobs.NewProcessor(w.st, v, lim, pc, r.log)
 	w.proc = proc
 	w.srv = jobs.NewServer(r.redisOpt, jobs.ServerConfig{Queue: r.queue, Concurrency: wc.concurrency, ShutdownTimeout: wc.shutdownTimeout,
 		TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, r.log)

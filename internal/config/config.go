@@ -100,6 +100,10 @@ type Config struct {
 	Queue string
 	// ChunkSize is the rows per task (ENRICHQ_CHUNK_SIZE, default 100, 1..1000).
 	ChunkSize int
+	// JobWindow is how many chunks of one job are in the queue at once
+	// (ENRICHQ_JOB_WINDOW, default 64): jobs take turns. Keep it at least the
+	// total concurrency of the workers, or one job alone cannot use them all.
+	JobWindow int
 	// WorkerConcurrency is the chunks a worker process handles at once (ENRICHQ_WORKER_CONCURRENCY, default 10).
 	WorkerConcurrency int
 	// LookupConcurrency is the single lookups in flight per chunk (ENRICHQ_LOOKUP_CONCURRENCY, default 8).
@@ -142,6 +146,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.MaxUploadBytes = int64(p.int("ENRICHQ_MAX_UPLOAD_BYTES", 64<<20, 1024, 1<<40))
 	c.MaxRows = p.int("ENRICHQ_MAX_ROWS", 1_000_000, 1, 100_000_000)
 	c.ChunkSize = p.int("ENRICHQ_CHUNK_SIZE", 100, 1, 1000)
+	c.JobWindow = p.int("ENRICHQ_JOB_WINDOW", 64, 1, 100000)
 	c.WorkerConcurrency = p.int("ENRICHQ_WORKER_CONCURRENCY", 10, 1, 1000)
 	c.LookupConcurrency = p.int("ENRICHQ_LOOKUP_CONCURRENCY", 8, 1, 1000)
 	c.MaxAttempts = p.int("ENRICHQ_MAX_ATTEMPTS", 8, 1, 1000)

@@ -54,6 +54,11 @@ type ProcessorConfig struct {
 	AccountAllowance *int64
 	// Metrics records vendor calls, credits, rows and jobs; nil records nothing.
 	Metrics *metrics.Pipeline
+	// Enqueuer, when set, hands a job's next chunks to the queue as each of
+	// its chunks ends (at most Window in the queue at once; see
+	// store.DispatchChunks); nil leaves that to the scheduler's sweep.
+	Enqueuer *Enqueuer
+	Window   int
 	// Now and Rand are injectable for tests.
 	Now  func() time.Time
 	Rand func() float64
@@ -247,6 +252,12 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 		for _, j := range finished {
 			if j.FinishedAt != nil {
 				p.cfg.Metrics.JobFinished(j.FinishedAt.Sub(j.CreatedAt))
+			}
+		}
+		if p.cfg.Enqueuer != nil && len(finished) == 0 {
+			// The job's next chunk takes this one's place in the queue.
+			if _, err := p.cfg.Enqueuer.Dispatch(ctx, p.store, job.ID, p.cfg.Window, DefaultRecheck, max(p.cfg.Window, 1)); err != nil {
+				p.log.Warn("next chunks not queued; the scheduler will", "job_id", job.ID, "err", err)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -115,4 +116,33 @@ func TestLostQueueIsRefilledAtOnce(t *testing.T) {
 	if err != nil || st.ChunksEnqueued != 0 {
 		t.Fatalf("sweep after the refill: %+v, %v", st, err)
 	}
+}
+
+// A small job submitted while a big one runs does not wait for the big one:
+// a job keeps at most Window chunks in the queue, so the small job's chunk
+// is queued behind a window, not behind the whole big job.
+func TestSmallJobIsNotStarvedByABigOne(t *testing.T) {
+	t.Parallel()
+	const window = 4
+	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true, Window: window}, Concurrency: 2,
+		Vendor: func(o *fakevendor.Options) { o.Latency = 10 * time.Millisecond }})
+	b.Submitter.Window = window
+	b.Sweeper.Config.Window = window
+	big := submit(b, t, companies(2000), ingest.JobOptions{Roles: []string{"CFO"}}) // 100 chunks of 20
+	if n := len(queued(t, b)); n > window {
+		t.Fatalf("%d chunks of the big job queued at submit, want at most %d", n, window)
+	}
+	small := submit(b, t, companies(10), ingest.JobOptions{Roles: []string{"CEO"}})
+	b.WaitJob(t, small.ID, store.JobCompleted)
+	counts, err := b.Store.RowCounts(context.Background(), big.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := counts[store.RowMatched] + counts[store.RowNoMatch] + counts[store.RowFailed]
+	t.Logf("the small job finished when the big one had %d of 2000 rows done", done)
+	if done >= 2000 {
+		t.Fatalf("the small job finished only after the big one")
+	}
+	b.WaitJob(t, big.ID, store.JobCompleted)
+	b.CheckMoney(t, big.ID, small.ID)
 }

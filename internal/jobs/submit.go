@@ -16,10 +16,11 @@ type Submitter struct {
 	Log      *slog.Logger
 	// ChunkSize is the number of rows a task carries; default 100.
 	ChunkSize int
-	// EnqueueLimit caps the chunks enqueued by the submit request itself;
-	// the scheduler's sweep enqueues the rest (and anything this step lost).
-	// Default 200.
-	EnqueueLimit int
+	// Window is how many chunks of one job are in the queue at once
+	// (ENRICHQ_JOB_WINDOW; default store.DefaultWindow): the submit request
+	// hands the first window of chunks, workers hand the next one as they
+	// finish one, and the scheduler's sweep anything lost.
+	Window int
 
 	// For estimates (dry runs): the vendor's rate, whether bulk calls are
 	// used, and the cost table (default enrich.DefaultCosts()).
@@ -103,22 +104,7 @@ func (s *Submitter) enqueueFirstChunks(ctx context.Context, job store.Job) {
 	if s.Enqueuer == nil {
 		return
 	}
-	limit := s.EnqueueLimit
-	if limit <= 0 {
-		limit = 200
-	}
-	var done []int
-	for c := 0; c < job.ChunkCount && c < limit; c++ {
-		if err := s.Enqueuer.Enqueue(ctx, store.ChunkRef{JobID: job.ID, Chunk: c}); err != nil {
-			s.logger().Warn("enqueue failed; the scheduler will enqueue the job", "job_id", job.ID, "chunk", c, "err", err)
-			break
-		}
-		done = append(done, c)
-	}
-	if len(done) == 0 {
-		return
-	}
-	if err := s.Store.MarkEnqueued(context.WithoutCancel(ctx), job.ID, done); err != nil {
-		s.logger().Warn("mark enqueued failed", "job_id", job.ID, "err", err)
+	if _, err := s.Enqueuer.Dispatch(ctx, s.Store, job.ID, s.Window, DefaultRecheck, max(s.Window, store.DefaultWindow)); err != nil {
+		s.logger().Warn("enqueue failed; the scheduler will enqueue the job", "job_id", job.ID, "err", err)
 	}
 }

@@ -20,14 +20,21 @@ type SweeperConfig struct {
 	MaxAttempts int
 	// Batch caps the rows and chunks one sweep handles. Default 1000.
 	Batch int
+	// Window is how many chunks of one job are in the queue at once
+	// (ENRICHQ_JOB_WINDOW); default store.DefaultWindow.
+	Window int
 }
+
+// DefaultRecheck is how long a chunk handed to the queue is trusted to be
+// there, by default.
+const DefaultRecheck = time.Minute
 
 func (c *SweeperConfig) fill() {
 	if c.Interval <= 0 {
 		c.Interval = 5 * time.Second
 	}
 	if c.Recheck <= 0 {
-		c.Recheck = time.Minute
+		c.Recheck = DefaultRecheck
 	}
 	if c.MaxAttempts <= 0 {
 		c.MaxAttempts = 8
@@ -76,7 +83,7 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepStats, error) {
 	// Recheck: their worker is gone.
 	for _, ref := range reclaimed {
 		if err := s.Enqueuer.Requeue(ctx, ref); err != nil {
-			return st, err // ChunksToEnqueue hands them after Recheck
+			return st, err // Dispatch hands them after Recheck
 		}
 		st.ChunksEnqueued++
 	}
@@ -96,15 +103,10 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepStats, error) {
 	if st.ReservationsExpired, err = s.Store.ExpireReservations(ctx, s.Config.Batch); err != nil {
 		return st, err
 	}
-	due, err := s.Store.ChunksToEnqueue(ctx, s.Config.Recheck, s.Config.Batch)
+	n, err := s.Enqueuer.Dispatch(ctx, s.Store, "", s.Config.Window, s.Config.Recheck, s.Config.Batch)
+	st.ChunksEnqueued += n
 	if err != nil {
 		return st, err
-	}
-	for _, ref := range due {
-		if err := s.Enqueuer.Enqueue(ctx, ref); err != nil {
-			return st, err // the chunk's stamp is old again after Recheck
-		}
-		st.ChunksEnqueued++
 	}
 	finished, err := s.Store.FinishJobs(ctx, "")
 	if err != nil {

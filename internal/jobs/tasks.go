@@ -153,3 +153,23 @@ func (e *Enqueuer) Enqueue(ctx context.Context, ref store.ChunkRef) error {
 	}
 	return err
 }
+
+// Dispatch hands the chunks that are due to the queue (store.DispatchChunks:
+// at most window chunks of a job in the queue at once; jobID "" for every
+// job) and returns how many it handed. A chunk whose enqueue fails has its
+// stamp cleared, for the next dispatch.
+func (e *Enqueuer) Dispatch(ctx context.Context, st *store.Store, jobID string, window int, recheck time.Duration, limit int) (int, error) {
+	refs, err := st.DispatchChunks(ctx, jobID, window, recheck, limit)
+	if err != nil {
+		return 0, err
+	}
+	for i, ref := range refs {
+		if err := e.Enqueue(ctx, ref); err != nil {
+			if uerr := st.UnmarkEnqueued(context.WithoutCancel(ctx), refs[i:]); uerr != nil {
+				err = errors.Join(err, uerr) // their stamps age out after recheck
+			}
+			return i, fmt.Errorf("enqueue chunk %d of job %s: %w", ref.Chunk, ref.JobID, err)
+		}
+	}
+	return len(refs), nil
+}

@@ -188,37 +188,37 @@ func TestRowCountsFollowEveryChange(t *testing.T) {
 	}
 }
 
-// NextChunks hands out a job's due chunks in order, each once within recheck.
-func TestNextChunks(t *testing.T) {
+// DispatchChunks hands out a job's due chunks in order, at most window of
+// them in the queue at once, each once within recheck; a job submitted later
+// gets its chunks at once, whatever the size of the jobs before it.
+func TestDispatchChunksWindow(t *testing.T) {
 	t.Parallel()
 	st := storetest.New(t)
 	ctx := context.Background()
-	job := createJob(t, st, store.NewJob{ChunkSize: 10}, 45) // chunks 0..4
-	var got []int
-	for {
-		refs, err := st.NextChunks(ctx, job.ID, 2, time.Minute)
+	big := createJob(t, st, store.NewJob{ChunkSize: 10}, 45) // chunks 0..4
+	chunks := func(refs []store.ChunkRef, err error) string {
+		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(refs) == 0 {
-			break
-		}
+		var out []string
 		for _, r := range refs {
-			if r.JobID != job.ID {
-				t.Fatalf("ref %+v", r)
+			name := "big"
+			if r.JobID != big.ID {
+				name = "small"
 			}
-			got = append(got, r.Chunk)
+			out = append(out, fmt.Sprintf("%s:%d", name, r.Chunk))
 		}
+		return fmt.Sprint(out)
 	}
-	if fmt.Sprint(got) != "[0 1 2 3 4]" {
-		t.Fatalf("chunks handed out: %v", got)
+	if got := chunks(st.DispatchChunks(ctx, big.ID, 2, time.Minute, 100)); got != "[big:0 big:1]" {
+		t.Fatalf("first dispatch: %s", got)
 	}
-	// Stamped: the sweep does not hand them again within recheck.
-	if refs, err := st.ChunksToEnqueue(ctx, time.Minute, 100); err != nil || len(refs) != 0 {
-		t.Fatalf("ChunksToEnqueue after NextChunks: %v, %v", refs, err)
+	if got := chunks(st.DispatchChunks(ctx, big.ID, 2, time.Minute, 100)); got != "[]" {
+		t.Fatalf("window full, yet: %s", got)
 	}
-	// A finished chunk is never handed out; past recheck the others come back.
-	claim, err := st.ClaimChunk(ctx, job.ID, 0, time.Minute)
+	// Chunk 0 ends: chunk 2 takes its place.
+	claim, err := st.ClaimChunk(ctx, big.ID, 0, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,8 +230,17 @@ func TestNextChunks(t *testing.T) {
 	if _, err := st.SaveOutcomes(ctx, "acme", claim.Token, outs, nil); err != nil {
 		t.Fatal(err)
 	}
-	refs, err := st.NextChunks(ctx, job.ID, 10, 0)
-	if err != nil || len(refs) != 4 || refs[0].Chunk != 1 {
-		t.Fatalf("after recheck: %v, %v", refs, err)
+	if got := chunks(st.DispatchChunks(ctx, big.ID, 2, time.Minute, 100)); got != "[big:2]" {
+		t.Fatalf("after chunk 0 ended: %s", got)
+	}
+	// A job submitted later is not behind the big one's remaining chunks.
+	createJob(t, st, store.NewJob{ChunkSize: 10}, 5)
+	if got := chunks(st.DispatchChunks(ctx, "", 2, time.Minute, 100)); got != "[small:0]" {
+		t.Fatalf("sweep with a small job: %s", got)
+	}
+	// Past recheck every stamp is stale (their tasks may be lost): the
+	// chunks with work come back, the finished one never.
+	if got := chunks(st.DispatchChunks(ctx, big.ID, 10, 0, 100)); got != "[big:1 big:2 big:3 big:4]" {
+		t.Fatalf("after recheck: %s", got)
 	}
 }

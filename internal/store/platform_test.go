@@ -203,7 +203,7 @@ func TestPlatformSyncJob(t *testing.T) {
 		t.Fatalf("all: %+v %v", all, err)
 	}
 	// The vendor pipeline never sees member rows.
-	if refs, _ := st.ChunksToEnqueue(ctx, time.Minute, 100); len(refs) != 0 {
+	if refs, _ := st.DispatchChunks(ctx, "", 100, time.Minute, 100); len(refs) != 0 {
 		t.Fatalf("vendor chunks to enqueue: %v", refs)
 	}
 	now := time.Now()

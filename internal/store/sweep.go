@@ -59,57 +59,66 @@ func (s *Store) ForgetEnqueued(ctx context.Context) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-// ChunksToEnqueue picks chunks of queued or running jobs that have work to
-// do now (pending rows, or retry_wait rows that are due) and were not handed
-// to the queue within recheck, oldest job first, and stamps them as enqueued.
-// Concurrent schedulers get disjoint sets (SKIP LOCKED).
-func (s *Store) ChunksToEnqueue(ctx context.Context, recheck time.Duration, limit int) ([]ChunkRef, error) {
-	rows, err := s.pool.Query(ctx, `
-		UPDATE job_chunks c SET enqueued_at = now()
-		FROM (
-			SELECT c.job_id, c.chunk FROM job_chunks c JOIN jobs j ON j.id = c.job_id
-			WHERE j.state IN ('queued', 'running')
-			  AND (c.enqueued_at IS NULL OR c.enqueued_at < now() - $1 * interval '1 millisecond')
-			  AND EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = c.job_id AND r.chunk = c.chunk
-			              AND r.state IN ('pending', 'in_flight', 'retry_wait')
-			              AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= now())))
-			ORDER BY j.created_at, c.chunk
-			LIMIT $2
-			FOR UPDATE OF c SKIP LOCKED) d
-		WHERE c.job_id = d.job_id AND c.chunk = d.chunk
-		RETURNING c.job_id::text, c.chunk`, recheck.Milliseconds(), limit)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ChunkRef])
-	return refs, interpretError(err)
-}
+// DefaultWindow is how many chunks of one job are in the queue at once by
+// default (see DispatchChunks).
+const DefaultWindow = 64
 
-// NextChunks picks up to n chunks of one job that have work to do now and
-// were never handed to the queue (or not within recheck), lowest first, and
-// stamps them as enqueued. With it a worker that finishes a chunk hands the
-// job's next one to the queue at once, so a job keeps a few chunks in the
-// queue rather than all of them, and jobs take turns (chunk interleaving:
-// a big job cannot fill the queue ahead of a small one). Concurrent callers
-// get disjoint sets (SKIP LOCKED).
-func (s *Store) NextChunks(ctx context.Context, jobID string, n int, recheck time.Duration) ([]ChunkRef, error) {
+// DispatchChunks picks the chunks to hand to the queue now and stamps them
+// as enqueued: chunks of queued or running jobs (of jobID only, when not
+// empty) that have work to do now (pending rows, or retry_wait rows that
+// are due) and were not handed to the queue within recheck (never, or their
+// task was lost), oldest job first, lowest chunk first, up to limit.
+//
+// A job has at most window chunks in the queue at once: chunks handed
+// within recheck that still have open rows count against it. A worker that
+// finishes a chunk dispatches the job's next one, so a big job keeps a
+// window of chunks in the queue rather than all of them, and the chunks of
+// a job submitted later queue behind a window, not behind the whole of the
+// big job (chunk interleaving: a big job cannot starve small ones).
+//
+// The stamp is taken in the same statement as the choice: concurrent
+// callers (two workers, a worker and the scheduler) never hand one chunk
+// twice within recheck.
+func (s *Store) DispatchChunks(ctx context.Context, jobID string, window int, recheck time.Duration, limit int) ([]ChunkRef, error) {
+	if window <= 0 {
+		window = DefaultWindow
+	}
+	var job any
+	if jobID != "" {
+		job = jobID
+	}
 	rows, err := s.pool.Query(ctx, `
-		UPDATE job_chunks c SET enqueued_at = now()
-		FROM (
-			-- The chunk's counts say whether it has work, without a look at its rows
-			-- (a chunk whose waiting rows are not due yet comes back to the queue
-			-- early, claims nothing and is put back until they are).
-			SELECT c.job_id, c.chunk FROM job_chunks c
+		WITH active AS (
+			SELECT id, created_at FROM jobs WHERE state IN ('queued', 'running') AND ($1::uuid IS NULL OR id = $1)),
+		live AS (
+			SELECT c.job_id, count(*) AS n FROM job_chunks c
+			JOIN active a ON a.id = c.job_id
 			JOIN job_chunk_counts k ON k.job_id = c.job_id AND k.chunk = c.chunk
-			WHERE c.job_id = $1::uuid
-			  AND (c.enqueued_at IS NULL OR c.enqueued_at < now() - $3 * interval '1 millisecond')
-			  AND (k.pending > 0 OR k.retry_wait > 0)
-			  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state IN ('queued', 'running'))
-			ORDER BY c.chunk
-			LIMIT $2
-			FOR UPDATE OF c SKIP LOCKED) d
-		WHERE c.job_id = d.job_id AND c.chunk = d.chunk
-		RETURNING c.job_id::text, c.chunk`, jobID, n, recheck.Milliseconds())
+			WHERE c.enqueued_at >= now() - $3 * interval '1 millisecond'
+			  AND k.pending + k.in_flight + k.retry_wait > 0
+			GROUP BY c.job_id),
+		due AS (
+			SELECT c.job_id, c.chunk, a.created_at,
+				row_number() OVER (PARTITION BY c.job_id ORDER BY c.chunk) AS rn
+			FROM job_chunks c
+			JOIN active a ON a.id = c.job_id
+			JOIN job_chunk_counts k ON k.job_id = c.job_id AND k.chunk = c.chunk
+			WHERE (c.enqueued_at IS NULL OR c.enqueued_at < now() - $3 * interval '1 millisecond')
+			  AND (k.pending > 0 OR (k.retry_wait > 0 AND EXISTS (
+			      SELECT 1 FROM job_rows r WHERE r.job_id = c.job_id AND r.chunk = c.chunk
+			        AND r.state IN ('pending', 'in_flight', 'retry_wait') -- job_rows_open_chunk
+			        AND r.state = 'retry_wait' AND r.next_attempt_at <= now()))))
+		UPDATE job_chunks c SET enqueued_at = now()
+		FROM (
+			SELECT d.job_id, d.chunk, d.created_at FROM due d LEFT JOIN live l ON l.job_id = d.job_id
+			WHERE d.rn <= $2 - coalesce(l.n, 0)
+			ORDER BY d.created_at, d.chunk
+			LIMIT $4) x
+		WHERE c.job_id = x.job_id AND c.chunk = x.chunk
+		  -- Another caller may have stamped it meanwhile: this is read again
+		  -- on the row's latest version once its lock is free.
+		  AND (c.enqueued_at IS NULL OR c.enqueued_at < now() - $3 * interval '1 millisecond')
+		RETURNING c.job_id::text, c.chunk`, job, window, recheck.Milliseconds(), limit)
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -117,9 +126,16 @@ func (s *Store) NextChunks(ctx context.Context, jobID string, n int, recheck tim
 	return refs, interpretError(err)
 }
 
-// MarkEnqueued stamps chunks as handed to the queue now.
-func (s *Store) MarkEnqueued(ctx context.Context, jobID string, chunks []int) error {
-	_, err := s.pool.Exec(ctx, `UPDATE job_chunks SET enqueued_at = now() WHERE job_id = $1 AND chunk = ANY($2)`, jobID, chunks)
+// UnmarkEnqueued clears the stamps of chunks that could not be handed to
+// the queue after all (Redis was unavailable): the next dispatch hands them.
+func (s *Store) UnmarkEnqueued(ctx context.Context, refs []ChunkRef) error {
+	jobs := make([]string, len(refs))
+	chunks := make([]int32, len(refs))
+	for i, r := range refs {
+		jobs[i], chunks[i] = r.JobID, int32(r.Chunk)
+	}
+	_, err := s.pool.Exec(ctx, `UPDATE job_chunks c SET enqueued_at = NULL
+		FROM unnest($1::uuid[], $2::int[]) AS u(job_id, chunk) WHERE c.job_id = u.job_id AND c.chunk = u.chunk`, jobs, chunks)
 	return interpretError(err)
 }
 

@@ -119,6 +119,9 @@ func New(t *testing.T, o Options) *Bundle {
 		enq.Close()
 	})
 	pc := o.Processor
+	if pc.Enqueuer == nil {
+		pc.Enqueuer = enq
+	}
 	if pc.RetryBase == 0 {
 		pc.RetryBase, pc.RetryMax = 20*time.Millisecond, 200*time.Millisecond
 	}
