@@ -101,15 +101,16 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	enq := jobs.NewEnqueuer(redisOptForMetrics, cfg.Queue) // hands a job's next chunks as its chunks end
 	defer enq.Close()
 	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
-		Enqueuer:          enq,
-		Window:            cfg.JobWindow,
-		Metrics:           metrics.NewPipeline(reg),
-		Account:           cfg.VendorAccount(),
-		AccountAllowance:  allowance,
-		Bulk:              cfg.VendorBulk,
-		LookupConcurrency: cfg.LookupConcurrency,
-		MaxAttempts:       cfg.MaxAttempts,
-		Lease:             cfg.Lease,
+		Enqueuer:           enq,
+		Window:             cfg.JobWindow,
+		Metrics:            metrics.NewPipeline(reg),
+		Account:            cfg.VendorAccount(),
+		AccountAllowance:   allowance,
+		Bulk:               cfg.VendorBulk,
+		VendorMarksReplays: cfg.VendorMarksReplays,
+		LookupConcurrency:  cfg.LookupConcurrency,
+		MaxAttempts:        cfg.MaxAttempts,
+		Lease:              cfg.Lease,
 	}, log.With("component", "processor"))
 
 	redisOpt, err := cfg.AsynqRedis()

@@ -200,6 +200,7 @@ func (r *rig) startWorker(wc workerConfig) *worker {
 	}
 	pc := r.cfg.processor
 	pc.Enqueuer = r.enq
+	pc.VendorMarksReplays = true // the fake vendor marks its replays
 	proc := jobs.NewProcessor(w.st, v, lim, pc, r.log)
 	w.proc = proc
 	w.srv = jobs.NewServer(r.redisOpt, jobs.ServerConfig{Queue: r.queue, Concurrency: wc.concurrency, ShutdownTimeout: wc.shutdownTimeout,

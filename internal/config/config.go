@@ -52,6 +52,11 @@ type Config struct {
 	VendorBurst int
 	// VendorBulk uses POST /v1/bulk when true (ENRICHQ_VENDOR_BULK, default true).
 	VendorBulk bool
+	// VendorMarksReplays: the vendor marks its Idempotency-Key replays with
+	// Idempotent-Replayed: true, so a fresh answer proves earlier sends of
+	// its key were not billed (ENRICHQ_VENDOR_MARKS_REPLAYS, default false:
+	// they stay counted at their reservation).
+	VendorMarksReplays bool
 	// VendorTimeout bounds one vendor call (ENRICHQ_VENDOR_TIMEOUT, default 30s).
 	VendorTimeout time.Duration
 	// VendorMonthlyCredits caps the credits of the vendor key per calendar
@@ -139,6 +144,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.MetricsAddr = getenv("ENRICHQ_METRICS_ADDR")
 	c.WebhookAllowPrivate = p.bool("ENRICHQ_WEBHOOK_ALLOW_PRIVATE", false)
 	c.VendorBulk = p.bool("ENRICHQ_VENDOR_BULK", true)
+	c.VendorMarksReplays = p.bool("ENRICHQ_VENDOR_MARKS_REPLAYS", false)
 	c.VendorRPS = p.float("ENRICHQ_VENDOR_RPS", 10, 0.01, 100000)
 	c.VendorBurst = p.int("ENRICHQ_VENDOR_BURST", 1, 1, 100000)
 	c.VendorTimeout = p.duration("ENRICHQ_VENDOR_TIMEOUT", 30*time.Second)

@@ -52,6 +52,13 @@ type ProcessorConfig struct {
 	// is tracked, and capped by AccountAllowance when that is set.
 	Account          string
 	AccountAllowance *int64
+	// VendorMarksReplays: the vendor marks the answers it replays for an
+	// Idempotency-Key (Idempotent-Replayed: true), so an answer without the
+	// mark is fresh and proves that the earlier sends of its key, counted at
+	// their reservation (a killed worker, a timeout), were not billed: they
+	// are settled at 0. Off, they stay counted at their worst case (safe,
+	// never under-counted). ENRICHQ_VENDOR_MARKS_REPLAYS.
+	VendorMarksReplays bool
 	// Metrics records vendor calls, credits, rows and jobs; nil records nothing.
 	Metrics *metrics.Pipeline
 	// Enqueuer, when set, hands a job's next chunks to the queue as each of
@@ -666,7 +673,11 @@ func (c *chunkRun) stopped() bool {
 // call makes one vendor call under a credit reservation and the rate limit.
 // fn does the call and returns its charge. A nil error from call means the
 // vendor answered; the caller classifies.
-func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx context.Context) (enrich.Charge, map[string]int64, error)) error {
+//
+// again says that an earlier send of the same Idempotency-Key may exist
+// (a row of the call was attempted before): a fresh answer then settles the
+// earlier sends at 0, when the vendor marks its replays.
+func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, fn func(ctx context.Context) (enrich.Charge, map[string]int64, error)) error {
 	if c.p.isDraining() {
 		return errDraining
 	}
@@ -718,6 +729,12 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, fn func(ctx 
 		st.StageCredits = split
 		if charge.Replayed {
 			st, err = c.replayed(sctx, res, id, charge, st)
+		} else if again && c.p.cfg.VendorMarksReplays && !charge.Resent {
+			if n, rerr := c.p.store.ReconcileFresh(sctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
+				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
+			} else if n > 0 {
+				c.p.log.Info("earlier sends of unknown outcome reconciled by a fresh answer: not billed", "ledger_id", id, "calls", n)
+			}
 		}
 		if err == nil {
 			err = c.p.store.Settle(sctx, id, st)
@@ -850,7 +867,7 @@ func (c *chunkRun) lookup(ctx context.Context, stage string, rows []*rowWork) {
 	var a answer
 	endpoint := "/v1/" + stage
 	err := c.call(ctx, store.Reservation{RowID: &rowID, RowCount: 1, Stage: stage, Endpoint: endpoint, IdempotencyKey: key,
-		Credits: c.p.cfg.Costs.Worst(enrich.Stage(stage))}, func(ctx context.Context) (enrich.Charge, map[string]int64, error) {
+		Credits: c.p.cfg.Costs.Worst(enrich.Stage(stage))}, w.row.Attempts > 0, func(ctx context.Context) (enrich.Charge, map[string]int64, error) {
 		switch stage {
 		case "profile":
 			r, err := c.p.vendor.Profile(ctx, profileQuery(w.row), key)
@@ -992,8 +1009,14 @@ func (c *chunkRun) bulkCall(ctx context.Context, keys []string, groups map[strin
 	}
 	idem := bulkIdempotencyKey(c.job.ID, keys, include)
 	var res enrich.BulkResult
+	again := false
+	for _, k := range keys {
+		for _, w := range groups[k] {
+			again = again || w.row.Attempts > 0
+		}
+	}
 	err := c.call(ctx, store.Reservation{RowCount: len(keys), Stage: "bulk", Endpoint: "/v1/bulk", IdempotencyKey: idem,
-		Credits: int64(len(keys)) * perRow}, func(ctx context.Context) (enrich.Charge, map[string]int64, error) {
+		Credits: int64(len(keys)) * perRow}, again, func(ctx context.Context) (enrich.Charge, map[string]int64, error) {
 		var err error
 		res, err = c.p.vendor.Bulk(ctx, queries, include, idem)
 		if err != nil {

@@ -293,7 +293,8 @@ func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, cred
 	err = s.pool.QueryRow(ctx, `
 		SELECT coalesce(array_agg(id ORDER BY id) FILTER (WHERE status IN ('unknown', 'reserved')), '{}'),
 			coalesce(bool_or(status = 'settled' AND charged > 0), false)
-		FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3`, jobID, key, by).Scan(&ids, &billed)
+		FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3
+		  AND reserved_at > now() - interval '23 hours'`, jobID, key, by).Scan(&ids, &billed)
 	if err != nil {
 		return 0, false, interpretError(err)
 	}
@@ -308,6 +309,36 @@ func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, cred
 		}
 	}
 	return len(ids), !billed && len(ids) == 0 && resent, nil
+}
+
+// ReconcileFresh settles at 0 the earlier sends of a call (by) that the
+// vendor answered afresh, not as a replay: with a vendor that marks its
+// replays (and replays an Idempotency-Key for 24 h), a fresh answer proves
+// that no earlier send of the key was billed (it never arrived, or was cut
+// before the work). Those sends were counted at their reservation (unknown,
+// or still reserved by a worker that is gone). It returns how many it
+// settled.
+func (s *Store) ReconcileFresh(ctx context.Context, jobID, key string, by int64) (int, error) {
+	if key == "" {
+		return 0, nil
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3
+		AND status IN ('unknown', 'reserved') AND reserved_at > now() - interval '23 hours' ORDER BY id`, jobID, key, by)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	var zero int64
+	for i, id := range ids {
+		if err := s.closeReservation(ctx, id, LedgerSettled, &zero, false, nil,
+			fmt.Sprintf("reconciled by call %d: the vendor answered this Idempotency-Key afresh, so this send was not billed", by), nil); err != nil {
+			return i, err
+		}
+	}
+	return len(ids), nil
 }
 
 // ExpireReservations counts reservations older than their expiry as spent
