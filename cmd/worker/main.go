@@ -102,7 +102,6 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	defer enq.Close()
 	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
 		Enqueuer:           enq,
-		Window:             cfg.JobWindow,
 		Metrics:            metrics.NewPipeline(reg),
 		Account:            cfg.VendorAccount(),
 		AccountAllowance:   allowance,

@@ -61,11 +61,10 @@ type ProcessorConfig struct {
 	VendorMarksReplays bool
 	// Metrics records vendor calls, credits, rows and jobs; nil records nothing.
 	Metrics *metrics.Pipeline
-	// Enqueuer, when set, hands a job's next chunks to the queue as each of
-	// its chunks ends (at most Window in the queue at once; see
-	// store.DispatchChunks); nil leaves that to the scheduler's sweep.
+	// Enqueuer, when set, hands a job's next chunk to the queue as each of
+	// its chunks ends, so that the job keeps its window of chunks in the
+	// queue (store.DispatchNext); nil leaves that to the scheduler's sweep.
 	Enqueuer *Enqueuer
-	Window   int
 	// Now and Rand are injectable for tests.
 	Now  func() time.Time
 	Rand func() float64
@@ -263,7 +262,7 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 		}
 		if p.cfg.Enqueuer != nil && len(finished) == 0 {
 			// The job's next chunk takes this one's place in the queue.
-			if _, err := p.cfg.Enqueuer.Dispatch(ctx, p.store, job.ID, p.cfg.Window, DefaultRecheck, max(p.cfg.Window, 1)); err != nil {
+			if _, err := p.cfg.Enqueuer.DispatchNext(ctx, p.store, job.ID); err != nil {
 				p.log.Warn("next chunks not queued; the scheduler will", "job_id", job.ID, "err", err)
 			}
 		}

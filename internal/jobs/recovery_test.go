@@ -124,7 +124,7 @@ func TestLostQueueIsRefilledAtOnce(t *testing.T) {
 func TestSmallJobIsNotStarvedByABigOne(t *testing.T) {
 	t.Parallel()
 	const window = 4
-	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true, Window: window}, Concurrency: 2,
+	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}, Concurrency: 2,
 		Vendor: func(o *fakevendor.Options) { o.Latency = 10 * time.Millisecond }})
 	b.Submitter.Window = window
 	b.Sweeper.Config.Window = window

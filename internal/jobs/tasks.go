@@ -163,6 +163,20 @@ func (e *Enqueuer) Dispatch(ctx context.Context, st *store.Store, jobID string, 
 	if err != nil {
 		return 0, err
 	}
+	return e.enqueueAll(ctx, st, refs)
+}
+
+// DispatchNext hands the job's next never-dispatched chunk to the queue
+// (store.DispatchNext): a worker calls it as a chunk of the job ends.
+func (e *Enqueuer) DispatchNext(ctx context.Context, st *store.Store, jobID string) (int, error) {
+	refs, err := st.DispatchNext(ctx, jobID, 1)
+	if err != nil {
+		return 0, err
+	}
+	return e.enqueueAll(ctx, st, refs)
+}
+
+func (e *Enqueuer) enqueueAll(ctx context.Context, st *store.Store, refs []store.ChunkRef) (int, error) {
 	for i, ref := range refs {
 		if err := e.Enqueue(ctx, ref); err != nil {
 			if uerr := st.UnmarkEnqueued(context.WithoutCancel(ctx), refs[i:]); uerr != nil {

@@ -75,18 +75,33 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (int64, error) {
 	err := s.retry(ctx, false, func() error {
 		var err error
 		id, err = s.reserve(ctx, r)
+		if errors.Is(err, errNoAccountRow) { // a new month by the database's clock: create its row
+			s.accounts.Clear()
+			id, err = s.reserve(ctx, r)
+		}
 		return err
 	})
 	return id, err
 }
 
+// errNoAccountRow: the account's row of the current month (by the
+// database's clock) does not exist yet.
+var errNoAccountRow = errors.New("store: no account_usage row for this month")
+
 func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
 	if r.Account != "" {
 		// Outside the transaction: the month's row exists once and for all,
-		// and the transaction below then only locks rows in its order.
-		if _, err := s.pool.Exec(ctx, `INSERT INTO account_usage (account, month) VALUES ($1, date_trunc('month', now() AT TIME ZONE 'UTC')::date)
-			ON CONFLICT DO NOTHING`, r.Account); err != nil {
-			return 0, err
+		// and the transaction below then only locks rows in its order. Once
+		// per account and month per process: the insert would wait for every
+		// transaction holding the row (ON CONFLICT checks its latest version).
+		// A month the database's clock starts before ours is errNoAccountRow.
+		key := r.Account + "\x00" + time.Now().UTC().Format("2006-01")
+		if _, seen := s.accounts.Load(key); !seen {
+			if _, err := s.pool.Exec(ctx, `INSERT INTO account_usage (account, month) VALUES ($1, date_trunc('month', now() AT TIME ZONE 'UTC')::date)
+				ON CONFLICT DO NOTHING`, r.Account); err != nil {
+				return 0, err
+			}
+			s.accounts.Store(key, true)
 		}
 	}
 	tx, err := s.pool.Begin(ctx)
@@ -140,6 +155,9 @@ func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
 			SELECT month, spent, reserved, EXISTS (SELECT 1 FROM a) FROM account_usage
 			WHERE account = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
 			r.Account, r.Credits, r.Allowance).Scan(&m, &be.Spent, &be.Reserved, &ok)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return 0, errNoAccountRow // the rollback gives the job's credits back
+		}
 		if err != nil {
 			return 0, err
 		}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,8 @@ type Store struct {
 	now    func() time.Time
 	// conflicts counts deadlocks and serialization failures run again.
 	conflicts atomic.Int64
+	// accounts holds the "account\x00YYYY-MM" whose account_usage row exists.
+	accounts sync.Map
 }
 
 // Options configures Open.

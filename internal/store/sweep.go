@@ -126,6 +126,30 @@ func (s *Store) DispatchChunks(ctx context.Context, jobID string, window int, re
 	return refs, interpretError(err)
 }
 
+// DispatchNext picks the n lowest chunks of a queued or running job that
+// were never handed to the queue, and stamps them: a worker calls it as a
+// chunk of the job ends, so the next one takes its place in the queue and
+// the job keeps its window (DispatchChunks hands the first window and
+// anything lost). Cheap: an index holds the chunks never dispatched.
+func (s *Store) DispatchNext(ctx context.Context, jobID string, n int) ([]ChunkRef, error) {
+	rows, err := s.pool.Query(ctx, `
+		UPDATE job_chunks c SET enqueued_at = now()
+		FROM (
+			SELECT job_id, chunk FROM job_chunks
+			WHERE job_id = $1::uuid AND enqueued_at IS NULL -- job_chunks_undispatched
+			  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state IN ('queued', 'running'))
+			ORDER BY chunk
+			LIMIT $2
+			FOR UPDATE SKIP LOCKED) x
+		WHERE c.job_id = x.job_id AND c.chunk = x.chunk
+		RETURNING c.job_id::text, c.chunk`, jobID, n)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ChunkRef])
+	return refs, interpretError(err)
+}
+
 // UnmarkEnqueued clears the stamps of chunks that could not be handed to
 // the queue after all (Redis was unavailable): the next dispatch hands them.
 func (s *Store) UnmarkEnqueued(ctx context.Context, refs []ChunkRef) error {
