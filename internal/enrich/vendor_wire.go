@@ -324,19 +324,20 @@ func parseProfileRecord(raw []byte) (*Profile, error) {
 	if len(raw) == 0 {
 		return nil, malformed("empty body")
 	}
-	var f map[string]json.RawMessage
+	// One pass over the record (it is the bulk answer's bulk): the loose
+	// fields take what is a string (or a list of strings) and ignore the rest.
+	var f profileWire
+	if raw[0] != '{' && !isNull(raw) {
+		return nil, malformed("profile: not a JSON object")
+	}
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return nil, malformed("profile: %v", err)
 	}
-	if f == nil { // null
-		return nil, nil
-	}
-	u, ok := f["profile_url"]
-	if !ok || isNull(u) {
+	if len(f.ProfileURL) == 0 || isNull(f.ProfileURL) { // null, or no profile_url
 		return nil, nil
 	}
 	var profileURL string
-	if err := json.Unmarshal(u, &profileURL); err != nil {
+	if err := json.Unmarshal(f.ProfileURL, &profileURL); err != nil {
 		return nil, malformed("profile: profile_url is not a string")
 	}
 	if strings.TrimSpace(profileURL) == "" {
@@ -344,16 +345,70 @@ func parseProfileRecord(raw []byte) (*Profile, error) {
 	}
 	return &Profile{
 		ProfileURL:     profileURL,
-		Name:           looseString(f["name"]),
-		Headline:       looseString(f["headline"]),
-		Company:        looseString(f["company"]),
-		Role:           looseString(f["role"]),
-		Location:       looseString(f["location"]),
-		CompanySize:    looseString(f["company_size"]),
-		Industry:       looseString(f["industry"]),
-		Technographics: looseStrings(f["technographics"]),
+		Name:           string(f.Name),
+		Headline:       string(f.Headline),
+		Company:        string(f.Company),
+		Role:           string(f.Role),
+		Location:       string(f.Location),
+		CompanySize:    string(f.CompanySize),
+		Industry:       string(f.Industry),
+		Technographics: f.Technographics,
 		Raw:            bytes.Clone(raw),
 	}, nil
+}
+
+// profileWire is a profile record as sent.
+type profileWire struct {
+	ProfileURL     json.RawMessage `json:"profile_url"`
+	Name           looseStr        `json:"name"`
+	Headline       looseStr        `json:"headline"`
+	Company        looseStr        `json:"company"`
+	Role           looseStr        `json:"role"`
+	Location       looseStr        `json:"location"`
+	CompanySize    looseStr        `json:"company_size"`
+	Industry       looseStr        `json:"industry"`
+	Technographics looseList       `json:"technographics"`
+}
+
+// looseStr decodes a JSON string and leaves anything else "" (never an error).
+type looseStr string
+
+func (s *looseStr) UnmarshalJSON(b []byte) error {
+	if len(b) < 2 || b[0] != '"' {
+		return nil
+	}
+	// The decoder has checked the whole input already: a string without
+	// escapes and in valid UTF-8 is its bytes between the quotes.
+	if in := b[1 : len(b)-1]; bytes.IndexByte(in, '\\') < 0 && utf8.Valid(in) {
+		*s = looseStr(in)
+		return nil
+	}
+	var v string
+	if json.Unmarshal(b, &v) == nil {
+		*s = looseStr(v)
+	}
+	return nil
+}
+
+// looseList decodes the non-empty string members of a JSON list, nil for
+// anything else (never an error).
+type looseList []string
+
+func (l *looseList) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '[' {
+		return nil
+	}
+	var list []looseStr
+	var out []string
+	if json.Unmarshal(b, &list) == nil {
+		for _, v := range list {
+			if v != "" {
+				out = append(out, string(v))
+			}
+		}
+	}
+	*l = out
+	return nil
 }
 
 // decodeEmail reads the 200 answer of /v1/email:
@@ -371,17 +426,21 @@ func parseEmailObject(raw []byte) (*Email, error) {
 	if len(raw) == 0 || isNull(raw) {
 		return nil, nil
 	}
-	var f map[string]json.RawMessage
+	var f struct {
+		Email      looseStr        `json:"email"`
+		Confidence json.RawMessage `json:"confidence"`
+		Verified   json.RawMessage `json:"verified"`
+	}
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return nil, malformed("email: %v", err)
 	}
-	addr := looseString(f["email"])
+	addr := string(f.Email)
 	if strings.TrimSpace(addr) == "" {
 		return nil, nil
 	}
 	var e = &Email{Address: addr, Raw: bytes.Clone(raw)}
-	_ = json.Unmarshal(f["confidence"], &e.Confidence) // absent or not a number: 0
-	_ = json.Unmarshal(f["verified"], &e.Verified)     // absent or not a bool: false
+	_ = json.Unmarshal(f.Confidence, &e.Confidence) // absent or not a number: 0
+	_ = json.Unmarshal(f.Verified, &e.Verified)     // absent or not a bool: false
 	return e, nil
 }
 
@@ -410,13 +469,17 @@ func parsePhoneList(raw json.RawMessage) ([]Phone, error) {
 	if len(raw) == 0 || isNull(raw) {
 		return nil, nil
 	}
-	var list []map[string]json.RawMessage
+	var list []struct {
+		Number  looseStr `json:"number"`
+		Type    looseStr `json:"type"`
+		Country looseStr `json:"country"`
+	}
 	if err := json.Unmarshal(raw, &list); err != nil {
 		return nil, malformed("phones: %v", err)
 	}
 	var out []Phone
 	for _, p := range list {
-		n := Phone{Number: looseString(p["number"]), Type: looseString(p["type"]), Country: looseString(p["country"])}
+		n := Phone{Number: string(p.Number), Type: string(p.Type), Country: string(p.Country)}
 		if strings.TrimSpace(n.Number) != "" {
 			out = append(out, n)
 		}
@@ -428,7 +491,34 @@ func parsePhoneList(raw json.RawMessage) ([]Phone, error) {
 // {"results": [{"index": 0, "profile": {...}|null, "email": {...}|null,
 // "phones": [...]|null, "error": {"code", "message"}}]}
 type bulkResponse struct {
-	Results *[]json.RawMessage `json:"results"`
+	Results *[]bulkResult `json:"results"`
+}
+
+// bulkResult is one result of a bulk answer, its parts left raw: each is
+// decoded once, by the parser of its kind.
+type bulkResult struct {
+	ok      bool            // an object (not null, not another type)
+	Index   json.RawMessage `json:"index"`
+	Profile json.RawMessage `json:"profile"`
+	Email   json.RawMessage `json:"email"`
+	Phones  json.RawMessage `json:"phones"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// UnmarshalJSON takes an object and leaves anything else not ok, without
+// failing the whole answer for one bad result.
+func (r *bulkResult) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' {
+		return nil
+	}
+	type plain bulkResult
+	var p plain
+	if json.Unmarshal(b, &p) != nil {
+		return nil
+	}
+	*r = bulkResult(p)
+	r.ok = true
+	return nil
 }
 
 // decodeBulk reads a /v1/bulk answer for n rows sent. Results are matched by
@@ -445,20 +535,19 @@ func decodeBulk(body []byte, n int) ([]BulkItem, error) {
 	}
 	items := make([]BulkItem, n)
 	seen := make([]int, n)
-	for _, raw := range *w.Results {
-		var f map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &f); err != nil || f == nil {
+	for _, r := range *w.Results {
+		if !r.ok {
 			continue // cannot tell which row it answers: that row ends up missing
 		}
 		var idx int
-		if err := json.Unmarshal(f["index"], &idx); err != nil || idx < 0 || idx >= n {
+		if err := json.Unmarshal(r.Index, &idx); err != nil || idx < 0 || idx >= n {
 			continue
 		}
 		seen[idx]++
 		if seen[idx] > 1 {
 			continue
 		}
-		items[idx] = bulkItem(f)
+		items[idx] = bulkItem(r)
 	}
 	for i := range items {
 		switch {
@@ -471,8 +560,8 @@ func decodeBulk(body []byte, n int) ([]BulkItem, error) {
 	return items, nil
 }
 
-func bulkItem(f map[string]json.RawMessage) BulkItem {
-	if raw, ok := f["error"]; ok && !isNull(raw) {
+func bulkItem(f bulkResult) BulkItem {
+	if raw := f.Error; len(raw) > 0 && !isNull(raw) {
 		var e struct {
 			Code    any `json:"code"`
 			Message any `json:"message"`
@@ -491,20 +580,20 @@ func bulkItem(f map[string]json.RawMessage) BulkItem {
 	}
 	var it BulkItem
 	var err error
-	if raw := f["profile"]; len(raw) > 0 { // absent: no match
+	if raw := f.Profile; len(raw) > 0 { // absent: no match
 		if it.Profile, err = parseProfileRecord(raw); err != nil {
 			return BulkItem{Err: rowTransient("malformed_result", err.Error())}
 		}
 	}
-	if it.Email, err = parseEmailObject(bytes.TrimSpace(f["email"])); err != nil {
+	if it.Email, err = parseEmailObject(bytes.TrimSpace(f.Email)); err != nil {
 		return BulkItem{Err: rowTransient("malformed_result", err.Error())}
 	}
-	nums, err := parsePhoneList(f["phones"])
+	nums, err := parsePhoneList(f.Phones)
 	if err != nil {
 		return BulkItem{Err: rowTransient("malformed_result", err.Error())}
 	}
 	if len(nums) > 0 {
-		raw, _ := json.Marshal(map[string]json.RawMessage{"phones": f["phones"]})
+		raw, _ := json.Marshal(map[string]json.RawMessage{"phones": f.Phones})
 		it.Phones = &Phones{Numbers: nums, Raw: raw}
 	}
 	return it
@@ -515,27 +604,3 @@ func rowTransient(code, msg string) *Error {
 }
 
 func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
-
-// looseString is a JSON string's value; "" for null, absent or another type.
-func looseString(raw json.RawMessage) string {
-	var s string
-	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
-}
-
-// looseStrings is a JSON list's string members; nil for anything else.
-func looseStrings(raw json.RawMessage) []string {
-	var list []any
-	if len(raw) == 0 || json.Unmarshal(raw, &list) != nil {
-		return nil
-	}
-	var out []string
-	for _, v := range list {
-		if s, ok := v.(string); ok && s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
-}

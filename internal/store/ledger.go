@@ -89,12 +89,14 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (int64, error) {
 var errNoAccountRow = errors.New("store: no account_usage row for this month")
 
 func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
+	var account any
 	if r.Account != "" {
-		// Outside the transaction: the month's row exists once and for all,
-		// and the transaction below then only locks rows in its order. Once
-		// per account and month per process: the insert would wait for every
-		// transaction holding the row (ON CONFLICT checks its latest version).
-		// A month the database's clock starts before ours is errNoAccountRow.
+		account = r.Account
+		// The month's row exists once and for all: created here once per
+		// account and month per process (the insert would wait for every
+		// transaction holding the row: ON CONFLICT checks its latest
+		// version). A month the database's clock starts before ours is
+		// "no_account_row".
 		key := r.Account + "\x00" + time.Now().UTC().Format("2006-01")
 		if _, seen := s.accounts.Load(key); !seen {
 			if _, err := s.pool.Exec(ctx, `INSERT INTO account_usage (account, month) VALUES ($1, date_trunc('month', now() AT TIME ZONE 'UTC')::date)
@@ -104,83 +106,45 @@ func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
 			s.accounts.Store(key, true)
 		}
 	}
-	tx, err := s.pool.Begin(ctx)
+	// One function call (migration 00011): the job's row, then the
+	// account's, then the ledger's, in one round trip.
+	var (
+		outcome                 string
+		id                      *int64
+		state                   *string
+		spent, reserved, budget *int64
+	)
+	err := s.pool.QueryRow(ctx, `SELECT outcome, ledger_id, state, spent, reserved, budget
+		FROM enrichq_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		r.JobID, r.RowID, r.RowCount, r.Stage, r.Endpoint, r.IdempotencyKey, r.Credits, r.TTL.Milliseconds(), account, r.Allowance).
+		Scan(&outcome, &id, &state, &spent, &reserved, &budget)
 	if err != nil {
 		return 0, err
 	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
-
-	// 1. The job's row.
-	var state string
-	var budget *int64
-	var spent, reserved int64
-	var fits bool
-	err = tx.QueryRow(ctx, `
-		WITH j AS (
-			UPDATE jobs SET credits_reserved = credits_reserved + $2, updated_at = now()
-			WHERE id = $1 AND state IN ('queued', 'running')
-			  AND (budget_credits IS NULL OR credits_spent + credits_reserved + $2 <= budget_credits)
-			RETURNING id)
-		SELECT state, budget_credits, credits_spent, credits_reserved, EXISTS (SELECT 1 FROM j) FROM jobs WHERE id = $1`,
-		r.JobID, r.Credits).Scan(&state, &budget, &spent, &reserved, &fits)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, ErrNotFound
-	}
-	if err != nil {
-		return 0, err
-	}
-	if !fits {
-		if state != JobQueued && state != JobRunning {
-			return 0, fmt.Errorf("%w (%s)", ErrJobNotRunning, state)
+	deref := func(p *int64) int64 {
+		if p == nil {
+			return 0
 		}
-		be := &BudgetError{Scope: "job", Spent: spent, Reserved: reserved, Wanted: r.Credits}
-		if budget != nil {
-			be.Budget = *budget
+		return *p
+	}
+	switch outcome {
+	case "ok":
+		return *id, nil
+	case "not_found":
+		return 0, ErrNotFound
+	case "not_running":
+		return 0, fmt.Errorf("%w (%s)", ErrJobNotRunning, *state)
+	case "job_budget", "account_budget":
+		be := &BudgetError{Scope: "job", Spent: deref(spent), Reserved: deref(reserved), Budget: deref(budget), Wanted: r.Credits}
+		if outcome == "account_budget" {
+			be.Scope = "account"
 		}
 		return 0, be
+	case "no_account_row":
+		return 0, errNoAccountRow
+	default:
+		return 0, fmt.Errorf("store: enrichq_reserve: outcome %q", outcome)
 	}
-
-	// 2. The account's row.
-	var account, month any
-	if r.Account != "" {
-		var m time.Time
-		var ok bool
-		be := &BudgetError{Scope: "account", Wanted: r.Credits}
-		err := tx.QueryRow(ctx, `
-			WITH a AS (
-				UPDATE account_usage SET reserved = reserved + $2, updated_at = now()
-				WHERE account = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date
-				  AND ($3::bigint IS NULL OR spent + reserved + $2 <= $3)
-				RETURNING month)
-			SELECT month, spent, reserved, EXISTS (SELECT 1 FROM a) FROM account_usage
-			WHERE account = $1 AND month = date_trunc('month', now() AT TIME ZONE 'UTC')::date`,
-			r.Account, r.Credits, r.Allowance).Scan(&m, &be.Spent, &be.Reserved, &ok)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return 0, errNoAccountRow // the rollback gives the job's credits back
-		}
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			if r.Allowance != nil {
-				be.Budget = *r.Allowance
-			}
-			return 0, be // the rollback gives the job's credits back
-		}
-		account, month = r.Account, m
-	}
-
-	// 3. The ledger's new row.
-	var id int64
-	err = tx.QueryRow(ctx, `
-		INSERT INTO credit_ledger (job_id, row_id, row_count, stage, endpoint, idempotency_key, reserved, expires_at, account, account_month)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, now() + $8 * interval '1 millisecond', $9, $10)
-		RETURNING id`,
-		r.JobID, r.RowID, r.RowCount, r.Stage, r.Endpoint, r.IdempotencyKey, r.Credits, r.TTL.Milliseconds(), account, month).Scan(&id)
-	if err != nil {
-		return 0, err
-	}
-	return id, tx.Commit(ctx)
 }
 
 // Available returns how many credits a job may still reserve; ok is false when it has no budget.
@@ -241,53 +205,9 @@ func (s *Store) MarkUnknown(ctx context.Context, ledgerID int64, reason string) 
 // settlement that is lost leaves the call counted at its worst case.
 func (s *Store) closeReservation(ctx context.Context, id int64, status string, charged *int64, reported bool, remaining *int64, errText string, split any) error {
 	return s.retry(ctx, true, func() error {
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var l struct {
-				jobID                      string
-				reserved, oldCharged, newC int64
-				oldStatus                  string
-				account                    *string
-				month                      *time.Time
-			}
-			err := tx.QueryRow(ctx, `
-				WITH old AS (
-					SELECT id, job_id, reserved, status, coalesce(charged, 0) AS charged, account, account_month FROM credit_ledger
-					WHERE id = $1 AND (status = 'reserved' OR (status = 'unknown' AND $2 = 'settled'))
-					FOR UPDATE)
-				UPDATE credit_ledger c SET status = $2, charged = coalesce($3, old.reserved), charge_reported = $4,
-					credits_remaining = $5, error = $6, settled_at = now(), stage_credits = coalesce($7::jsonb, c.stage_credits)
-				FROM old WHERE c.id = old.id
-				RETURNING old.job_id::text, old.reserved, old.status, old.charged, c.charged, old.account, old.account_month`,
-				id, status, charged, reported, remaining, errText, split).Scan(&l.jobID, &l.reserved, &l.oldStatus, &l.oldCharged, &l.newC, &l.account, &l.month)
-			if errors.Is(err, pgx.ErrNoRows) {
-				return nil // closed already (by the scheduler, or by an earlier try whose answer was lost)
-			}
-			if err != nil {
-				return err
-			}
-			held := int64(0)
-			if l.oldStatus == LedgerReserved {
-				held = l.reserved
-			}
-			counted := int64(0)
-			if l.oldStatus == LedgerUnknown {
-				counted = l.oldCharged
-			}
-			if _, err := tx.Exec(ctx, `UPDATE jobs SET credits_reserved = credits_reserved - $2,
-					credits_spent = credits_spent + $3, updated_at = now() WHERE id = $1`,
-				l.jobID, held, l.newC-counted); err != nil {
-				return err
-			}
-			if l.account != nil {
-				if _, err := tx.Exec(ctx, `UPDATE account_usage SET reserved = reserved - $3, spent = spent + $4,
-						credits_remaining = coalesce($5, credits_remaining), updated_at = now()
-					WHERE account = $1 AND month = $2`,
-					*l.account, l.month, held, l.newC-counted, remaining); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		_, err := s.pool.Exec(ctx, `SELECT enrichq_close_reservation($1, $2, $3, $4, $5, $6, $7::jsonb)`,
+			id, status, charged, reported, remaining, errText, split)
+		return err
 	})
 }
 
