@@ -15,7 +15,16 @@
 -- client's round trips of a multi-statement transaction. Both lock the
 -- job's row first, then the account's (one order: no deadlock).
 
+--
+-- lookup_claims is a table of short-lived locks (an input being bought by one
+-- worker, for the length of a lease): UNLOGGED, it costs no WAL and no fsync,
+-- twice per chunk. What a crash of Postgres (or a failover) then loses is the
+-- claims of the inputs being bought at that moment; the rows' leases are
+-- kept, so the cost is at worst a second purchase of an input that two
+-- chunks wanted at the very moment of the crash.
+
 -- +goose Up
+ALTER TABLE lookup_claims SET UNLOGGED;
 CREATE INDEX credit_ledger_job_key ON credit_ledger (job_id, idempotency_key);
 DROP INDEX credit_ledger_job;
 CREATE INDEX job_chunks_undispatched ON job_chunks (job_id, chunk) WHERE enqueued_at IS NULL;
@@ -119,6 +128,7 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
+ALTER TABLE lookup_claims SET LOGGED;
 DROP FUNCTION enrichq_close_reservation(bigint, text, bigint, boolean, bigint, text, jsonb);
 DROP FUNCTION enrichq_reserve(uuid, bigint, integer, text, text, text, bigint, bigint, text, bigint);
 DROP INDEX job_chunks_undispatched;

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hibiken/asynq"
@@ -204,6 +205,12 @@ type chunkRun struct {
 	cacheMu sync.Mutex // guards cache
 	cache   []store.CacheEntry
 	claimed bool // holds lookup claims (released on save)
+
+	// Where the run's time went, for the "chunk processed" log line.
+	tCache, tClaims, tVendor, tSave time.Duration
+	// Of tVendor: the credit ledger (reservations and settlements) and the
+	// vendor's answers, summed over the calls (single lookups overlap).
+	nsLedger, nsVendor atomic.Int64
 }
 
 // needs reports whether a row still needs stage.
@@ -303,8 +310,11 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 		if len(todo) == 0 {
 			continue
 		}
+		t0 := time.Now()
 		todo = c.fromCache(ctx, stage, todo)
+		t1 := time.Now()
 		todo = c.claimLookups(ctx, stage, todo)
+		t2 := time.Now()
 		if len(todo) > 0 {
 			if stage == "profile" && p.cfg.Bulk {
 				c.bulk(ctx, todo)
@@ -312,20 +322,27 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 				c.single(ctx, stage, todo)
 			}
 		}
+		t3 := time.Now()
 		if err := c.save(ctx, false); err != nil {
 			return err
 		}
+		c.tCache, c.tClaims, c.tVendor, c.tSave = c.tCache+t1.Sub(t0), c.tClaims+t2.Sub(t1), c.tVendor+t3.Sub(t2), c.tSave+time.Since(t3)
 	}
+	t := time.Now()
 	if err := c.save(ctx, true); err != nil {
 		return err
 	}
+	c.tSave += time.Since(t)
 	counts := map[string]int{}
 	for _, w := range c.rows {
 		counts[w.end]++
 	}
 	p.log.Info("chunk processed", "job_id", job.ID, "chunk", claim.Rows[0].Chunk, "rows", len(c.rows),
 		"matched", counts[store.RowMatched], "no_match", counts[store.RowNoMatch], "failed", counts[store.RowFailed],
-		"retry_wait", counts[store.RowRetryWait], "released", counts[store.RowPending], "duration", p.cfg.Now().Sub(start))
+		"retry_wait", counts[store.RowRetryWait], "released", counts[store.RowPending], "duration", p.cfg.Now().Sub(start),
+		// cache lookups, lookup claims, vendor calls (with their reservations and settlements), saves
+		"cache", c.tCache, "claims", c.tClaims, "calls", c.tVendor, "saves", c.tSave,
+		"calls_ledger", time.Duration(c.nsLedger.Load()), "calls_vendor", time.Duration(c.nsVendor.Load()))
 	return nil
 }
 
@@ -684,7 +701,9 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 	res.TTL = c.p.cfg.Lease + time.Minute
 	res.Account = c.p.cfg.Account
 	res.Allowance = c.p.cfg.AccountAllowance
+	t0 := time.Now()
 	id, err := c.p.store.Reserve(ctx, res)
+	c.nsLedger.Add(int64(time.Since(t0)))
 	if err != nil {
 		if errors.Is(err, store.ErrBudgetExhausted) || errors.Is(err, store.ErrJobNotRunning) {
 			c.halt(ctx, err)
@@ -716,7 +735,11 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		}
 		return fmt.Errorf("rate limiter: %w", err)
 	}
+	t1 := time.Now()
 	charge, split, callErr := fn(ctx)
+	t2 := time.Now()
+	c.nsVendor.Add(int64(t2.Sub(t1)))
+	defer func() { c.nsLedger.Add(int64(time.Since(t2))) }()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	m := c.p.cfg.Metrics
