@@ -103,8 +103,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	limits.MaxLookups = cfg.MaxRows
 	reg := metrics.NewRegistry()
 	api := httpapi.NewServer(httpapi.Deps{
-		Metrics: metrics.NewHTTP(reg),
-		Store:   st,
+		Metrics:        metrics.NewHTTP(reg),
+		StatusCacheTTL: cfg.StatusCache,
+		Store:          st,
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
 			WebhooksEnabled: cfg.WebhookSecret != "", AllowPrivateCallbacks: cfg.WebhookAllowPrivate},

@@ -105,6 +105,9 @@ type Config struct {
 	Queue string
 	// ChunkSize is the rows per task (ENRICHQ_CHUNK_SIZE, default 100, 1..1000).
 	ChunkSize int
+	// StatusCache is how long the API serves a job's status from memory
+	// (ENRICHQ_STATUS_CACHE, default 200ms; 0 reads Postgres on every poll).
+	StatusCache time.Duration
 	// JobWindow is how many chunks of one job are in the queue at once
 	// (ENRICHQ_JOB_WINDOW, default 64): jobs take turns. Keep it at least the
 	// total concurrency of the workers, or one job alone cannot use them all.
@@ -153,6 +156,12 @@ func Load(getenv func(string) string) (Config, error) {
 	c.MaxRows = p.int("ENRICHQ_MAX_ROWS", 1_000_000, 1, 100_000_000)
 	c.ChunkSize = p.int("ENRICHQ_CHUNK_SIZE", 100, 1, 1000)
 	c.JobWindow = p.int("ENRICHQ_JOB_WINDOW", 64, 1, 100000)
+	c.StatusCache = 200 * time.Millisecond
+	if v := getenv("ENRICHQ_STATUS_CACHE"); v == "0" {
+		c.StatusCache = 0
+	} else {
+		c.StatusCache = p.duration("ENRICHQ_STATUS_CACHE", c.StatusCache)
+	}
 	c.WorkerConcurrency = p.int("ENRICHQ_WORKER_CONCURRENCY", 10, 1, 1000)
 	c.LookupConcurrency = p.int("ENRICHQ_LOOKUP_CONCURRENCY", 8, 1, 1000)
 	c.MaxAttempts = p.int("ENRICHQ_MAX_ATTEMPTS", 8, 1, 1000)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"math"
@@ -133,7 +134,10 @@ func (s *server) status(r *http.Request, job store.Job) (jobStatus, error) {
 
 func (s *server) getJob(w http.ResponseWriter, r *http.Request) {
 	// The job and its row counts in one round trip: clients poll this.
-	job, counts, err := s.Store.GetJobStatus(r.Context(), tenantFrom(r.Context()), r.PathValue("id"))
+	tenant, id := tenantFrom(r.Context()), r.PathValue("id")
+	job, counts, err := s.statuses.get(r.Context(), tenant, id, func(ctx context.Context) (store.Job, map[string]int, error) {
+		return s.Store.GetJobStatus(ctx, tenant, id)
+	})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -144,6 +148,7 @@ func (s *server) getJob(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) cancelJob(w http.ResponseWriter, r *http.Request) {
 	job, err := s.Store.CancelJob(r.Context(), tenantFrom(r.Context()), r.PathValue("id"))
+	s.statuses.drop(tenantFrom(r.Context()), r.PathValue("id"))
 	if errors.Is(err, store.ErrConflict) && job.ID != "" {
 		err = errorf(http.StatusConflict, "job_finished", "the job is already %s", job.State)
 	}

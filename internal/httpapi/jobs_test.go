@@ -318,3 +318,55 @@ func TestDatabaseOutageIs503(t *testing.T) {
 		}
 	}
 }
+
+// With a status cache, polls within its TTL are served from memory (one
+// read of Postgres for many polls), a poll after it sees the job as it is,
+// and a cancel through the API is seen at once.
+func TestStatusCache(t *testing.T) {
+	t.Parallel()
+	var now atomic.Int64
+	now.Store(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
+	b := setup(t, func(d *Deps) {
+		d.Now = func() time.Time { return time.Unix(0, now.Load()) }
+		d.StatusCacheTTL = time.Second
+	})
+	job := b.mustCreate(t, keyA, "", "profile_url\nhttps://platform.example/in/a\nhttps://platform.example/in/b\n")
+	poll := func() jobStatus { t.Helper(); return poll2(t, b, job.ID) }
+	if st := poll(); st.Rows.Pending != 2 {
+		t.Fatalf("first poll: %+v", st.Rows)
+	}
+	finishRows(t, b.st, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
+		return store.Outcome{State: store.RowNoMatch, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}}
+	})
+	if st := poll(); st.Rows.Pending != 2 || st.Rows.NoMatch != 0 {
+		t.Fatalf("a poll within the TTL read Postgres: %+v", st.Rows)
+	}
+	// Another tenant never gets the entry.
+	if resp, _ := b.call(t, http.MethodGet, "/v1/jobs/"+job.ID, keyB, nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("other tenant: %d", resp.StatusCode)
+	}
+	now.Add(int64(time.Second))
+	if st := poll(); st.Rows.NoMatch != 2 {
+		t.Fatalf("a poll after the TTL: %+v", st.Rows)
+	}
+
+	job2 := b.mustCreate(t, keyA, "", "profile_url\nhttps://platform.example/in/c\n")
+	if st := poll2(t, b, job2.ID); st.State != store.JobQueued {
+		t.Fatalf("job 2: %s", st.State)
+	}
+	if resp, data := b.call(t, http.MethodPost, "/v1/jobs/"+job2.ID+"/cancel", keyA, nil); resp.StatusCode != http.StatusOK {
+		t.Fatalf("cancel: %d %s", resp.StatusCode, data)
+	}
+	if st := poll2(t, b, job2.ID); st.State != store.JobCanceled {
+		t.Fatalf("after a cancel, within the TTL: %s", st.State)
+	}
+}
+
+func poll2(t *testing.T, b *bundle, id string) jobStatus {
+	t.Helper()
+	resp, data := b.call(t, http.MethodGet, "/v1/jobs/"+id, keyA, nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d %s", resp.StatusCode, data)
+	}
+	return decode[jobStatus](t, data)
+}

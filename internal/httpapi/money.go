@@ -33,6 +33,7 @@ func (s *server) patchJob(w http.ResponseWriter, r *http.Request) {
 		budget = &n
 	}
 	job, err := s.Store.UpdateBudget(r.Context(), tenantFrom(r.Context()), r.PathValue("id"), budget)
+	s.statuses.drop(tenantFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

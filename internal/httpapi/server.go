@@ -47,6 +47,9 @@ type Deps struct {
 	Platform *jobs.Platform
 	// Metrics counts requests by route pattern and status; nil records nothing.
 	Metrics *metrics.HTTP
+	// StatusCacheTTL is how long a job's status (GET /v1/jobs/{id}) is
+	// served from memory (ENRICHQ_STATUS_CACHE); 0 reads Postgres every time.
+	StatusCacheTTL time.Duration
 }
 
 // Defaults of Deps.
@@ -59,7 +62,8 @@ const (
 
 type server struct {
 	Deps
-	mux *http.ServeMux
+	mux      *http.ServeMux
+	statuses *statusCache
 }
 
 // NewServer returns the API's handler: every route of routes.go behind
@@ -83,7 +87,7 @@ func NewServer(deps Deps) http.Handler {
 	if deps.UploadTimeout <= 0 {
 		deps.UploadTimeout = DefaultUploadTimeout
 	}
-	s := &server{Deps: deps, mux: http.NewServeMux()}
+	s := &server{Deps: deps, mux: http.NewServeMux(), statuses: newStatusCache(deps.StatusCacheTTL, deps.Now)}
 	s.routes()
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.dispatch)))
 }
