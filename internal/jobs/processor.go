@@ -750,7 +750,17 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		st := settlement(charge, "")
 		st.StageCredits = split
 		if charge.Replayed {
-			st, err = c.replayed(sctx, res, id, charge, st)
+			var rerr error
+			if st, rerr = c.replayed(sctx, res, id, charge, st); rerr != nil {
+				// Earlier sends stay counted at their worst case; this one is
+				// settled as the replay it is (its own first send, when it was
+				// re-sent, counted as billed: never under).
+				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
+				st.Charged, st.Reported = 0, !charge.Resent
+				if charge.Resent {
+					st.Charged = charge.Estimate
+				}
+			}
 		} else if again && c.p.cfg.VendorMarksReplays && !charge.Resent {
 			if n, rerr := c.p.store.ReconcileFresh(sctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
 				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)

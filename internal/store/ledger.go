@@ -228,13 +228,15 @@ func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, cred
 	}
 	var ids []int64
 	var billed bool
-	err = s.pool.QueryRow(ctx, `
+	err = s.retry(ctx, true, func() error {
+		return s.pool.QueryRow(ctx, `
 		SELECT coalesce(array_agg(id ORDER BY id) FILTER (WHERE status IN ('unknown', 'reserved')), '{}'),
 			coalesce(bool_or(status = 'settled' AND charged > 0), false)
 		FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3
 		  AND reserved_at > now() - interval '23 hours'`, jobID, key, by).Scan(&ids, &billed)
+	})
 	if err != nil {
-		return 0, false, interpretError(err)
+		return 0, false, err
 	}
 	for i, id := range ids {
 		charged := int64(0)
@@ -260,14 +262,18 @@ func (s *Store) ReconcileFresh(ctx context.Context, jobID, key string, by int64)
 	if key == "" {
 		return 0, nil
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3
-		AND status IN ('unknown', 'reserved') AND reserved_at > now() - interval '23 hours' ORDER BY id`, jobID, key, by)
+	var ids []int64
+	err := s.retry(ctx, true, func() error {
+		rows, err := s.pool.Query(ctx, `SELECT id FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3
+			AND status IN ('unknown', 'reserved') AND reserved_at > now() - interval '23 hours' ORDER BY id`, jobID, key, by)
+		if err != nil {
+			return err
+		}
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+		return err
+	})
 	if err != nil {
-		return 0, interpretError(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return 0, interpretError(err)
+		return 0, err
 	}
 	var zero int64
 	for i, id := range ids {
