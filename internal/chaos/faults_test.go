@@ -189,11 +189,13 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		t.Errorf("a submit after the restart answered %d, want 201", st)
 	}
 	requireMoney(t, f)
-	// With a lease of 1s and sweeps every 20ms, the work is found again at once.
-	if resumed > 10*time.Second && len(waiting) > 0 && !t.Failed() {
-		t.Skipf("BUG: the job took %s to finish after Postgres came back: %d chunk tasks failed on the cut connection "+
-			"(e.g. %q) wait in asynq's retry set with asynq's default delay (15s + n^4 s + up to 30(n+1) s), and the sweeper "+
-			"cannot enqueue them sooner (their task id is taken); see report", resumed.Round(time.Second), len(waiting), waiting[0].LastErr)
+	// With a lease of 1s and sweeps every 20ms, the work is found again at
+	// once; a chunk task that failed on the cut connection is retried within
+	// 1-2 s (RetryDelay), so 30 s means recovery is broken.
+	t.Logf("the job finished %s after Postgres came back (%d chunk tasks were waiting to retry)", resumed.Round(100*time.Millisecond), len(waiting))
+	if resumed > 30*time.Second {
+		t.Errorf("the job took %s to finish after Postgres came back: %d chunk tasks failed on the cut connection wait in asynq's retry set",
+			resumed.Round(time.Second), len(waiting))
 	}
 }
 
