@@ -252,8 +252,10 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 		return 0, err
 	}
 	if len(claim.Rows) > 0 {
-		if err := p.store.StartJob(ctx, job.ID); err != nil {
-			return 0, err
+		if job.State == store.JobQueued { // else running already: no write
+			if err := p.store.StartJob(ctx, job.ID); err != nil {
+				return 0, err
+			}
 		}
 		if err := p.run(ctx, job, claim); err != nil {
 			return 0, err

@@ -477,12 +477,11 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 			WHERE r.job_id = $1::uuid AND r.state IN ('pending', 'retry_wait')
 			  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state = 'canceled' AND j.finished_at IS NULL)`
 	}
-	if _, err := s.pool.Exec(ctx, skip, args...); err != nil {
-		return nil, interpretError(err)
-	}
-	// The completion webhook is queued in the same statement: a job never
-	// ends without its delivery on record.
-	rows, err := s.pool.Query(ctx, `
+	// Both statements in one round trip (one implicit transaction: the
+	// second sees the rows the first skipped).
+	batch := &pgx.Batch{}
+	batch.Queue(skip, args...)
+	batch.Queue(`
 		WITH f AS (
 			UPDATE jobs j SET state = CASE WHEN j.state = 'canceled' THEN 'canceled' ELSE 'completed' END,
 				state_reason = CASE WHEN j.state = 'canceled' THEN j.state_reason ELSE '' END,
@@ -494,8 +493,27 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 			INSERT INTO webhook_deliveries (job_id, url) SELECT id, callback_url FROM f WHERE callback_url IS NOT NULL
 			ON CONFLICT DO NOTHING)
 		SELECT `+jobColumns+` FROM f`, args...)
+	br := s.pool.SendBatch(ctx, batch)
+	jobs, err := finishedJobs(br)
+	if cerr := br.Close(); err == nil { // the implicit transaction's end
+		err = cerr
+	}
 	if err != nil {
 		return nil, interpretError(err)
+	}
+	return jobs, nil
+}
+
+// finishedJobs reads FinishJobs' batch: the skip, then the jobs finished
+// (the completion webhook is queued in the same statement: a job never ends
+// without its delivery on record).
+func finishedJobs(br pgx.BatchResults) ([]Job, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	var jobs []Job
@@ -506,5 +524,5 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 		}
 		jobs = append(jobs, j)
 	}
-	return jobs, interpretError(rows.Err())
+	return jobs, rows.Err()
 }
