@@ -752,17 +752,7 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		st := settlement(charge, "")
 		st.StageCredits = split
 		if charge.Replayed {
-			var rerr error
-			if st, rerr = c.replayed(sctx, res, id, charge, st); rerr != nil {
-				// Earlier sends stay counted at their worst case; this one is
-				// settled as the replay it is (its own first send, when it was
-				// re-sent, counted as billed: never under).
-				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
-				st.Charged, st.Reported = 0, !charge.Resent
-				if charge.Resent {
-					st.Charged = charge.Estimate
-				}
-			}
+			st = c.replayed(sctx, res, id, charge, st)
 		} else if again && c.p.cfg.VendorMarksReplays && !charge.Resent {
 			if n, rerr := c.p.store.ReconcileFresh(sctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
 				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
@@ -770,9 +760,7 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 				c.p.log.Info("earlier sends of unknown outcome reconciled by a fresh answer: not billed", "ledger_id", id, "calls", n)
 			}
 		}
-		if err == nil {
-			err = c.p.store.Settle(sctx, id, st)
-		}
+		err = c.p.store.Settle(sctx, id, st)
 		m.VendorCall(res.Endpoint, "ok")
 		c.countCredits(res.Stage, st.Charged, split)
 	case errors.As(callErr, &ve) && ve.Charge != nil:
@@ -801,21 +789,25 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 
 // replayed prices a call answered as a replay (free) and the earlier send
 // of its Idempotency-Key that was billed for the answer (see
-// store.ReconcileReplay). An unreadable replay is not priced: it says
-// nothing of what the answer cost.
-func (c *chunkRun) replayed(ctx context.Context, res store.Reservation, id int64, charge enrich.Charge, st store.Settlement) (store.Settlement, error) {
+// store.ReconcileReplay), and returns the call's settlement. An unreadable
+// replay is not priced: it says nothing of what the answer cost. When the
+// earlier sends cannot be read, they stay counted at their worst case and
+// the call is settled as a replay (its own first send, when http.Transport
+// re-sent it, counted as billed: never under).
+func (c *chunkRun) replayed(ctx context.Context, res store.Reservation, id int64, charge enrich.Charge, st store.Settlement) store.Settlement {
 	n, self, err := c.p.store.ReconcileReplay(ctx, c.job.ID, res.IdempotencyKey, id, charge.Estimate, charge.Resent)
-	if err != nil {
-		return st, err
-	}
-	if n > 0 {
+	switch {
+	case err != nil:
+		c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", err)
+		self = charge.Resent
+	case n > 0:
 		c.p.log.Info("earlier calls of unknown outcome reconciled by a replay", "ledger_id", id, "calls", n, "credits", charge.Estimate)
 	}
 	st.Charged, st.Reported = 0, !charge.Resent
 	if self {
 		st.Charged = charge.Estimate // its own first send was the billed one
 	}
-	return st, nil
+	return st
 }
 
 // countCredits adds a call's charge to the credits metric, a bulk call's by its split.

@@ -226,29 +226,16 @@ func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, cred
 	if key == "" {
 		return 0, resent, nil
 	}
-	var ids []int64
-	var billed bool
-	err = s.retry(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `
-		SELECT coalesce(array_agg(id ORDER BY id) FILTER (WHERE status IN ('unknown', 'reserved')), '{}'),
-			coalesce(bool_or(status = 'settled' AND charged > 0), false)
-		FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3
-		  AND reserved_at > now() - interval '23 hours'`, jobID, key, by).Scan(&ids, &billed)
-	})
+	open, billed, err := s.earlierSends(ctx, jobID, key, by)
 	if err != nil {
 		return 0, false, err
 	}
-	for i, id := range ids {
-		charged := int64(0)
-		if i == 0 && !billed {
-			charged = credits
-		}
-		if err := s.closeReservation(ctx, id, LedgerSettled, &charged, false, nil,
-			fmt.Sprintf("reconciled by call %d: the vendor replayed this Idempotency-Key's answer", by), nil); err != nil {
-			return i, false, err
-		}
+	first := credits
+	if billed {
+		first = 0
 	}
-	return len(ids), !billed && len(ids) == 0 && resent, nil
+	n, err = s.settleEarlier(ctx, open, first, fmt.Sprintf("reconciled by call %d: the vendor replayed this Idempotency-Key's answer", by))
+	return n, err == nil && !billed && len(open) == 0 && resent, err
 }
 
 // ReconcileFresh settles at 0 the earlier sends of a call (by) that the
@@ -262,23 +249,38 @@ func (s *Store) ReconcileFresh(ctx context.Context, jobID, key string, by int64)
 	if key == "" {
 		return 0, nil
 	}
-	var ids []int64
-	err := s.retry(ctx, true, func() error {
-		rows, err := s.pool.Query(ctx, `SELECT id FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3
-			AND status IN ('unknown', 'reserved') AND reserved_at > now() - interval '23 hours' ORDER BY id`, jobID, key, by)
-		if err != nil {
-			return err
-		}
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-		return err
-	})
+	open, _, err := s.earlierSends(ctx, jobID, key, by)
 	if err != nil {
 		return 0, err
 	}
-	var zero int64
+	return s.settleEarlier(ctx, open, 0,
+		fmt.Sprintf("reconciled by call %d: the vendor answered this Idempotency-Key afresh, so this send was not billed", by))
+}
+
+// earlierSends reads the sends of key in the job before call by, within the
+// vendor's 24 h replay window: those still open (unknown or reserved),
+// oldest first, and whether one was settled with a charge.
+func (s *Store) earlierSends(ctx context.Context, jobID, key string, by int64) (open []int64, billed bool, err error) {
+	err = s.retry(ctx, true, func() error {
+		return s.pool.QueryRow(ctx, `
+		SELECT coalesce(array_agg(id ORDER BY id) FILTER (WHERE status IN ('unknown', 'reserved')), '{}'),
+			coalesce(bool_or(status = 'settled' AND charged > 0), false)
+		FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3
+		  AND reserved_at > now() - interval '23 hours'`, jobID, key, by).Scan(&open, &billed)
+	})
+	return open, billed, err
+}
+
+// settleEarlier settles the sends ids, the first at first credits and the
+// others at 0, as not reported by the vendor, with reason; it returns how
+// many it settled.
+func (s *Store) settleEarlier(ctx context.Context, ids []int64, first int64, reason string) (int, error) {
 	for i, id := range ids {
-		if err := s.closeReservation(ctx, id, LedgerSettled, &zero, false, nil,
-			fmt.Sprintf("reconciled by call %d: the vendor answered this Idempotency-Key afresh, so this send was not billed", by), nil); err != nil {
+		charged := int64(0)
+		if i == 0 {
+			charged = first
+		}
+		if err := s.closeReservation(ctx, id, LedgerSettled, &charged, false, nil, reason, nil); err != nil {
 			return i, err
 		}
 	}
