@@ -20,6 +20,8 @@ type resetOnce struct {
 	v    *fakevendor.Vendor
 	mu   sync.Mutex
 	seen map[string]bool
+	// replay, when set, answers the later sends of a key instead of the fake.
+	replay http.HandlerFunc
 }
 
 func (h *resetOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -29,6 +31,10 @@ func (h *resetOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.seen[key] = true
 	h.mu.Unlock()
 	if !first {
+		if h.replay != nil && key != "" {
+			h.replay(w, r)
+			return
+		}
 		h.v.ServeHTTP(w, r)
 		return
 	}
@@ -43,6 +49,22 @@ func (h *resetOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = conn.Close()
 }
 
+// resettingClient serves h and returns a client of it whose connection is
+// open already (a first call without a key), so that the next call reuses it.
+func resettingClient(t *testing.T, h *resetOnce) *enrich.Client {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	c, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: "test-key", HTTPClient: &http.Client{Timeout: 5 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Profile(context.Background(), enrich.ProfileQuery{ProfileURL: "https://platform.example/in/warm-up"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
 // A connection reset after the vendor billed a call: Go's http.Transport
 // sends a request that has an Idempotency-Key (or is a GET) again by itself
 // when a reused connection fails before any answer, the vendor replays the
@@ -51,19 +73,9 @@ func (h *resetOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func TestResetCallRetriedByTheTransportIsStillCharged(t *testing.T) {
 	t.Parallel()
 	fv := fakevendor.New(fakevendor.DefaultOptions())
-	srv := httptest.NewServer(&resetOnce{v: fv, seen: map[string]bool{}})
-	t.Cleanup(srv.Close)
-	c, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: "test-key", HTTPClient: &http.Client{Timeout: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	// A first call without a key opens the connection that the next one reuses.
-	if _, err := c.Profile(ctx, enrich.ProfileQuery{ProfileURL: "https://platform.example/in/warm-up"}, ""); err != nil {
-		t.Fatal(err)
-	}
+	c := resettingClient(t, &resetOnce{v: fv, seen: map[string]bool{}})
 	before := fv.TotalCharged()
-	res, err := c.Profile(ctx, enrich.ProfileQuery{Name: "VP Sales", Company: "Reset GmbH"}, "key-reset-1")
+	res, err := c.Profile(context.Background(), enrich.ProfileQuery{Name: "VP Sales", Company: "Reset GmbH"}, "key-reset-1")
 	billed := fv.TotalCharged() - before
 	if billed == 0 {
 		t.Fatal("the fake billed nothing: the test does not reset what it means to")
@@ -90,33 +102,15 @@ func TestResetCallRetriedByTheTransportIsStillCharged(t *testing.T) {
 // unknown and nothing in the error may settle it at 0.
 func TestResetCallWithMalformedReplayIsCountedAtTheReservation(t *testing.T) {
 	t.Parallel()
-	fv := fakevendor.New(fakevendor.DefaultOptions())
-	h := &resetOnce{v: fv, seen: map[string]bool{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("Idempotency-Key")
-		h.mu.Lock()
-		replay := key != "" && h.seen[key]
-		h.mu.Unlock()
-		if !replay {
-			h.ServeHTTP(w, r)
-			return
-		}
-		w.Header().Set("X-Credits-Charged", "0")
-		w.Header().Set("X-Credits-Remaining", "999")
-		w.Header().Set("Idempotent-Replayed", "true")
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"profile": {"name": `))
-	}))
-	t.Cleanup(srv.Close)
-	c, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: "test-key", HTTPClient: &http.Client{Timeout: 5 * time.Second}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if _, err := c.Profile(ctx, enrich.ProfileQuery{ProfileURL: "https://platform.example/in/warm-up"}, ""); err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.Profile(ctx, enrich.ProfileQuery{Name: "VP Sales", Company: "Reset GmbH"}, "key-reset-2")
+	c := resettingClient(t, &resetOnce{v: fakevendor.New(fakevendor.DefaultOptions()), seen: map[string]bool{},
+		replay: func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("X-Credits-Charged", "0")
+			w.Header().Set("X-Credits-Remaining", "999")
+			w.Header().Set("Idempotent-Replayed", "true")
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"profile": {"name": `))
+		}})
+	_, err := c.Profile(context.Background(), enrich.ProfileQuery{Name: "VP Sales", Company: "Reset GmbH"}, "key-reset-2")
 	ve, ok := enrich.AsError(err)
 	if !ok {
 		t.Fatalf("call: %v, want a vendor error", err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 const oneRow = "profile_url\nhttps://platform.example/in/a\n"
@@ -284,17 +284,7 @@ func TestPanicIsA500(t *testing.T) {
 // with Retry-After, not 500: the client's retry will work.
 func TestDatabaseOutageIs503(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	down, err := store.Open(context.Background(), "postgres://enrichq@"+addr+"/enrichq?connect_timeout=5", store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(down.Close)
+	down := storetest.Unreachable(t)
 	b := setup(t, func(d *Deps) {
 		d.Store = down
 		d.Submitter.Store = down

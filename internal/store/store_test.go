@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -235,19 +234,8 @@ func TestCancelSkipsUnclaimedRows(t *testing.T) {
 // workers try again), not an error of the query.
 func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	t.Parallel()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close() // nothing listens there now
-	ctx := context.Background()
-	st, err := store.Open(ctx, "postgres://enrichq@"+addr+"/enrichq?connect_timeout=5", store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	_, err = st.GetJob(ctx, "", "00000000-0000-0000-0000-000000000001")
+	st := storetest.Unreachable(t)
+	_, err := st.GetJob(context.Background(), "", "00000000-0000-0000-0000-000000000001")
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}

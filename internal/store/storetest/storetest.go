@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"sync"
@@ -164,6 +165,24 @@ func NewDatabase(tb testing.TB) string {
 func New(tb testing.TB) *store.Store {
 	tb.Helper()
 	st, err := store.Open(context.Background(), NewDatabase(tb), store.Options{})
+	if err != nil {
+		tb.Fatalf("storetest: open: %v", err)
+	}
+	tb.Cleanup(st.Close)
+	return st
+}
+
+// Unreachable returns a Store whose database cannot be reached (nothing
+// listens at its address), closed when the test ends: Postgres down.
+func Unreachable(tb testing.TB) *store.Store {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	st, err := store.Open(context.Background(), "postgres://enrichq@"+addr+"/enrichq?connect_timeout=5", store.Options{})
 	if err != nil {
 		tb.Fatalf("storetest: open: %v", err)
 	}
