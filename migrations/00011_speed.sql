@@ -23,7 +23,14 @@
 -- kept, so the cost is at worst a second purchase of an input that two
 -- chunks wanted at the very moment of the crash.
 
+--
+-- job_rows_job_state goes in 00010 since that migration was amended after an
+-- earlier version of it had been published; a database that applied the
+-- earlier version still has the index, and loses it here (a no-op
+-- elsewhere; 00010's Down recreates it).
+
 -- +goose Up
+DROP INDEX IF EXISTS job_rows_job_state;
 ALTER TABLE lookup_claims SET UNLOGGED;
 CREATE INDEX credit_ledger_job_key ON credit_ledger (job_id, idempotency_key);
 DROP INDEX credit_ledger_job;
