@@ -12,6 +12,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -27,6 +28,13 @@ import (
 )
 
 func main() {
+	// A chunk's garbage is short-lived and the heap small (tens of MB): with
+	// the default GOGC=100 the collector took about 9 % of the worker's CPU
+	// in the ceiling benchmark, and the whole machine's throughput rose 15 %
+	// at 400. GOGC (and GOMEMLIMIT) in the environment still decide.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Getenv, os.Stdout, os.Stderr); err != nil {

@@ -604,3 +604,16 @@ func rowTransient(code, msg string) *Error {
 }
 
 func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// The parsers of a stage's answer as kept in its Raw (Profile.Raw,
+// Email.Raw, Phones.Raw), for answers stored and read back: what they
+// return equals what the first decoding returned, Raw included.
+
+// ParseProfileRaw reads a profile record.
+func ParseProfileRaw(raw []byte) (*Profile, error) { return parseProfileRecord(raw) }
+
+// ParseEmailRaw reads an email object: {"email", "confidence", "verified"}.
+func ParseEmailRaw(raw []byte) (*Email, error) { return parseEmailObject(bytes.TrimSpace(raw)) }
+
+// ParsePhonesRaw reads an object whose "phones" member is the list.
+func ParsePhonesRaw(raw []byte) (*Phones, error) { return decodePhones(raw) }

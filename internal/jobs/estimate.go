@@ -2,7 +2,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
 	"math"
 	"time"
 
@@ -79,11 +78,8 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 			}
 			for k, h := range hits {
 				cachedProfile[k] = true
-				if h.Matched {
-					var c cachedAnswer
-					if json.Unmarshal(h.Result, &c) == nil && c.Profile != nil {
-						inputs[k].cachedURL = c.Profile.ProfileURL
-					}
+				if a, err := decodeCached("profile", h); err == nil && a.profile != nil {
+					inputs[k].cachedURL = a.profile.ProfileURL
 				}
 			}
 		}
