@@ -73,26 +73,32 @@ func TestDecodeBulkMatchesReference(t *testing.T) {
 		bodies = append(bodies, bulkAnswer(r, 1+r.IntN(30), r.IntN(2) == 0))
 	}
 	for _, body := range bodies {
-		n := 30
-		got, gerr := decodeBulk([]byte(body), n)
-		want, werr := ref_decodeBulk([]byte(body), n)
-		if (gerr == nil) != (werr == nil) {
-			t.Fatalf("body %s: err %v, reference %v", body, gerr, werr)
-		}
-		for _, items := range [][]BulkItem{got, want} {
-			for i := range items { // the messages may word a malformed part differently
-				if items[i].Err != nil {
-					e := *items[i].Err
-					e.Message, e.Err = "", nil
-					items[i].Err = &e
-				}
+		sameAsReference(t, []byte(body), 30)
+	}
+}
+
+// sameAsReference fails t when decodeBulk reads body otherwise than the
+// reference decoder does.
+func sameAsReference(t *testing.T, body []byte, n int) {
+	t.Helper()
+	got, gerr := decodeBulk(body, n)
+	want, werr := ref_decodeBulk(body, n)
+	if (gerr == nil) != (werr == nil) {
+		t.Fatalf("body %s: err %v, reference %v", body, gerr, werr)
+	}
+	for _, items := range [][]BulkItem{got, want} {
+		for i := range items { // the messages may word a malformed part differently
+			if items[i].Err != nil {
+				e := *items[i].Err
+				e.Message, e.Err = "", nil
+				items[i].Err = &e
 			}
 		}
-		if !reflect.DeepEqual(got, want) {
-			for i := range got {
-				if !reflect.DeepEqual(got[i], want[i]) {
-					t.Fatalf("body %s\nrow %d: %+v (%+v)\nreference %+v (%+v)", body, i, got[i], got[i].Profile, want[i], want[i].Profile)
-				}
+	}
+	if !reflect.DeepEqual(got, want) {
+		for i := range got {
+			if !reflect.DeepEqual(got[i], want[i]) {
+				t.Fatalf("body %s\nrow %d: %+v (%+v)\nreference %+v (%+v)", body, i, got[i], got[i].Profile, want[i], want[i].Profile)
 			}
 		}
 	}

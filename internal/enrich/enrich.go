@@ -92,6 +92,11 @@ func (e errString) Error() string { return string(e) }
 // Profile is a matched profile. Every field but ProfileURL may be empty: the
 // vendor may leave any of them out, send null, or send a type we do not
 // expect (then the field is empty here and the value stays in Raw).
+//
+// The Raw of a Profile, an Email or Phones, when set, is valid JSON: this
+// package's decoders set it only to what they decoded, and users of the
+// values rely on it (they store it as jsonb without checking it again). A
+// value built elsewhere must keep that promise or leave Raw empty.
 type Profile struct {
 	ProfileURL     string
 	Name           string

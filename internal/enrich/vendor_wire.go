@@ -497,7 +497,12 @@ type bulkResponse struct {
 // bulkResult is one result of a bulk answer, its parts left raw: each is
 // decoded once, by the parser of its kind.
 type bulkResult struct {
-	ok      bool            // an object (not null, not another type)
+	ok bool // an object (not null, not another type)
+	bulkFields
+}
+
+// bulkFields are the parts of a bulk result.
+type bulkFields struct {
 	Index   json.RawMessage `json:"index"`
 	Profile json.RawMessage `json:"profile"`
 	Email   json.RawMessage `json:"email"`
@@ -511,21 +516,37 @@ func (r *bulkResult) UnmarshalJSON(b []byte) error {
 	if len(b) == 0 || b[0] != '{' {
 		return nil
 	}
-	type plain bulkResult
-	var p plain
-	if json.Unmarshal(b, &p) != nil {
+	var f bulkFields
+	if json.Unmarshal(b, &f) != nil {
 		return nil
 	}
-	*r = bulkResult(p)
-	r.ok = true
+	*r = bulkResult{ok: true, bulkFields: f}
 	return nil
 }
 
-// decodeBulk reads a /v1/bulk answer for n rows sent. Results are matched by
-// "index", never by position; a row without exactly one result (missing,
-// duplicate) or whose result does not parse gets a transient per-row error
-// whose outcome is unknown. A body that is not this shape is an error.
-func decodeBulk(body []byte, n int) ([]BulkItem, error) {
+// bulkResults decodes the results of a bulk answer. When every result is an
+// object (or null) that is one pass into plain structs, the answer's usual
+// shape; when one is not, the answer is decoded again result by result
+// (bulkResult.UnmarshalJSON), so that a bad result spoils only its own row.
+// A null result has no index either way: it answers no row.
+func bulkResults(body []byte) ([]bulkResult, error) {
+	var plain struct {
+		Results *[]*bulkFields `json:"results"`
+	}
+	if json.Unmarshal(body, &plain) == nil && plain.Results != nil {
+		out := make([]bulkResult, len(*plain.Results))
+		for i, f := range *plain.Results {
+			if f != nil { // else null
+				out[i] = bulkResult{ok: true, bulkFields: *f}
+			}
+		}
+		return out, nil
+	}
+	return bulkResultsOneByOne(body)
+}
+
+// bulkResultsOneByOne decodes the results of a bulk answer one by one.
+func bulkResultsOneByOne(body []byte) ([]bulkResult, error) {
 	var w bulkResponse
 	if err := json.Unmarshal(body, &w); err != nil {
 		return nil, malformed("bulk: %v", err)
@@ -533,9 +554,21 @@ func decodeBulk(body []byte, n int) ([]BulkItem, error) {
 	if w.Results == nil {
 		return nil, malformed("bulk: no results")
 	}
+	return *w.Results, nil
+}
+
+// decodeBulk reads a /v1/bulk answer for n rows sent. Results are matched by
+// "index", never by position; a row without exactly one result (missing,
+// duplicate) or whose result does not parse gets a transient per-row error
+// whose outcome is unknown. A body that is not this shape is an error.
+func decodeBulk(body []byte, n int) ([]BulkItem, error) {
+	results, err := bulkResults(body)
+	if err != nil {
+		return nil, err
+	}
 	items := make([]BulkItem, n)
 	seen := make([]int, n)
-	for _, r := range *w.Results {
+	for _, r := range results {
 		if !r.ok {
 			continue // cannot tell which row it answers: that row ends up missing
 		}

@@ -2,6 +2,7 @@ package enrich
 
 import (
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -104,6 +105,13 @@ func FuzzDecodeBulk(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, n int) {
 		if n < 0 || n > MaxBulkRows {
 			return
+		}
+		// The one-pass decoding of the results reads what decoding them one
+		// by one reads.
+		if fast, err := bulkResults(body); err == nil {
+			if slow, err := bulkResultsOneByOne(body); err != nil || !reflect.DeepEqual(fast, slow) {
+				t.Fatalf("results %+v, one by one %+v (%v)", fast, slow, err)
+			}
 		}
 		items, err := decodeBulk(body, n)
 		if err != nil {

