@@ -427,6 +427,7 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 	if _, err := c.p.store.SaveOutcomes(wctx, c.job.Tenant, c.token, outs, cache); err != nil {
 		return fmt.Errorf("save outcomes: %w", err)
 	}
+	saved := len(outs) > 0 || len(cache) > 0 // and the lookup claims given up with them
 	for _, o := range outs {
 		switch o.State {
 		case store.RowMatched, store.RowNoMatch, store.RowFailed, store.RowSkipped:
@@ -434,9 +435,13 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 		}
 	}
 	if c.claimed {
-		// The answers are in the cache now: whoever waits for them finds them.
-		if err := c.p.store.ReleaseLookups(wctx, c.token); err != nil {
-			c.p.log.Warn("release lookup claims failed; they expire with the lease", "err", err)
+		// The answers are in the cache now (SaveOutcomes gave the claims up
+		// with them): whoever waits for them finds them. With nothing saved,
+		// nothing bought is to be remembered: the inputs are free to buy.
+		if !saved {
+			if err := c.p.store.ReleaseLookups(wctx, c.token); err != nil {
+				c.p.log.Warn("release lookup claims failed; they expire with the lease", "err", err)
+			}
 		}
 		c.claimed = false
 	}

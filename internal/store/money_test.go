@@ -247,3 +247,47 @@ func TestReconcileReplay(t *testing.T) {
 		t.Fatal("a replay sent once, with no earlier send, charged to itself")
 	}
 }
+
+// SaveOutcomes gives up the lookup claims of its token with the answers it
+// saves (one transaction), and nobody else's.
+func TestSaveOutcomesGivesUpTheTokensLookupClaims(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	ctx := context.Background()
+	job := createJob(t, st, store.NewJob{}, 2)
+	claim, err := st.ClaimChunk(ctx, job.ID, 0, time.Minute)
+	if err != nil || len(claim.Rows) != 2 {
+		t.Fatalf("claim: %d rows, %v", len(claim.Rows), err)
+	}
+	other := "00000000-0000-0000-0000-0000000000aa"
+	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k0", "k1"}, claim.Token, time.Minute); err != nil || len(won) != 2 {
+		t.Fatalf("claims: %v, %v", won, err)
+	}
+	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k2"}, other, time.Minute); err != nil || len(won) != 1 {
+		t.Fatalf("other claims: %v, %v", won, err)
+	}
+	now := time.Now()
+	outs := []store.Outcome{
+		{RowID: claim.Rows[0].ID, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}, State: store.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
+		{RowID: claim.Rows[1].ID, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}, State: store.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
+	}
+	cache := []store.CacheEntry{{Stage: "profile", Key: "k0", FetchedAt: now}, {Stage: "profile", Key: "k1", FetchedAt: now}}
+	if ids, err := st.SaveOutcomes(ctx, "acme", claim.Token, outs, cache); err != nil || len(ids) != 2 {
+		t.Fatalf("save: %v, %v", ids, err)
+	}
+	var mine, others int
+	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE token = $1), count(*) FILTER (WHERE token <> $1) FROM lookup_claims`,
+		claim.Token).Scan(&mine, &others); err != nil {
+		t.Fatal(err)
+	}
+	if mine != 0 || others != 1 {
+		t.Fatalf("after the save: %d claims of the token left (want 0), %d of another (want 1)", mine, others)
+	}
+	// The inputs are free to claim again, and found in the cache.
+	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k0", "k1", "k2"}, other, time.Minute); err != nil || len(won) != 3 {
+		t.Fatalf("claims after the save: %v, %v", won, err)
+	}
+	if hits, err := st.CachedAnswers(ctx, "acme", "profile", []string{"k0", "k1"}, now.Add(-time.Minute)); err != nil || len(hits) != 2 {
+		t.Fatalf("cache after the save: %v, %v", hits, err)
+	}
+}

@@ -172,6 +172,11 @@ type Outcome struct {
 // whose claim was lost (lease expired and taken by another worker) are left
 // alone: their results are not written. It returns the ids written.
 //
+// The lookup claims of token (ClaimLookups) are given up in the same
+// transaction: the answers they were held for are in the cache from its
+// commit on. With nothing to save it does nothing, claims included (give
+// them up with ReleaseLookups).
+//
 // Everything goes in one statement, so one round trip: the row states, then
 // (in data-modifying CTEs joined to the rows the update wrote) the results of
 // every stage and the no-match markers as multi-row INSERT ... SELECT FROM
@@ -274,6 +279,8 @@ WITH u AS (
 	ORDER BY x.ord
 	ON CONFLICT (tenant, stage, input_key) DO UPDATE SET matched = excluded.matched, result = excluded.result, fetched_at = excluded.fetched_at
 		WHERE lookup_cache.fetched_at < excluded.fetched_at
+), released AS (
+	DELETE FROM lookup_claims WHERE token = $9
 )
 SELECT id FROM u`
 
