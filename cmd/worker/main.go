@@ -128,6 +128,8 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		Queue:           cfg.Queue,
 		Concurrency:     cfg.WorkerConcurrency,
 		ShutdownTimeout: cfg.ShutdownTimeout,
+		// A new job's first chunks are picked up within about this.
+		TaskCheckInterval: cfg.QueuePoll,
 		// Rows waiting for a retry come back through asynq's retry set: check it often.
 		DelayedTaskCheckInterval: time.Second,
 	}, log)

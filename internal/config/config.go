@@ -112,6 +112,11 @@ type Config struct {
 	// (ENRICHQ_JOB_WINDOW, default 64): jobs take turns. Keep it at least the
 	// total concurrency of the workers, or one job alone cannot use them all.
 	JobWindow int
+	// QueuePoll is how often an idle worker looks for a task in its empty
+	// queue (ENRICHQ_QUEUE_POLL, default 100ms, at most 10s): asynq polls
+	// (0.5 to 1.5 times this), it does not block on Redis. asynq's own default,
+	// 1s, made every job wait about a second before its first chunk.
+	QueuePoll time.Duration
 	// WorkerConcurrency is the chunks a worker process handles at once (ENRICHQ_WORKER_CONCURRENCY, default 10).
 	WorkerConcurrency int
 	// LookupConcurrency is the single lookups in flight per chunk (ENRICHQ_LOOKUP_CONCURRENCY, default 8).
@@ -163,6 +168,9 @@ func Load(getenv func(string) string) (Config, error) {
 		c.StatusCache = p.duration("ENRICHQ_STATUS_CACHE", c.StatusCache)
 	}
 	c.WorkerConcurrency = p.int("ENRICHQ_WORKER_CONCURRENCY", 10, 1, 1000)
+	if c.QueuePoll = p.duration("ENRICHQ_QUEUE_POLL", 100*time.Millisecond); c.QueuePoll > 10*time.Second {
+		errs = append(errs, fmt.Sprintf("ENRICHQ_QUEUE_POLL=%q: at most 10s", getenv("ENRICHQ_QUEUE_POLL")))
+	}
 	c.LookupConcurrency = p.int("ENRICHQ_LOOKUP_CONCURRENCY", 8, 1, 1000)
 	c.MaxAttempts = p.int("ENRICHQ_MAX_ATTEMPTS", 8, 1, 1000)
 	c.Lease = p.duration("ENRICHQ_LEASE", 2*time.Minute)
