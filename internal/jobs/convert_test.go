@@ -12,8 +12,9 @@ import (
 )
 
 // A paid answer read back from the cache is the answer that was stored,
-// the vendor's raw record included (unknown fields, odd types); entries
-// written before v0.5 (the typed answer) still read.
+// the vendor's raw record included (unknown fields, odd types), in both
+// forms: the typed one written today, and the raw one read for the version
+// that will write it.
 func TestCachedAnswersRoundTrip(t *testing.T) {
 	profile, err := enrich.ParseProfileRaw([]byte(`{"profile_url": "https://p.example/in/jane", "name": "Jane \u00e9", ` +
 		`"headline": 7, "technographics": ["AWS", 3], "vendor_score": 0.93}`))
@@ -37,7 +38,7 @@ func TestCachedAnswersRoundTrip(t *testing.T) {
 		{"phone", answer{phones: phones}},
 	} {
 		t.Run(tc.stage, func(t *testing.T) {
-			stored := encodeCached(tc.stage, tc.a)
+			stored := encodeCachedRaw(tc.stage, tc.a)
 			if !strings.HasPrefix(string(stored), `{"raw":`) || !json.Valid(stored) {
 				t.Fatalf("stored as %s", stored)
 			}
@@ -49,10 +50,10 @@ func TestCachedAnswersRoundTrip(t *testing.T) {
 				t.Errorf("read back %+v, stored %+v", got, tc.a)
 			}
 
-			// The typed form, as earlier versions stored it.
-			old, err := json.Marshal(cachedAnswer{Profile: tc.a.profile, Email: tc.a.email, Phones: tc.a.phones})
-			if err != nil {
-				t.Fatal(err)
+			// The typed form, as written today and by earlier versions.
+			old := encodeCached(tc.stage, tc.a)
+			if strings.Contains(string(old), `"raw"`) {
+				t.Fatalf("typed form %s", old)
 			}
 			got, err = decodeCached(tc.stage, store.CacheEntry{Stage: tc.stage, Matched: true, Result: old})
 			if err != nil {
@@ -66,7 +67,7 @@ func TestCachedAnswersRoundTrip(t *testing.T) {
 
 	// An answer without the vendor's raw record is stored typed.
 	typed := answer{profile: &enrich.Profile{ProfileURL: "https://p.example/in/x", Name: "X"}}
-	stored := encodeCached("profile", typed)
+	stored := encodeCachedRaw("profile", typed)
 	if strings.Contains(string(stored), `"raw"`) {
 		t.Fatalf("stored as %s", stored)
 	}

@@ -2,11 +2,16 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -335,5 +340,29 @@ func TestResultsFeedConcurrentWriters(t *testing.T) {
 	}
 	for _, fr := range frs {
 		checkSeenAll(t, fr, want)
+	}
+}
+
+// The advance runs at READ COMMITTED only: in a REPEATABLE READ transaction
+// it says so and logs nothing; in autocommit it logs what is new.
+func TestAdvanceNeedsReadCommitted(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	ctx := context.Background()
+	_, claim := feedJob(t, st, "acme", 2)
+	save(t, st, "acme", claim, profileOutcome(claim.Rows[0], true), noMatchOutcome(claim.Rows[1]))
+	tx, err := st.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	err = tx.QueryRow(ctx, `SELECT results_feed_advance()`).Scan(&n)
+	_ = tx.Rollback(ctx)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "25001" || !strings.Contains(pgErr.Message, "READ COMMITTED") {
+		t.Fatalf("advance in a REPEATABLE READ transaction: %v", err)
+	}
+	if n, err := st.AdvanceResultsFeed(ctx); err != nil || n != 3 {
+		t.Fatalf("advance in autocommit: %d lines, %v; want 3", n, err)
 	}
 }

@@ -100,7 +100,9 @@ func (s *Store) ExtendLease(ctx context.Context, token string, ids []int64, leas
 	batch := &pgx.Batch{}
 	batch.Queue(`UPDATE job_rows SET lease_until = now() + $3 * interval '1 millisecond'
 		WHERE id = ANY($1) AND lease_token = $2 AND state = 'in_flight'`, ids, token, lease.Milliseconds())
-	batch.Queue(`UPDATE lookup_claims SET expires_at = now() + $2 * interval '1 millisecond' WHERE token = $1`, token, claimTTL.Milliseconds())
+	batch.Queue(`UPDATE lookup_claims l SET expires_at = now() + $2 * interval '1 millisecond'
+		FROM (`+lockClaims("token = $1", "FOR UPDATE")+`) k
+		WHERE l.tenant = k.tenant AND l.stage = k.stage AND l.input_key = k.input_key`, token, claimTTL.Milliseconds())
 	return interpretError(s.leases.SendBatch(ctx, batch).Close())
 }
 
@@ -188,6 +190,21 @@ func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []O
 	var a saveArgs
 	a.rows(outs)
 	a.cache(cache)
+	// One statement, all or nothing: run again if Postgres broke a deadlock
+	// with it.
+	var written []int64
+	err := s.retry(ctx, false, func() error {
+		var err error
+		written, err = s.saveOutcomes(ctx, tenant, token, &a)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: save outcomes: %w", err)
+	}
+	return written, nil
+}
+
+func (s *Store) saveOutcomes(ctx context.Context, tenant, token string, a *saveArgs) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, saveOutcomesSQL,
 		// $1-$10: row states
 		a.ids, a.states, a.reasons, a.lastErrors, a.next, a.inc, a.found, a.stages, token, a.anyMatch,
@@ -204,16 +221,12 @@ func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []O
 		tenant, a.c.stage, a.c.key, a.c.matched, a.c.result, a.c.fetched,
 	)
 	if err != nil {
-		return nil, fmt.Errorf("store: save outcomes: %w", interpretError(err))
+		return nil, err
 	}
-	written, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("store: save outcomes: %w", interpretError(err))
-	}
-	return written, nil
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-const saveOutcomesSQL = `
+var saveOutcomesSQL = `
 WITH u AS (
 	UPDATE job_rows r SET
 		state = u.state,
@@ -280,7 +293,8 @@ WITH u AS (
 	ON CONFLICT (tenant, stage, input_key) DO UPDATE SET matched = excluded.matched, result = excluded.result, fetched_at = excluded.fetched_at
 		WHERE lookup_cache.fetched_at < excluded.fetched_at
 ), released AS (
-	DELETE FROM lookup_claims WHERE token = $9
+	DELETE FROM lookup_claims l USING (` + lockClaims("token = $9", "FOR UPDATE") + `) k
+	WHERE l.tenant = k.tenant AND l.stage = k.stage AND l.input_key = k.input_key
 )
 SELECT id FROM u`
 
