@@ -31,7 +31,7 @@ func TestBenchRunsEveryScenarioSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	args := []string{"-bin", bin, "-scale", "0.005", "-small-rows", "20", "-poll-rate", "50", "-logs", filepath.Join(dir, "logs"),
-		"-out", out, "-timeout", "3m"}
+		"-out", out, "-timeout", "3m", "-settle", "0"}
 	err := run(ctx, args, os.Getenv, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -338,4 +340,46 @@ func memTotal() string {
 		}
 	}
 	return "?"
+}
+
+// cpuTimes reads the machine's busy and total CPU time (jiffies) from
+// /proc/stat; ok is false where there is none.
+func cpuTimes() (busy, total uint64, ok bool) {
+	fields := strings.Fields(firstLine("/proc/stat")) // cpu user nice system idle iowait irq softirq steal ...
+	if len(fields) < 5 || fields[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, f := range fields[1:] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		total += v
+		if i != 3 && i != 4 { // idle, iowait
+			busy += v
+		}
+	}
+	return busy, total, true
+}
+
+// settle waits until the machine is quiet, at most max: a second in which
+// the CPUs were busy less than a tenth of the time (what the last run left,
+// Postgres writing out its pages, the dropped database's files, would
+// otherwise be paid by the next). It returns how long it waited.
+func settle(ctx context.Context, max time.Duration) time.Duration {
+	start := time.Now()
+	b0, t0, ok := cpuTimes()
+	for ok && max > 0 && time.Since(start) < max {
+		select {
+		case <-ctx.Done():
+			return time.Since(start)
+		case <-time.After(time.Second):
+		}
+		b1, t1, ok1 := cpuTimes()
+		if !ok1 || t1 <= t0 || float64(b1-b0)/float64(t1-t0) < 0.1 {
+			break
+		}
+		b0, t0 = b1, t1
+	}
+	return time.Since(start)
 }

@@ -292,6 +292,9 @@ func (b *bench) createDatabase(ctx context.Context, name string) (string, error)
 	if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
 		b.logf("no CHECKPOINT before the run (%v): its figures may carry the last run's writes", err)
 	}
+	if waited := settle(ctx, b.opts.settle); waited > 2*time.Second {
+		b.logf("waited %.0f s for the machine to be quiet before the run", waited.Seconds())
+	}
 	return b.serverURL(name)
 }
 
