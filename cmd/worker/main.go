@@ -115,6 +115,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		AccountAllowance:   allowance,
 		Bulk:               cfg.VendorBulk,
 		VendorMarksReplays: cfg.VendorMarksReplays,
+		CacheRaw:           cfg.CacheRaw,
 		LookupConcurrency:  cfg.LookupConcurrency,
 		MaxAttempts:        cfg.MaxAttempts,
 		Lease:              cfg.Lease,

@@ -13,8 +13,8 @@ import (
 
 // A paid answer read back from the cache is the answer that was stored,
 // the vendor's raw record included (unknown fields, odd types), in both
-// forms: the typed one written today, and the raw one read for the version
-// that will write it.
+// forms: the typed one written by default, and the raw one written with
+// ProcessorConfig.CacheRaw.
 func TestCachedAnswersRoundTrip(t *testing.T) {
 	profile, err := enrich.ParseProfileRaw([]byte(`{"profile_url": "https://p.example/in/jane", "name": "Jane \u00e9", ` +
 		`"headline": 7, "technographics": ["AWS", 3], "vendor_score": 0.93}`))

@@ -60,6 +60,10 @@ type ProcessorConfig struct {
 	// are settled at 0. Off, they stay counted at their worst case (safe,
 	// never under-counted). ENRICHQ_VENDOR_MARKS_REPLAYS.
 	VendorMarksReplays bool
+	// CacheRaw writes paid answers to lookup_cache in the raw form (cachedRaw:
+	// half the bytes, no encoding), which workers before v0.5 read as a miss:
+	// turn it on once none of them can run (ENRICHQ_CACHE_RAW).
+	CacheRaw bool
 	// Metrics records vendor calls, credits, rows and jobs; nil records nothing.
 	Metrics *metrics.Pipeline
 	// Enqueuer, when set, hands a job's next chunk to the queue as each of
@@ -588,6 +592,9 @@ func (c *chunkRun) apply(w *rowWork, stage string, a answer, remember bool) {
 		entry := store.CacheEntry{Stage: stage, Key: key, Matched: a.matched(stage), FetchedAt: now}
 		if entry.Matched {
 			entry.Result = encodeCached(stage, a)
+			if c.p.cfg.CacheRaw {
+				entry.Result = encodeCachedRaw(stage, a)
+			}
 		}
 		c.cacheMu.Lock()
 		c.cache = append(c.cache, entry)
