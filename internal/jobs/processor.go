@@ -591,9 +591,10 @@ func (c *chunkRun) apply(w *rowWork, stage string, a answer, remember bool) {
 		}
 		entry := store.CacheEntry{Stage: stage, Key: key, Matched: a.matched(stage), FetchedAt: now}
 		if entry.Matched {
-			entry.Result = encodeCached(stage, a)
 			if c.p.cfg.CacheRaw {
 				entry.Result = encodeCachedRaw(stage, a)
+			} else {
+				entry.Result = encodeCached(stage, a)
 			}
 		}
 		c.cacheMu.Lock()
