@@ -286,9 +286,8 @@ func (b *bench) createDatabase(ctx context.Context, name string) (string, error)
 		return "", fmt.Errorf("create database %s: %w", name, err)
 	}
 	// Every run starts from a checkpoint, so that none pays for the dirty
-	// pages and the full-page writes the run before it left (they moved
-	// the ceiling by a quarter from run to run). Best effort: CHECKPOINT
-	// needs superuser or pg_checkpoint.
+	// pages the run before it left. Best effort: CHECKPOINT needs superuser
+	// or pg_checkpoint.
 	if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
 		b.logf("no CHECKPOINT before the run (%v): its figures may carry the last run's writes", err)
 	}

@@ -646,7 +646,7 @@ func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
 func ParseProfileRaw(raw []byte) (*Profile, error) { return parseProfileRecord(raw) }
 
 // ParseEmailRaw reads an email object: {"email", "confidence", "verified"}.
-func ParseEmailRaw(raw []byte) (*Email, error) { return parseEmailObject(bytes.TrimSpace(raw)) }
+func ParseEmailRaw(raw []byte) (*Email, error) { return decodeEmail(raw) }
 
 // ParsePhonesRaw reads an object whose "phones" member is the list.
 func ParsePhonesRaw(raw []byte) (*Phones, error) { return decodePhones(raw) }

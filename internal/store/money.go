@@ -119,27 +119,27 @@ func (s *Store) ClaimLookups(ctx context.Context, tenant, stage string, keys []s
 	return won, interpretError(err)
 }
 
-// lockClaims selects and locks the lookup claims that match where (lock:
-// FOR UPDATE, or FOR UPDATE SKIP LOCKED) in the order ClaimLookups takes
-// them, key order: every statement that locks several claims (claiming,
-// extending, giving up, expiring) locks them in that one order, so two of
-// them never wait for each other in a cycle. (ClaimLookups' ON CONFLICT
-// locks a claim held by another live token too: a deadlock between it and
-// a chunk's save was possible.)
-func lockClaims(where, lock string) string {
-	return `SELECT tenant, stage, input_key FROM lookup_claims WHERE ` + where + ` ORDER BY tenant, stage, input_key ` + lock
+// lockedClaims is the FROM (or USING) item of an UPDATE or DELETE of
+// "lookup_claims l" that takes the claims matching where, locked (lock: FOR
+// UPDATE, or FOR UPDATE SKIP LOCKED) in the order ClaimLookups takes them,
+// key order: every statement that locks several claims (claiming, extending,
+// giving up, expiring) locks them in that one order, so two of them never
+// wait for each other in a cycle. (ClaimLookups' ON CONFLICT locks a claim
+// held by another live token too: a deadlock between it and a chunk's save
+// was possible.)
+func lockedClaims(where, lock string) string {
+	return `(SELECT tenant, stage, input_key FROM lookup_claims WHERE ` + where + ` ORDER BY tenant, stage, input_key ` + lock + `) k
+		WHERE l.tenant = k.tenant AND l.stage = k.stage AND l.input_key = k.input_key`
 }
 
 // ReleaseLookups gives up the claims of token (after its answers are in the cache, or on failure).
 func (s *Store) ReleaseLookups(ctx context.Context, token string) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM lookup_claims l USING (`+lockClaims("token = $1", "FOR UPDATE")+`) k
-		WHERE l.tenant = k.tenant AND l.stage = k.stage AND l.input_key = k.input_key`, token)
+	_, err := s.pool.Exec(ctx, `DELETE FROM lookup_claims l USING `+lockedClaims("token = $1", "FOR UPDATE"), token)
 	return interpretError(err)
 }
 
 // ExpireLookupClaims deletes claims past their expiry.
 func (s *Store) ExpireLookupClaims(ctx context.Context) (int64, error) {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM lookup_claims l USING (`+lockClaims("expires_at < now()", "FOR UPDATE SKIP LOCKED")+`) k
-		WHERE l.tenant = k.tenant AND l.stage = k.stage AND l.input_key = k.input_key`)
+	tag, err := s.pool.Exec(ctx, `DELETE FROM lookup_claims l USING `+lockedClaims("expires_at < now()", "FOR UPDATE SKIP LOCKED"))
 	return tag.RowsAffected(), interpretError(err)
 }

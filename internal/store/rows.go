@@ -101,8 +101,7 @@ func (s *Store) ExtendLease(ctx context.Context, token string, ids []int64, leas
 	batch.Queue(`UPDATE job_rows SET lease_until = now() + $3 * interval '1 millisecond'
 		WHERE id = ANY($1) AND lease_token = $2 AND state = 'in_flight'`, ids, token, lease.Milliseconds())
 	batch.Queue(`UPDATE lookup_claims l SET expires_at = now() + $2 * interval '1 millisecond'
-		FROM (`+lockClaims("token = $1", "FOR UPDATE")+`) k
-		WHERE l.tenant = k.tenant AND l.stage = k.stage AND l.input_key = k.input_key`, token, claimTTL.Milliseconds())
+		FROM `+lockedClaims("token = $1", "FOR UPDATE"), token, claimTTL.Milliseconds())
 	return interpretError(s.leases.SendBatch(ctx, batch).Close())
 }
 
@@ -293,8 +292,7 @@ WITH u AS (
 	ON CONFLICT (tenant, stage, input_key) DO UPDATE SET matched = excluded.matched, result = excluded.result, fetched_at = excluded.fetched_at
 		WHERE lookup_cache.fetched_at < excluded.fetched_at
 ), released AS (
-	DELETE FROM lookup_claims l USING (` + lockClaims("token = $9", "FOR UPDATE") + `) k
-	WHERE l.tenant = k.tenant AND l.stage = k.stage AND l.input_key = k.input_key
+	DELETE FROM lookup_claims l USING ` + lockedClaims("token = $9", "FOR UPDATE") + `
 )
 SELECT id FROM u`
 
