@@ -394,13 +394,14 @@ func (s *Store) CancelJob(ctx context.Context, tenant, id string) (Job, error) {
 	}
 	if tag.RowsAffected() == 1 {
 		if _, err := tx.Exec(ctx, `UPDATE job_rows SET state = 'skipped', state_reason = 'canceled', finished_at = now(), updated_at = now(),
-			next_attempt_at = NULL WHERE job_id = $1 AND state IN ('pending', 'retry_wait')`, id); err != nil {
+			next_attempt_at = NULL WHERE job_id = $1 AND state IN ('pending', 'retry_wait')
+			  AND chunk IN (SELECT chunk FROM job_chunk_counts WHERE job_id = $1 AND pending + retry_wait > 0)`, id); err != nil {
 			return Job{}, interpretError(err)
 		}
 		if _, err := tx.Exec(ctx, `
 			WITH f AS (
 				UPDATE jobs SET finished_at = now() WHERE id = $1
-				AND NOT EXISTS (SELECT 1 FROM job_rows WHERE job_id = $1 AND state = 'in_flight')
+				AND NOT EXISTS (SELECT 1 FROM job_chunk_counts WHERE job_id = $1 AND in_flight > 0)
 				RETURNING id, callback_url)
 			INSERT INTO webhook_deliveries (job_id, url) SELECT id, callback_url FROM f WHERE callback_url IS NOT NULL
 			ON CONFLICT DO NOTHING`, id); err != nil {
@@ -465,8 +466,10 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 	only := ""
 	skip := `UPDATE job_rows r SET state = 'skipped', state_reason = 'canceled', finished_at = now(),
 			updated_at = now(), next_attempt_at = NULL
-		FROM jobs j WHERE j.id = r.job_id AND j.state = 'canceled' AND j.finished_at IS NULL
-		  AND r.state IN ('pending', 'retry_wait')`
+		FROM jobs j
+		JOIN job_chunk_counts k ON k.job_id = j.id AND k.pending + k.retry_wait > 0
+		WHERE j.state = 'canceled' AND j.finished_at IS NULL
+		  AND r.job_id = k.job_id AND r.chunk = k.chunk AND r.state IN ('pending', 'retry_wait')`
 	if id != "" {
 		if _, err := uuid.Parse(id); err != nil {
 			return nil, nil

@@ -69,6 +69,8 @@ func schema(t *testing.T, db *sql.DB) string {
 		UNION ALL SELECT 'index ' || indexdef FROM pg_indexes WHERE schemaname = 'public'
 		UNION ALL SELECT 'trigger ' || tgrelid::regclass || ' ' || tgname FROM pg_trigger WHERE NOT tgisinternal
 		UNION ALL SELECT 'unlogged ' || relname FROM pg_class WHERE relpersistence = 'u' AND relnamespace = 'public'::regnamespace
+		UNION ALL SELECT 'options ' || relname || ' ' || array_to_string(reloptions, ',') FROM pg_class
+			WHERE reloptions IS NOT NULL AND relnamespace = 'public'::regnamespace
 	) d(x)`).Scan(&s)
 	if err != nil {
 		t.Fatal(err)

@@ -482,7 +482,9 @@ func (s *Store) IsPlatformSync(ctx context.Context, tenant, jobID string) (bool,
 // NextAttempt returns the earliest due time of a job's retry_wait rows; nil when none waits.
 func (s *Store) NextAttempt(ctx context.Context, jobID string) (*time.Time, error) {
 	var t *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM job_rows WHERE job_id = $1 AND state = 'retry_wait'`, jobID).Scan(&t)
+	err := s.pool.QueryRow(ctx, `SELECT min(r.next_attempt_at) FROM job_chunk_counts k
+		JOIN job_rows r ON r.job_id = k.job_id AND r.chunk = k.chunk
+		WHERE k.job_id = $1 AND k.retry_wait > 0 AND r.state = 'retry_wait'`, jobID).Scan(&t)
 	return t, interpretError(err)
 }
 

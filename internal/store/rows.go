@@ -65,7 +65,7 @@ func (s *Store) ClaimChunk(ctx context.Context, jobID string, chunk int, lease t
 	rows, err := s.pool.Query(ctx, `
 		UPDATE job_rows r SET state = 'in_flight', lease_token = $3, lease_until = now() + $4 * interval '1 millisecond',
 			next_attempt_at = NULL, updated_at = now()
-		WHERE r.job_id = $1 AND r.chunk = $2 AND r.state IN ('pending', 'in_flight', 'retry_wait') -- job_rows_open_chunk
+		WHERE r.job_id = $1 AND r.chunk = $2 -- job_rows_chunk
 		  AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= now()))
 		  -- The job's state, read once (a one-time filter), not once per row: the
 		  -- jobs row is updated by every credit reservation and settlement, and

@@ -25,7 +25,15 @@ func (s *Store) ReclaimExpiredLeases(ctx context.Context, maxAttempts, limit int
 			last_error = 'lease expired: the worker holding the row was lost',
 			finished_at = CASE WHEN r.attempts + 1 >= $1 THEN now() END,
 			lease_until = NULL, lease_token = NULL, updated_at = now()
-		FROM (SELECT id FROM job_rows WHERE state = 'in_flight' AND lease_until < now() ORDER BY lease_until LIMIT $2 FOR UPDATE SKIP LOCKED) x
+		FROM (
+			-- The chunks with rows in flight, from their counts
+			-- (job_chunk_counts_in_flight), then their rows (job_rows_chunk):
+			-- job_rows has no index on the lease, so that claims and saves
+			-- update rows in place (migrations/00014_hot_rows.sql).
+			SELECT r.id FROM job_chunk_counts k
+			JOIN job_rows r ON r.job_id = k.job_id AND r.chunk = k.chunk
+			WHERE k.in_flight > 0 AND r.state = 'in_flight' AND r.lease_until < now()
+			ORDER BY r.lease_until LIMIT $2 FOR UPDATE OF r SKIP LOCKED) x
 		WHERE r.id = x.id
 		RETURNING r.job_id::text, r.chunk`, maxAttempts, limit)
 	if err != nil {
@@ -106,8 +114,7 @@ func (s *Store) DispatchChunks(ctx context.Context, jobID string, window int, re
 			WHERE (c.enqueued_at IS NULL OR c.enqueued_at < now() - $3 * interval '1 millisecond')
 			  AND (k.pending > 0 OR (k.retry_wait > 0 AND EXISTS (
 			      SELECT 1 FROM job_rows r WHERE r.job_id = c.job_id AND r.chunk = c.chunk
-			        AND r.state IN ('pending', 'in_flight', 'retry_wait') -- job_rows_open_chunk
-			        AND r.state = 'retry_wait' AND r.next_attempt_at <= now()))))
+			        AND r.state = 'retry_wait' AND r.next_attempt_at <= now())))) -- job_rows_chunk
 		UPDATE job_chunks c SET enqueued_at = now()
 		FROM (
 			SELECT d.job_id, d.chunk, d.created_at FROM due d LEFT JOIN live l ON l.job_id = d.job_id

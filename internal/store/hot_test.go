@@ -1,0 +1,61 @@
+package store_test
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/enrichq/enrichq/internal/store/storetest"
+)
+
+// The columns a row's claim, save, release and lease sweep change.
+var rowStateColumns = []string{"state", "state_reason", "last_error", "attempts", "next_attempt_at", "lease_until",
+	"lease_token", "found_profile_url", "stages_done", "any_match", "finished_at", "updated_at"}
+
+// A row's claim and save update it in place (a HOT update) only if no index
+// of job_rows names a column they change, in its keys or in its WHERE
+// (migrations/00014_hot_rows.sql): an index on the state or the lease makes
+// every claim and every save write an entry into every index of the table.
+// And the table keeps free room on its pages for the new versions.
+func TestRowStateChangesTouchNoIndex(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	ctx := context.Background()
+	rows, err := st.Pool().Query(ctx, `SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index
+		WHERE indrelid = 'job_rows'::regclass`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defs := map[string]string{}
+	for rows.Next() {
+		var name, def string
+		if err := rows.Scan(&name, &def); err != nil {
+			t.Fatal(err)
+		}
+		defs[name] = def
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if defs["job_rows_chunk"] == "" {
+		t.Fatalf("no index job_rows_chunk (the claim's) among %v", defs)
+	}
+	for name, def := range defs {
+		// What follows "USING btree": the keys and the WHERE.
+		_, body, _ := strings.Cut(def, " USING ")
+		for _, col := range rowStateColumns {
+			if regexp.MustCompile(`\b` + col + `\b`).MatchString(body) {
+				t.Errorf("index %s names %s, which every claim or save changes: %s", name, col, def)
+			}
+		}
+	}
+	var fill int
+	if err := st.Pool().QueryRow(ctx, `SELECT coalesce((SELECT split_part(o, '=', 2)::int FROM unnest(reloptions) o
+		WHERE o LIKE 'fillfactor=%'), 100) FROM pg_class WHERE oid = 'job_rows'::regclass`).Scan(&fill); err != nil {
+		t.Fatal(err)
+	}
+	if fill > 50 {
+		t.Errorf("job_rows fillfactor %d: a chunk's new row versions do not fit beside the old ones", fill)
+	}
+}
