@@ -489,6 +489,29 @@ func (v *Vendor) phone(r *http.Request, _ []byte) answer {
 
 // POST /v1/bulk {"rows": [...], "include": ["email", "phone"]}: results in
 // shuffled order, matched by index; a bad row gets its own error.
+// bulkAnswerJSON is a /v1/bulk answer; bulkResultJSON one of its results.
+// Structs rather than maps: the fake vendor shares the benchmark's CPUs with
+// what it measures. A field that is a nil pointer is left out; a pointer to
+// a nil pointer is sent as null (no match).
+type bulkAnswerJSON struct {
+	Results []bulkResultJSON `json:"results"`
+}
+
+type bulkResultJSON struct {
+	Index   int             `json:"index"`
+	Error   *errorJSON      `json:"error,omitempty"`
+	Profile **profileRecord `json:"profile,omitempty"`
+	Email   **emailRecord   `json:"email,omitempty"`
+	Phones  *[]phoneRecord  `json:"phones,omitempty"`
+}
+
+type errorJSON struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
 func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
 	var req struct {
 		Rows    *[]json.RawMessage `json:"rows"`
@@ -518,44 +541,44 @@ func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
 	}
 	var a answer
 	a.status = http.StatusOK
-	results := make([]map[string]any, len(rows))
+	results := make([]bulkResultJSON, len(rows))
 	for i, raw := range rows {
-		res := map[string]any{"index": i}
-		results[i] = res
+		res := &results[i]
+		res.Index = i
 		var in map[string]string
 		if err := json.Unmarshal(raw, &in); err != nil || in == nil {
-			res["error"] = map[string]string{"code": "invalid_request", "message": "a row is an object of strings"}
+			res.Error = &errorJSON{Code: "invalid_request", Message: "a row is an object of strings"}
 			continue
 		}
 		q, aerr := v.checkInputs(in)
 		if aerr != nil {
-			res["error"] = map[string]string{"code": aerr.code, "message": aerr.msg}
+			res.Error = &errorJSON{Code: aerr.code, Message: aerr.msg}
 			continue
 		}
 		a.credits += profileCost(q)
 		a.lookups++
 		a.inputs = append(a.inputs, inputOf(q))
 		if !v.ProfileHit(q) {
-			res["profile"] = nil
+			res.Profile = new(*profileRecord) // "profile": null
 			continue
 		}
 		rec := makeProfile(q)
-		res["profile"] = rec
+		res.Profile = ptrTo(&rec)
 		if wantEmail {
 			a.lookups++
-			res["email"] = nil
+			res.Email = new(*emailRecord) // "email": null
 			if v.EmailHit(rec.ProfileURL) {
 				e := makeEmail(rec.ProfileURL)
-				res["email"] = e
+				res.Email = ptrTo(&e)
 				a.credits += e.cost()
 			}
 		}
 		if wantPhone {
 			a.lookups++
-			res["phones"] = []phoneRecord{}
+			res.Phones = ptrTo([]phoneRecord{})
 			if v.PhoneHit(rec.ProfileURL) {
 				p := makePhones(rec.ProfileURL)
-				res["phones"] = p
+				res.Phones = ptrTo(p)
 				a.credits += phonesCost(p)
 			}
 		}
@@ -563,7 +586,7 @@ func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
 	v.mu.Lock()
 	v.rng.Shuffle(len(results), func(i, j int) { results[i], results[j] = results[j], results[i] })
 	v.mu.Unlock()
-	out := jsonAnswer(http.StatusOK, map[string]any{"results": results})
+	out := jsonAnswer(http.StatusOK, bulkAnswerJSON{Results: results})
 	a.body = out.body
 	return a
 }
