@@ -20,9 +20,18 @@
 -- * job_rows_due (retry_wait rows by due time): no query used it any more;
 --   due retries are found per chunk from the counts.
 --
--- fillfactor 50 leaves half of each page free when rows are inserted, so a
--- chunk's new versions fit beside the old ones; the dead versions are pruned
--- as pages are read. The table takes twice the pages it took.
+-- fillfactor 35 leaves two thirds of each page free when rows are inserted,
+-- so a chunk's new versions fit beside the old ones (the dead versions are
+-- pruned as pages are read): 84 % of the updates of a 100,000-row run were
+-- HOT (53 % at fillfactor 50). A fresh upload takes about three times the
+-- pages; a processed job about what it took before, when each update put its
+-- new version on another page.
+--
+-- job_chunk_counts_in_flight names in_flight, so the counts' updates (one row
+-- per chunk and statement) are no longer HOT: a small price, per chunk.
+--
+-- The migration builds job_rows_chunk under a lock that holds up claims and
+-- saves (about 0.7 s per million rows).
 
 -- +goose Up
 CREATE INDEX job_rows_chunk ON job_rows (job_id, chunk);

@@ -13,17 +13,33 @@
 -- snapshot: NOT pg_visible_in_snapshot(xact, seen), a test on the row itself.
 -- Visibility only grows (a transaction that committed stays committed), and
 -- the next advance's snapshot is taken after the last one committed (the
--- turn is the row lock on results_feed_state, then a new statement).
+-- turn is the row lock on the cursor's row, then a new statement).
 --
 -- The snapshot is the insert statement's own (pg_current_snapshot() in the
 -- same statement), so what it read and what it records agree. The unique key
 -- (kind, source_seq) goes: one index less per line.
+--
+-- The turn and the cursor move to a new table, results_feed_cursor, and
+-- results_feed_state is dropped. An advance that started before this
+-- migration and waits for its lock would otherwise go on, once it commits,
+-- with the previous function's body: it would log lines without recording
+-- its snapshot, and the next advance would log them again. With its table
+-- gone it fails instead (relation "results_feed_state" does not exist) and
+-- logs nothing; the next call runs the new body. (The Down does the same the
+-- other way.)
 
 -- +goose Up
--- No advance of the old kind may run while the log is brought up to date
--- and the first snapshot is taken (an advance takes ROW SHARE on the table).
+-- No advance may run while the log is brought up to date and the first snapshot is taken
+-- (an advance takes ROW SHARE on the table); those waiting fail once it is dropped.
 LOCK TABLE results_feed_state IN EXCLUSIVE MODE;
-ALTER TABLE results_feed_state ADD COLUMN seen pg_snapshot;
+
+-- The turn (a row lock on the one row), and where the next advance starts looking.
+CREATE TABLE results_feed_cursor (
+    singleton   boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
+    horizon     xid8        NOT NULL, -- every committed row of a transaction older than this is logged
+    seen        pg_snapshot NOT NULL, -- the last advance's snapshot: every row visible in it is logged
+    advanced_at timestamptz NOT NULL DEFAULT now()
+);
 
 -- One last advance the old way, in one statement with the snapshot it read with.
 WITH snap AS MATERIALIZED (
@@ -44,10 +60,10 @@ WITH snap AS MATERIALIZED (
     WHERE NOT EXISTS (SELECT 1 FROM results_feed_log l WHERE l.kind = x.kind AND l.source_seq = x.seq)
     ORDER BY x.xact, x.row_id, array_position(ARRAY['profile', 'email', 'phone'], x.stage), x.kind
 )
-UPDATE results_feed_state SET seen = snap.s, horizon = greatest(horizon, pg_snapshot_xmin(snap.s)), advanced_at = now()
-FROM snap WHERE singleton;
+INSERT INTO results_feed_cursor (horizon, seen)
+SELECT greatest(f.horizon, pg_snapshot_xmin(snap.s)), snap.s FROM results_feed_state f, snap;
 
-ALTER TABLE results_feed_state ALTER COLUMN seen SET NOT NULL;
+DROP TABLE results_feed_state;
 ALTER TABLE results_feed_log DROP CONSTRAINT results_feed_log_kind_source_seq_key;
 
 -- +goose StatementBegin
@@ -68,7 +84,7 @@ BEGIN
             upper(current_setting('transaction_isolation')) USING ERRCODE = '25001';
     END IF;
     -- Take the turn. Positions handed out below commit before the next advance gets it.
-    SELECT s.horizon, s.seen INTO v_since, v_seen FROM results_feed_state s WHERE s.singleton FOR UPDATE;
+    SELECT c.horizon, c.seen INTO v_since, v_seen FROM results_feed_cursor c WHERE c.singleton FOR UPDATE;
 
     -- One statement, one snapshot: the rows it reads and the snapshot it records.
     WITH snap AS MATERIALIZED (
@@ -92,7 +108,7 @@ BEGIN
         ORDER BY x.xact, x.row_id, array_position(ARRAY['profile', 'email', 'phone'], x.stage), x.kind
         RETURNING 1
     ), moved AS (
-        UPDATE results_feed_state SET seen = snap.s, horizon = greatest(horizon, pg_snapshot_xmin(snap.s)), advanced_at = now()
+        UPDATE results_feed_cursor SET seen = snap.s, horizon = greatest(horizon, pg_snapshot_xmin(snap.s)), advanced_at = now()
         FROM snap WHERE singleton
         RETURNING 1
     )
@@ -103,9 +119,15 @@ $$;
 -- +goose StatementEnd
 
 -- +goose Down
-LOCK TABLE results_feed_state IN EXCLUSIVE MODE;
+LOCK TABLE results_feed_cursor IN EXCLUSIVE MODE;
+CREATE TABLE results_feed_state (
+    singleton   boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
+    horizon     xid8        NOT NULL,
+    advanced_at timestamptz NOT NULL DEFAULT now()
+);
+INSERT INTO results_feed_state (horizon, advanced_at) SELECT horizon, advanced_at FROM results_feed_cursor;
+DROP TABLE results_feed_cursor;
 ALTER TABLE results_feed_log ADD CONSTRAINT results_feed_log_kind_source_seq_key UNIQUE (kind, source_seq);
-ALTER TABLE results_feed_state DROP COLUMN seen;
 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION results_feed_advance() RETURNS bigint

@@ -478,6 +478,7 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 		skip = `UPDATE job_rows r SET state = 'skipped', state_reason = 'canceled', finished_at = now(),
 				updated_at = now(), next_attempt_at = NULL
 			WHERE r.job_id = $1::uuid AND r.state IN ('pending', 'retry_wait')
+			  AND r.chunk IN (SELECT chunk FROM job_chunk_counts WHERE job_id = $1::uuid AND pending + retry_wait > 0)
 			  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state = 'canceled' AND j.finished_at IS NULL)`
 	}
 	// Both statements in one round trip (one implicit transaction: the

@@ -703,6 +703,8 @@ func (s *Store) PlatformChunksToEnqueue(ctx context.Context, now time.Time, rech
 		FROM (
 			SELECT c.job_id, c.chunk FROM platform_sync_chunks c JOIN jobs j ON j.id = c.job_id
 			WHERE j.state IN ('queued', 'running')
+			  -- Chunks with open rows, from their counts; then their rows (job_rows_chunk).
+			  AND EXISTS (SELECT 1 FROM job_chunk_counts k WHERE k.job_id = c.job_id AND k.chunk = c.chunk AND k.pending + k.retry_wait > 0)
 			  AND EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = c.job_id AND r.chunk = c.chunk AND (
 			        (r.state = 'pending' AND (c.enqueued_at IS NULL OR c.enqueued_at <= now() - $2::bigint * interval '1 millisecond'))
 			     OR (r.state = 'retry_wait' AND r.next_attempt_at <= $1::timestamptz
