@@ -198,6 +198,38 @@ func TestPipelineCacheNeverPaysTwice(t *testing.T) {
 	}
 }
 
+// A cached answer that cannot be read is not an answer: its input is
+// claimed and bought again, and the rest of the job comes from the cache.
+func TestPipelineUnreadableCacheEntryIsBoughtAgain(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
+	ctx := context.Background()
+	rows := companies(20)
+	first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile"}})
+	b.WaitJob(t, first.ID, store.JobCompleted)
+	billed := b.Vendor.TotalCharged()
+	var key string
+	if err := b.Store.Pool().QueryRow(ctx, `UPDATE lookup_cache SET result = '{"profile": 5}'
+		WHERE (tenant, stage, input_key) = (SELECT tenant, stage, min(input_key) FROM lookup_cache WHERE stage = 'profile' AND matched GROUP BY 1, 2)
+		RETURNING input_key`).Scan(&key); err != nil {
+		t.Fatal(err)
+	}
+	second := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile"}})
+	second = b.WaitJob(t, second.ID, store.JobCompleted)
+	if second.CreditsSpent == 0 || b.Vendor.TotalCharged()-billed != second.CreditsSpent {
+		t.Fatalf("second job spent %d credits, the vendor billed %d more: want the one unreadable input bought again",
+			second.CreditsSpent, b.Vendor.TotalCharged()-billed)
+	}
+	var fromCache, bought int
+	if err := b.Store.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE p.from_cache), count(*) FILTER (WHERE NOT p.from_cache)
+		FROM job_rows r JOIN profile_results p ON p.row_id = r.id WHERE r.job_id = $1`, second.ID).Scan(&fromCache, &bought); err != nil {
+		t.Fatal(err)
+	}
+	if bought != 1 || fromCache == 0 {
+		t.Fatalf("second job: %d profiles bought, %d from the cache; want 1 bought (%s) and the others from the cache", bought, fromCache, key)
+	}
+}
+
 func TestPipelinePoisonRowFailsAlone(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{
