@@ -218,13 +218,13 @@ func CheckJob(ctx context.Context, db Querier, jobID string, expected int, vendo
 	err = db.QueryRow(ctx, `
 		SELECT
 			count(*) FILTER (WHERE r.state = 'matched' AND p.row_id IS NULL AND e.row_id IS NULL AND ph.row_id IS NULL),
-			count(*) FILTER (WHERE r.state = 'no_match' AND (p.row_id IS NOT NULL OR e.row_id IS NOT NULL OR ph.row_id IS NOT NULL OR nm.row_id IS NULL)),
+			count(*) FILTER (WHERE r.state = 'no_match' AND (p.row_id IS NOT NULL OR e.row_id IS NOT NULL OR ph.row_id IS NOT NULL
+				OR NOT EXISTS (SELECT 1 FROM no_matches n WHERE n.row_id = r.id))),
 			count(*) FILTER (WHERE r.state IN ('failed', 'skipped') AND r.state_reason = '')
 		FROM job_rows r
 		LEFT JOIN profile_results p ON p.row_id = r.id
 		LEFT JOIN email_results e ON e.row_id = r.id
 		LEFT JOIN phone_results ph ON ph.row_id = r.id
-		LEFT JOIN (SELECT DISTINCT row_id FROM no_matches WHERE job_id = $1) nm ON nm.row_id = r.id
 		WHERE r.job_id = $1`, jobID).Scan(&badMatched, &badNoMatch, &noReason)
 	if err != nil {
 		return f, err
