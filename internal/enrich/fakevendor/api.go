@@ -510,8 +510,6 @@ type errorJSON struct {
 	Message string `json:"message"`
 }
 
-func ptrTo[T any](v T) *T { return &v }
-
 func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
 	var req struct {
 		Rows    *[]json.RawMessage `json:"rows"`
@@ -563,22 +561,22 @@ func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
 			continue
 		}
 		rec := makeProfile(q)
-		res.Profile = ptrTo(&rec)
+		res.Profile = ptr(&rec)
 		if wantEmail {
 			a.lookups++
 			res.Email = new(*emailRecord) // "email": null
 			if v.EmailHit(rec.ProfileURL) {
 				e := makeEmail(rec.ProfileURL)
-				res.Email = ptrTo(&e)
+				res.Email = ptr(&e)
 				a.credits += e.cost()
 			}
 		}
 		if wantPhone {
 			a.lookups++
-			res.Phones = ptrTo([]phoneRecord{})
+			res.Phones = ptr([]phoneRecord{})
 			if v.PhoneHit(rec.ProfileURL) {
 				p := makePhones(rec.ProfileURL)
-				res.Phones = ptrTo(p)
+				res.Phones = ptr(p)
 				a.credits += phonesCost(p)
 			}
 		}
