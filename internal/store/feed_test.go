@@ -12,8 +12,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -377,17 +375,7 @@ func TestAdvanceNeedsReadCommitted(t *testing.T) {
 func TestFeedMigrationStopsAdvancesWaitingForIt(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := store.Open(ctx, storetest.NewDatabase(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	db := stdlib.OpenDBFromPool(st.Pool())
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, _, p := migrationProvider(t)
 	if _, err := p.DownTo(ctx, 14); err != nil {
 		t.Fatal(err)
 	}

@@ -20,17 +20,7 @@ import (
 func TestMigrationsDownAndUpAgain(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := store.Open(ctx, storetest.NewDatabase(t), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	db := stdlib.OpenDBFromPool(st.Pool())
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, db, p := migrationProvider(t)
 	latest, err := p.GetDBVersion(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +51,25 @@ func TestMigrationsDownAndUpAgain(t *testing.T) {
 }
 
 // schema describes the public schema's constraints, indexes and triggers.
+// migrationProvider opens a fresh migrated database of its own and a goose
+// provider of enrichq's migrations on it, to move it down and up; all are
+// closed when the test ends.
+func migrationProvider(t *testing.T) (*store.Store, *sql.DB, *goose.Provider) {
+	t.Helper()
+	st, err := store.Open(context.Background(), storetest.NewDatabase(t), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	db := stdlib.OpenDBFromPool(st.Pool())
+	t.Cleanup(func() { db.Close() })
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, db, p
+}
+
 func schema(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	var s string
