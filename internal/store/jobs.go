@@ -393,9 +393,8 @@ func (s *Store) CancelJob(ctx context.Context, tenant, id string) (Job, error) {
 		return Job{}, interpretError(err)
 	}
 	if tag.RowsAffected() == 1 {
-		if _, err := tx.Exec(ctx, `UPDATE job_rows SET state = 'skipped', state_reason = 'canceled', finished_at = now(), updated_at = now(),
-			next_attempt_at = NULL WHERE job_id = $1 AND state IN ('pending', 'retry_wait')
-			  AND chunk IN (SELECT chunk FROM job_chunk_counts WHERE job_id = $1 AND pending + retry_wait > 0)`, id); err != nil {
+		if _, err := tx.Exec(ctx, skipCanceledRows+`
+			WHERE r.job_id = $1::uuid AND r.state IN ('pending', 'retry_wait') AND `+waitingChunkOfJob1, id); err != nil {
 			return Job{}, interpretError(err)
 		}
 		if _, err := tx.Exec(ctx, `
@@ -453,6 +452,16 @@ func (s *Store) ResumeJob(ctx context.Context, id string) error {
 	return interpretError(tx.Commit(ctx))
 }
 
+// skipCanceledRows is the start of the update that skips rows of a canceled
+// job (its FROM and WHERE follow).
+const skipCanceledRows = `UPDATE job_rows r SET state = 'skipped', state_reason = 'canceled', finished_at = now(),
+	updated_at = now(), next_attempt_at = NULL`
+
+// waitingChunkOfJob1 keeps to the chunks of job $1 with rows pending or
+// waiting, from their counts: job_rows has no index on the state
+// (migrations/00014_hot_rows.sql).
+const waitingChunkOfJob1 = `r.chunk IN (SELECT chunk FROM job_chunk_counts WHERE job_id = $1::uuid AND pending + retry_wait > 0)`
+
 // FinishJobs marks finished every job with no open row: queued or running
 // jobs become completed, canceled ones get their finished_at. With id != ""
 // only that job is considered. It returns the jobs it finished.
@@ -464,8 +473,7 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 	// generic plan scans every job.
 	var args []any
 	only := ""
-	skip := `UPDATE job_rows r SET state = 'skipped', state_reason = 'canceled', finished_at = now(),
-			updated_at = now(), next_attempt_at = NULL
+	skip := skipCanceledRows + `
 		FROM jobs j
 		JOIN job_chunk_counts k ON k.job_id = j.id AND k.pending + k.retry_wait > 0
 		WHERE j.state = 'canceled' AND j.finished_at IS NULL
@@ -475,10 +483,8 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 			return nil, nil
 		}
 		args, only = []any{id}, " AND j.id = $1::uuid"
-		skip = `UPDATE job_rows r SET state = 'skipped', state_reason = 'canceled', finished_at = now(),
-				updated_at = now(), next_attempt_at = NULL
-			WHERE r.job_id = $1::uuid AND r.state IN ('pending', 'retry_wait')
-			  AND r.chunk IN (SELECT chunk FROM job_chunk_counts WHERE job_id = $1::uuid AND pending + retry_wait > 0)
+		skip = skipCanceledRows + `
+			WHERE r.job_id = $1::uuid AND r.state IN ('pending', 'retry_wait') AND ` + waitingChunkOfJob1 + `
 			  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state = 'canceled' AND j.finished_at IS NULL)`
 	}
 	// Both statements in one round trip (one implicit transaction: the

@@ -487,8 +487,6 @@ func (v *Vendor) phone(r *http.Request, _ []byte) answer {
 	return a
 }
 
-// POST /v1/bulk {"rows": [...], "include": ["email", "phone"]}: results in
-// shuffled order, matched by index; a bad row gets its own error.
 // bulkAnswerJSON is a /v1/bulk answer; bulkResultJSON one of its results.
 // Structs rather than maps: the fake vendor shares the benchmark's CPUs with
 // what it measures. A field that is a nil pointer is left out; a pointer to
@@ -510,6 +508,8 @@ type errorJSON struct {
 	Message string `json:"message"`
 }
 
+// POST /v1/bulk {"rows": [...], "include": ["email", "phone"]}: results in
+// shuffled order, matched by index; a bad row gets its own error.
 func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
 	var req struct {
 		Rows    *[]json.RawMessage `json:"rows"`
