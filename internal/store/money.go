@@ -106,18 +106,20 @@ func (s *Store) ClaimLookups(ctx context.Context, tenant, stage string, keys []s
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	rows, err := s.pool.Query(ctx, `
-		INSERT INTO lookup_claims (tenant, stage, input_key, token, expires_at)
-		SELECT $1, $2, k, $4, now() + $5 * interval '1 millisecond' FROM unnest($3::text[]) AS k ORDER BY k
-		ON CONFLICT (tenant, stage, input_key) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at
-			WHERE lookup_claims.expires_at < now() OR lookup_claims.token = excluded.token
-		RETURNING input_key`, tenant, stage, keys, token, ttl.Milliseconds())
+	rows, err := s.pool.Query(ctx, claimLookupsSQL, tenant, stage, keys, token, ttl.Milliseconds())
 	if err != nil {
 		return nil, interpretError(err)
 	}
 	won, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return won, interpretError(err)
 }
+
+var claimLookupsSQL = `
+	INSERT INTO lookup_claims (tenant, stage, input_key, token, expires_at)
+	SELECT $1, $2, k, $4, now() + $5 * interval '1 millisecond' FROM unnest($3::text[]) AS k ORDER BY k
+	ON CONFLICT (tenant, stage, input_key) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at
+		WHERE lookup_claims.expires_at < now() OR lookup_claims.token = excluded.token
+	RETURNING input_key`
 
 // lockedClaims is the FROM (or USING) item of an UPDATE or DELETE of
 // "lookup_claims l" that takes the claims matching where, locked (lock: FOR
@@ -127,16 +129,36 @@ func (s *Store) ClaimLookups(ctx context.Context, tenant, stage string, keys []s
 // wait for each other in a cycle. (ClaimLookups' ON CONFLICT locks a claim
 // held by another live token too: a deadlock between it and a chunk's save
 // was possible.)
+//
+// The join back to "l" is the planner's to choose: with the claims of one
+// token use tokenClaims, which reaches them through the token's index.
 func lockedClaims(where, lock string) string {
 	return `(SELECT tenant, stage, input_key FROM lookup_claims WHERE ` + where + ` ORDER BY tenant, stage, input_key ` + lock + `) k
 		WHERE l.tenant = k.tenant AND l.stage = k.stage AND l.input_key = k.input_key`
 }
 
+// tokenClaims is the WHERE clause of an UPDATE or DELETE of "lookup_claims l"
+// that acts on the claims of the token in param, after locking them all in
+// key order (as lockedClaims does, and for the same reason).
+//
+// The locks are taken by an uncorrelated subquery, an InitPlan run once
+// before the first row is changed; the rows are then reached through the
+// token's index. The join of lockedClaims let the planner guess: with no
+// statistics on this table of short-lived rows (a young database, or
+// autovacuum behind), a chunk's save hashed the whole table, live claims of
+// every worker and dead ones alike, to find its own hundred.
+func tokenClaims(param string) string {
+	return `l.token = ` + param + ` AND (SELECT count(*) FROM (SELECT FROM lookup_claims WHERE token = ` + param + `
+		ORDER BY tenant, stage, input_key FOR UPDATE) k) >= 0`
+}
+
 // ReleaseLookups gives up the claims of token (after its answers are in the cache, or on failure).
 func (s *Store) ReleaseLookups(ctx context.Context, token string) error {
-	_, err := s.pool.Exec(ctx, `DELETE FROM lookup_claims l USING `+lockedClaims("token = $1", "FOR UPDATE"), token)
+	_, err := s.pool.Exec(ctx, releaseLookupsSQL, token)
 	return interpretError(err)
 }
+
+var releaseLookupsSQL = `DELETE FROM lookup_claims l WHERE ` + tokenClaims("$1")
 
 // ExpireLookupClaims deletes claims past their expiry.
 func (s *Store) ExpireLookupClaims(ctx context.Context) (int64, error) {

@@ -62,20 +62,7 @@ func (c Claim) IDs() []int64 {
 // finds nothing to claim. Rows come back in id order.
 func (s *Store) ClaimChunk(ctx context.Context, jobID string, chunk int, lease time.Duration) (Claim, error) {
 	token := uuid.NewString()
-	rows, err := s.pool.Query(ctx, `
-		UPDATE job_rows r SET state = 'in_flight', lease_token = $3, lease_until = now() + $4 * interval '1 millisecond',
-			next_attempt_at = NULL, updated_at = now()
-		WHERE r.job_id = $1 AND r.chunk = $2 -- job_rows_chunk
-		  AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= now()))
-		  -- The job's state, read once (a one-time filter), not once per row: the
-		  -- jobs row is updated by every credit reservation and settlement, and
-		  -- reading it a hundred times a claim, through its versions and their
-		  -- MultiXacts, made the claim cost grow with the job.
-		  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1 AND j.state IN ('queued', 'running'))
-		RETURNING r.id, r.job_id::text, r.chunk, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''),
-			coalesce(r.company, ''), coalesce(r.email, ''), coalesce(r.role, ''), r.state, r.attempts,
-			coalesce(r.found_profile_url, ''), r.stages_done, r.any_match`,
-		jobID, chunk, token, lease.Milliseconds())
+	rows, err := s.pool.Query(ctx, claimChunkSQL, jobID, chunk, token, lease.Milliseconds())
 	if err != nil {
 		return Claim{}, interpretError(err)
 	}
@@ -94,16 +81,31 @@ func (s *Store) ClaimChunk(ctx context.Context, jobID string, chunk int, lease t
 	return Claim{Token: token, Rows: claimed}, nil
 }
 
+var claimChunkSQL = `
+	UPDATE job_rows r SET state = 'in_flight', lease_token = $3, lease_until = now() + $4 * interval '1 millisecond',
+		next_attempt_at = NULL, updated_at = now()
+	WHERE r.job_id = $1 AND r.chunk = $2 -- job_rows_chunk
+	  AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= now()))
+	  -- The job's state, read once (a one-time filter), not once per row: the
+	  -- jobs row is updated by every credit reservation and settlement, and
+	  -- reading it a hundred times a claim, through its versions and their
+	  -- MultiXacts, made the claim cost grow with the job.
+	  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1 AND j.state IN ('queued', 'running'))
+	RETURNING r.id, r.job_id::text, r.chunk, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''),
+		coalesce(r.company, ''), coalesce(r.email, ''), coalesce(r.role, ''), r.state, r.attempts,
+		coalesce(r.found_profile_url, ''), r.stages_done, r.any_match`
+
 // ExtendLease pushes the lease of the rows still held under token, and the
 // lookup claims of the same token (by claimTTL).
 func (s *Store) ExtendLease(ctx context.Context, token string, ids []int64, lease, claimTTL time.Duration) error {
 	batch := &pgx.Batch{}
 	batch.Queue(`UPDATE job_rows SET lease_until = now() + $3 * interval '1 millisecond'
 		WHERE id = ANY($1) AND lease_token = $2 AND state = 'in_flight'`, ids, token, lease.Milliseconds())
-	batch.Queue(`UPDATE lookup_claims l SET expires_at = now() + $2 * interval '1 millisecond'
-		FROM `+lockedClaims("token = $1", "FOR UPDATE"), token, claimTTL.Milliseconds())
+	batch.Queue(extendClaimsSQL, token, claimTTL.Milliseconds())
 	return interpretError(s.leases.SendBatch(ctx, batch).Close())
 }
+
+var extendClaimsSQL = `UPDATE lookup_claims l SET expires_at = now() + $2 * interval '1 millisecond' WHERE ` + tokenClaims("$1")
 
 // ProfileResult is a profile found for a row.
 type ProfileResult struct {
@@ -292,7 +294,7 @@ WITH u AS (
 	ON CONFLICT (tenant, stage, input_key) DO UPDATE SET matched = excluded.matched, result = excluded.result, fetched_at = excluded.fetched_at
 		WHERE lookup_cache.fetched_at < excluded.fetched_at
 ), released AS (
-	DELETE FROM lookup_claims l USING ` + lockedClaims("token = $9", "FOR UPDATE") + `
+	DELETE FROM lookup_claims l WHERE ` + tokenClaims("$9") + `
 )
 SELECT id FROM u`
 
@@ -468,6 +470,11 @@ func (s *Store) ReleaseRows(ctx context.Context, token string, ids []int64) erro
 	return interpretError(err)
 }
 
+var cachedAnswersSQL = `SELECT c.input_key, c.matched, coalesce(c.result::text, ''), c.fetched_at
+	FROM unnest($3::text[]) AS k(key)
+	CROSS JOIN LATERAL (SELECT * FROM lookup_cache c WHERE c.tenant = $1 AND c.stage = $2 AND c.input_key = k.key LIMIT 1) c
+	WHERE c.fetched_at > $4`
+
 func jsonOrEmpty(b []byte) []byte {
 	if len(b) == 0 {
 		return []byte("{}")
@@ -492,10 +499,7 @@ func (s *Store) CachedAnswers(ctx context.Context, tenant, stage string, keys []
 	// with "input_key = ANY($3)" and no statistics (a young table, autovacuum
 	// off) the cached generic plan filtered every entry of the tenant's stage,
 	// a scan that grew with every chunk saved.
-	rows, err := s.pool.Query(ctx, `SELECT c.input_key, c.matched, coalesce(c.result::text, ''), c.fetched_at
-		FROM unnest($3::text[]) AS k(key)
-		CROSS JOIN LATERAL (SELECT * FROM lookup_cache c WHERE c.tenant = $1 AND c.stage = $2 AND c.input_key = k.key LIMIT 1) c
-		WHERE c.fetched_at > $4`, tenant, stage, keys, newerThan)
+	rows, err := s.pool.Query(ctx, cachedAnswersSQL, tenant, stage, keys, newerThan)
 	if err != nil {
 		return nil, interpretError(err)
 	}
