@@ -57,9 +57,11 @@ type Config struct {
 	// its key were not billed (ENRICHQ_VENDOR_MARKS_REPLAYS, default false:
 	// they stay counted at their reservation).
 	VendorMarksReplays bool
-	// CacheRaw writes cached answers in the raw form that workers before
-	// v0.5 cannot read (ENRICHQ_CACHE_RAW, default false): turn it on once
-	// none of them can run beside these or after a rollback.
+	// CacheRaw writes cached answers in the raw form, which every worker
+	// from v0.5 on reads and workers before v0.5 read as a miss
+	// (ENRICHQ_CACHE_RAW, default true since v0.7): set it false while a
+	// worker older than v0.5 can still run beside these, or after a rollback
+	// to one.
 	CacheRaw bool
 	// VendorTimeout bounds one vendor call (ENRICHQ_VENDOR_TIMEOUT, default 30s).
 	VendorTimeout time.Duration
@@ -157,7 +159,7 @@ func Load(getenv func(string) string) (Config, error) {
 	c.WebhookAllowPrivate = p.bool("ENRICHQ_WEBHOOK_ALLOW_PRIVATE", false)
 	c.VendorBulk = p.bool("ENRICHQ_VENDOR_BULK", true)
 	c.VendorMarksReplays = p.bool("ENRICHQ_VENDOR_MARKS_REPLAYS", false)
-	c.CacheRaw = p.bool("ENRICHQ_CACHE_RAW", false)
+	c.CacheRaw = p.bool("ENRICHQ_CACHE_RAW", true)
 	c.VendorRPS = p.float("ENRICHQ_VENDOR_RPS", 10, 0.01, 100000)
 	c.VendorBurst = p.int("ENRICHQ_VENDOR_BURST", 1, 1, 100000)
 	c.VendorTimeout = p.duration("ENRICHQ_VENDOR_TIMEOUT", 30*time.Second)

@@ -68,10 +68,10 @@ type cachedAnswer struct {
 // cachedRaw is the leaner form, {"raw": <the stage's Raw>}: the answer as
 // the vendor sent it, parsed again when it is reused. Half the bytes and no
 // encoding (encoding cachedAnswer took 6 % of the worker's CPU in the ceiling
-// benchmark). Workers from v0.5 on read it, but it is written only with
-// ProcessorConfig.CacheRaw: a worker of an earlier version, beside this one
-// in a rolling deploy or after a rollback, would read it as a miss and buy
-// the answer again.
+// benchmark). Workers from v0.5 on read it; it is written with
+// ProcessorConfig.CacheRaw (ENRICHQ_CACHE_RAW, on by default from v0.7): a
+// worker before v0.5, beside this one in a rolling deploy or after a
+// rollback, would read it as a miss and buy the answer again.
 type cachedRaw struct {
 	cachedAnswer
 	Raw json.RawMessage `json:"raw,omitempty"`

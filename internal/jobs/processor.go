@@ -61,8 +61,9 @@ type ProcessorConfig struct {
 	// never under-counted). ENRICHQ_VENDOR_MARKS_REPLAYS.
 	VendorMarksReplays bool
 	// CacheRaw writes paid answers to lookup_cache in the raw form (cachedRaw:
-	// half the bytes, no encoding), which workers before v0.5 read as a miss:
-	// turn it on once none of them can run (ENRICHQ_CACHE_RAW).
+	// half the bytes, no encoding), which workers before v0.5 read as a miss
+	// (ENRICHQ_CACHE_RAW, on by default from v0.7). Off, the typed form
+	// every version reads.
 	CacheRaw bool
 	// Metrics records vendor calls, credits, rows and jobs; nil records nothing.
 	Metrics *metrics.Pipeline
