@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -140,16 +140,10 @@ func saveChunk(ctx context.Context, st *store.Store, tenant, jobID string, chunk
 	return nil
 }
 
-// cachedAnswer mirrors how the worker keeps a paid answer in lookup_cache.
-type cachedAnswer struct {
-	Profile *enrich.Profile `json:"profile,omitempty"`
-	Email   *enrich.Email   `json:"email,omitempty"`
-}
-
 // answers asks an in-process fake vendor (same defaults, hence the same
 // answers, as the bench's fake vendor) for every row, 100 rows a bulk call,
 // and turns the answers into the outcomes and cache entries the worker
-// writes (see internal/jobs: apply, toStoreProfile, encodeCached).
+// writes (see internal/jobs: apply, toStoreProfile, EncodeCachedAnswer).
 func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.CacheEntry, error) {
 	fv := fakevendor.New(fakevendor.DefaultOptions())
 	srv := httptest.NewServer(fv)
@@ -158,6 +152,12 @@ func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.
 		HTTPClient: &http.Client{Timeout: 30 * time.Second}})
 	if err != nil {
 		return nil, nil, err
+	}
+	// The form the bench's worker writes its cache entries in (config.Load's
+	// default when unset).
+	cacheRaw, err := strconv.ParseBool(os.Getenv("ENRICHQ_CACHE_RAW"))
+	if err != nil {
+		cacheRaw = true
 	}
 	outs := make([]store.Outcome, n)
 	caches := make([][]store.CacheEntry, (n+chunkSize-1)/chunkSize)
@@ -187,12 +187,12 @@ func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.
 				o.FoundProfileURL, o.AnyMatch, o.State = p.ProfileURL, true, store.RowMatched
 				o.StagesDone = []string{"profile", "email"}
 				entry.Matched = true
-				entry.Result, _ = json.Marshal(cachedAnswer{Profile: p})
+				entry.Result = jobs.EncodeCachedAnswer("profile", p, nil, nil, cacheRaw)
 				e := store.CacheEntry{Stage: "email", Key: "url:" + p.ProfileURL, FetchedAt: now}
 				if em := it.Email; em != nil {
 					o.Email = &store.EmailResult{ProfileURL: p.ProfileURL, Email: em.Address, Confidence: em.Confidence, Verified: em.Verified, Raw: em.Raw}
 					e.Matched = true
-					e.Result, _ = json.Marshal(cachedAnswer{Email: em})
+					e.Result = jobs.EncodeCachedAnswer("email", nil, em, nil, cacheRaw)
 				} else {
 					o.NoMatches = append(o.NoMatches, "email")
 				}

@@ -113,6 +113,18 @@ func encodeCachedRaw(stage string, a answer) []byte {
 	return append(b, '}')
 }
 
+// EncodeCachedAnswer is the lookup_cache.result a worker writes for a
+// matched answer of stage (profile, email or phone), in the raw form or
+// the typed one (ProcessorConfig.CacheRaw): for a benchmark that writes
+// what the worker writes without the worker.
+func EncodeCachedAnswer(stage string, profile *enrich.Profile, email *enrich.Email, phones *enrich.Phones, raw bool) []byte {
+	a := answer{profile: profile, email: email, phones: phones}
+	if raw {
+		return encodeCachedRaw(stage, a)
+	}
+	return encodeCached(stage, a)
+}
+
 // decodeCached reads a cached answer of stage, in either form.
 func decodeCached(stage string, e store.CacheEntry) (answer, error) {
 	if !e.Matched {

@@ -13,8 +13,8 @@ import (
 
 // A paid answer read back from the cache is the answer that was stored,
 // the vendor's raw record included (unknown fields, odd types), in both
-// forms: the typed one written by default, and the raw one written with
-// ProcessorConfig.CacheRaw.
+// forms EncodeCachedAnswer writes: the raw one (ProcessorConfig.CacheRaw, the
+// binaries' default) and the typed one.
 func TestCachedAnswersRoundTrip(t *testing.T) {
 	profile, err := enrich.ParseProfileRaw([]byte(`{"profile_url": "https://p.example/in/jane", "name": "Jane \u00e9", ` +
 		`"headline": 7, "technographics": ["AWS", 3], "vendor_score": 0.93}`))
@@ -38,7 +38,7 @@ func TestCachedAnswersRoundTrip(t *testing.T) {
 		{"phone", answer{phones: phones}},
 	} {
 		t.Run(tc.stage, func(t *testing.T) {
-			stored := encodeCachedRaw(tc.stage, tc.a)
+			stored := EncodeCachedAnswer(tc.stage, tc.a.profile, tc.a.email, tc.a.phones, true)
 			if !strings.HasPrefix(string(stored), `{"raw":`) || !json.Valid(stored) {
 				t.Fatalf("stored as %s", stored)
 			}
@@ -50,8 +50,9 @@ func TestCachedAnswersRoundTrip(t *testing.T) {
 				t.Errorf("read back %+v, stored %+v", got, tc.a)
 			}
 
-			// The typed form, as written today and by earlier versions.
-			old := encodeCached(tc.stage, tc.a)
+			// The typed form, as written with ENRICHQ_CACHE_RAW=false and by
+			// versions before v0.7.
+			old := EncodeCachedAnswer(tc.stage, tc.a.profile, tc.a.email, tc.a.phones, false)
 			if strings.Contains(string(old), `"raw"`) {
 				t.Fatalf("typed form %s", old)
 			}
