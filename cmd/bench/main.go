@@ -73,6 +73,7 @@ type options struct {
 	smallRows   int
 	psql        string
 	settle      time.Duration
+	locale      string
 }
 
 // bench is one run of the benchmark.
@@ -102,6 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.smallJobs, "small-jobs", 50, "manyjobs scenario: small jobs submitted (scaled)")
 	fs.IntVar(&o.smallRows, "small-rows", 100, "manyjobs scenario: rows of each small job")
 	fs.StringVar(&o.psql, "psql", "psql", "psql binary for the ingest baseline (\\copy)")
+	fs.StringVar(&o.locale, "locale", "", `create the scenarios' databases with this locale (from template0), e.g. en_US.UTF-8 as the official postgres image's; "" takes the server's default`)
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "before each run, wait at most this long for a second in which the CPUs are 90 % idle (0: do not wait)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

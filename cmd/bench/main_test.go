@@ -31,7 +31,7 @@ func TestBenchRunsEveryScenarioSmall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	args := []string{"-bin", bin, "-scale", "0.005", "-small-rows", "20", "-poll-rate", "50", "-logs", filepath.Join(dir, "logs"),
-		"-out", out, "-timeout", "3m", "-settle", "0"}
+		"-out", out, "-timeout", "3m", "-settle", "0", "-locale", "C"}
 	err := run(ctx, args, os.Getenv, &stdout, &stderr)
 	if err != nil {
 		t.Fatalf("bench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
@@ -52,7 +52,7 @@ func TestBenchRunsEveryScenarioSmall(t *testing.T) {
 			t.Errorf("line %q has no result", line)
 		}
 	}
-	for _, want := range []string{"Machine: ", "Peak RSS (VmHWM), MB: seed: api"} {
+	for _, want := range []string{"Machine: ", "databases in locale C;", "Peak RSS (VmHWM), MB: seed: api"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("the output lacks %q:\n%s", want, table)
 		}
@@ -65,7 +65,7 @@ func TestBenchRunsEveryScenarioSmall(t *testing.T) {
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatalf("bench.json: %v", err)
 	}
-	if len(rep.Metrics) != len(metricDefs) || rep.Machine.CPUs == 0 || len(rep.RSS) != len(allScenarios) {
+	if len(rep.Metrics) != len(metricDefs) || rep.Machine.CPUs == 0 || len(rep.RSS) != len(allScenarios) || rep.Machine.DBLocale != "C" {
 		t.Fatalf("bench.json: %d metrics, machine %+v, rss %v", len(rep.Metrics), rep.Machine, rep.RSS)
 	}
 	for _, m := range rep.Metrics {

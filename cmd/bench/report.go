@@ -76,6 +76,7 @@ type machine struct {
 	LoadStart   string `json:"load_average_start"`
 	LoadEnd     string `json:"load_average_end"`
 	Postgres    string `json:"postgres,omitempty"`
+	DBLocale    string `json:"database_locale,omitempty"` // -locale; "" the server's default
 	Commit      string `json:"commit,omitempty"`
 	Dirty       bool   `json:"dirty,omitempty"`
 	Environment string `json:"environment,omitempty"` // ENRICHQ_* set by the caller, passed to every process
@@ -106,7 +107,7 @@ func newReport(o options) *report {
 		r.byKey[d.Key] = m
 	}
 	r.Machine = machine{CPUs: runtime.NumCPU(), CPUModel: cpuModel(), MemTotal: memTotal(), Kernel: firstLine("/proc/sys/kernel/osrelease"),
-		GoVersion: runtime.Version(), LoadStart: loadAvg()}
+		GoVersion: runtime.Version(), LoadStart: loadAvg(), DBLocale: o.locale}
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		r.Machine.Commit = strings.TrimSpace(string(out))
 		if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil {
@@ -235,6 +236,9 @@ func (r *report) print(w io.Writer) {
 			dirty = " with local changes"
 		}
 		fmt.Fprintf(w, "; commit %s%s", r.Machine.Commit, dirty)
+	}
+	if r.Machine.DBLocale != "" {
+		fmt.Fprintf(w, "; databases in locale %s", r.Machine.DBLocale)
 	}
 	fmt.Fprintf(w, "; scale %g.\n", r.Scale)
 	if len(r.RSS) > 0 {

@@ -282,7 +282,12 @@ func (b *bench) createDatabase(ctx context.Context, name string) (string, error)
 		return "", err
 	}
 	defer admin.Close(context.Background())
-	if _, err := admin.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{name}.Sanitize()); err != nil {
+	create := `CREATE DATABASE ` + pgx.Identifier{name}.Sanitize()
+	if b.opts.locale != "" {
+		// The locale is a literal here (CREATE DATABASE takes no parameters).
+		create += ` TEMPLATE template0 LOCALE '` + strings.ReplaceAll(b.opts.locale, "'", "''") + `'`
+	}
+	if _, err := admin.Exec(ctx, create); err != nil {
 		return "", fmt.Errorf("create database %s: %w", name, err)
 	}
 	// Every run starts from a checkpoint, so that none pays for the dirty

@@ -116,7 +116,7 @@ func (s *Store) ClaimLookups(ctx context.Context, tenant, stage string, keys []s
 
 var claimLookupsSQL = `
 	INSERT INTO lookup_claims (tenant, stage, input_key, token, expires_at)
-	SELECT $1, $2, k, $4, now() + $5 * interval '1 millisecond' FROM unnest($3::text[]) AS k ORDER BY k
+	SELECT $1, $2, k, $4, now() + $5 * interval '1 millisecond' FROM unnest($3::text[]) AS k ORDER BY k COLLATE "C"
 	ON CONFLICT (tenant, stage, input_key) DO UPDATE SET token = excluded.token, expires_at = excluded.expires_at
 		WHERE lookup_claims.expires_at < now() OR lookup_claims.token = excluded.token
 	RETURNING input_key`
@@ -133,7 +133,7 @@ var claimLookupsSQL = `
 // The join back to "l" is the planner's to choose: with the claims of one
 // token use tokenClaims, which reaches them through the token's index.
 func lockedClaims(where, lock string) string {
-	return `(SELECT tenant, stage, input_key FROM lookup_claims WHERE ` + where + ` ORDER BY tenant, stage, input_key ` + lock + `) k
+	return `(SELECT tenant, stage, input_key FROM lookup_claims WHERE ` + where + ` ORDER BY ` + claimKeyOrder + ` ` + lock + `) k
 		WHERE l.tenant = k.tenant AND l.stage = k.stage AND l.input_key = k.input_key`
 }
 
@@ -149,8 +149,15 @@ func lockedClaims(where, lock string) string {
 // every worker and dead ones alike, to find its own hundred.
 func tokenClaims(param string) string {
 	return `l.token = ` + param + ` AND (SELECT count(*) FROM (SELECT FROM lookup_claims WHERE token = ` + param + `
-		ORDER BY tenant, stage, input_key FOR UPDATE) k) >= 0`
+		ORDER BY ` + claimKeyOrder + ` FOR UPDATE) k) >= 0`
 }
+
+// claimKeyOrder is the one order in which statements lock several claims:
+// the bytes of the key (ClaimLookups inserts its keys ORDER BY k COLLATE
+// "C", with one tenant and stage). Named, not left to the columns'
+// collation, so that a worker locks in the same order before migration
+// 00017 (the database's collation) and after it ("C").
+const claimKeyOrder = `tenant COLLATE "C", stage COLLATE "C", input_key COLLATE "C"`
 
 // ReleaseLookups gives up the claims of token (after its answers are in the cache, or on failure).
 func (s *Store) ReleaseLookups(ctx context.Context, token string) error {
