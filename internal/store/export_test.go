@@ -9,4 +9,8 @@ var HotStatements = map[string]string{
 	"save outcomes":   saveOutcomesSQL,
 	"release lookups": releaseLookupsSQL,
 	"extend claims":   extendClaimsSQL,
+	"skip canceled":   skipCanceledRowsOfJobSQL,
+	"finish job":      finishJobSQL,
+	"dispatch next":   dispatchNextSQL,
+	"next due":        nextDueSQL,
 }

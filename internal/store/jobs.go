@@ -472,37 +472,18 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 	// and "j.id = $1" rather than "($1 = '' OR j.id = $1)", whose cached
 	// generic plan scans every job.
 	var args []any
-	only := ""
-	skip := skipCanceledRows + `
-		FROM jobs j
-		JOIN job_chunk_counts k ON k.job_id = j.id AND k.pending + k.retry_wait > 0
-		WHERE j.state = 'canceled' AND j.finished_at IS NULL
-		  AND r.job_id = k.job_id AND r.chunk = k.chunk AND r.state IN ('pending', 'retry_wait')`
+	skip, finish := skipCanceledRowsSQL, finishJobsSQL("")
 	if id != "" {
 		if _, err := uuid.Parse(id); err != nil {
 			return nil, nil
 		}
-		args, only = []any{id}, " AND j.id = $1::uuid"
-		skip = skipCanceledRows + `
-			WHERE r.job_id = $1::uuid AND r.state IN ('pending', 'retry_wait') AND ` + waitingChunkOfJob1 + `
-			  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state = 'canceled' AND j.finished_at IS NULL)`
+		args, skip, finish = []any{id}, skipCanceledRowsOfJobSQL, finishJobSQL
 	}
 	// Both statements in one round trip (one implicit transaction: the
 	// second sees the rows the first skipped).
 	batch := &pgx.Batch{}
 	batch.Queue(skip, args...)
-	batch.Queue(`
-		WITH f AS (
-			UPDATE jobs j SET state = CASE WHEN j.state = 'canceled' THEN 'canceled' ELSE 'completed' END,
-				state_reason = CASE WHEN j.state = 'canceled' THEN j.state_reason ELSE '' END,
-				finished_at = now(), updated_at = now()
-			WHERE j.state IN ('queued', 'running', 'canceled') AND j.finished_at IS NULL`+only+`
-			  AND NOT EXISTS (`+openChunk+`)
-			RETURNING j.*),
-		d AS (
-			INSERT INTO webhook_deliveries (job_id, url) SELECT id, callback_url FROM f WHERE callback_url IS NOT NULL
-			ON CONFLICT DO NOTHING)
-		SELECT `+jobColumns+` FROM f`, args...)
+	batch.Queue(finish, args...)
 	br := s.pool.SendBatch(ctx, batch)
 	jobs, err := finishedJobs(br)
 	if cerr := br.Close(); err == nil { // the implicit transaction's end
@@ -512,6 +493,36 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 		return nil, interpretError(err)
 	}
 	return jobs, nil
+}
+
+// The two statements of FinishJobs, for every job and for job $1.
+var (
+	skipCanceledRowsSQL = skipCanceledRows + `
+		FROM jobs j
+		JOIN job_chunk_counts k ON k.job_id = j.id AND k.pending + k.retry_wait > 0
+		WHERE j.state = 'canceled' AND j.finished_at IS NULL
+		  AND r.job_id = k.job_id AND r.chunk = k.chunk AND r.state IN ('pending', 'retry_wait')`
+	skipCanceledRowsOfJobSQL = skipCanceledRows + `
+		WHERE r.job_id = $1::uuid AND r.state IN ('pending', 'retry_wait') AND ` + waitingChunkOfJob1 + `
+		  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state = 'canceled' AND j.finished_at IS NULL)`
+	finishJobSQL = finishJobsSQL(" AND j.id = $1::uuid")
+)
+
+// finishJobsSQL finishes the jobs without an open row, among those only
+// (an extra condition on jobs j) picks.
+func finishJobsSQL(only string) string {
+	return `
+		WITH f AS (
+			UPDATE jobs j SET state = CASE WHEN j.state = 'canceled' THEN 'canceled' ELSE 'completed' END,
+				state_reason = CASE WHEN j.state = 'canceled' THEN j.state_reason ELSE '' END,
+				finished_at = now(), updated_at = now()
+			WHERE j.state IN ('queued', 'running', 'canceled') AND j.finished_at IS NULL` + only + `
+			  AND NOT EXISTS (` + openChunk + `)
+			RETURNING j.*),
+		d AS (
+			INSERT INTO webhook_deliveries (job_id, url) SELECT id, callback_url FROM f WHERE callback_url IS NOT NULL
+			ON CONFLICT DO NOTHING)
+		SELECT ` + jobColumns + ` FROM f`
 }
 
 // finishedJobs reads FinishJobs' batch: the skip, then the jobs finished

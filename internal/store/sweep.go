@@ -139,23 +139,25 @@ func (s *Store) DispatchChunks(ctx context.Context, jobID string, window int, re
 // the job keeps its window (DispatchChunks hands the first window and
 // anything lost). Cheap: an index holds the chunks never dispatched.
 func (s *Store) DispatchNext(ctx context.Context, jobID string, n int) ([]ChunkRef, error) {
-	rows, err := s.pool.Query(ctx, `
-		UPDATE job_chunks c SET enqueued_at = now()
-		FROM (
-			SELECT job_id, chunk FROM job_chunks
-			WHERE job_id = $1::uuid AND enqueued_at IS NULL -- job_chunks_undispatched
-			  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state IN ('queued', 'running'))
-			ORDER BY chunk
-			LIMIT $2
-			FOR UPDATE SKIP LOCKED) x
-		WHERE c.job_id = x.job_id AND c.chunk = x.chunk
-		RETURNING c.job_id::text, c.chunk`, jobID, n)
+	rows, err := s.pool.Query(ctx, dispatchNextSQL, jobID, n)
 	if err != nil {
 		return nil, interpretError(err)
 	}
 	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ChunkRef])
 	return refs, interpretError(err)
 }
+
+var dispatchNextSQL = `
+	UPDATE job_chunks c SET enqueued_at = now()
+	FROM (
+		SELECT job_id, chunk FROM job_chunks
+		WHERE job_id = $1::uuid AND enqueued_at IS NULL -- job_chunks_undispatched
+		  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state IN ('queued', 'running'))
+		ORDER BY chunk
+		LIMIT $2
+		FOR UPDATE SKIP LOCKED) x
+	WHERE c.job_id = x.job_id AND c.chunk = x.chunk
+	RETURNING c.job_id::text, c.chunk`
 
 // UnmarkEnqueued clears the stamps of chunks that could not be handed to
 // the queue after all (Redis was unavailable): the next dispatch hands them.
@@ -174,15 +176,16 @@ func (s *Store) UnmarkEnqueued(ctx context.Context, refs []ChunkRef) error {
 func (s *Store) NextDue(ctx context.Context, ref ChunkRef) (due time.Time, ok bool, err error) {
 	var t *time.Time
 	// Most chunks have no row waiting: the chunk's counts say so without a look at its rows.
-	err = s.pool.QueryRow(ctx, `SELECT min(next_attempt_at) FROM job_rows
-		WHERE job_id = $1 AND chunk = $2 AND state = 'retry_wait'
-		  AND EXISTS (SELECT 1 FROM job_chunk_counts WHERE job_id = $1 AND chunk = $2 AND retry_wait > 0)`,
-		ref.JobID, ref.Chunk).Scan(&t)
+	err = s.pool.QueryRow(ctx, nextDueSQL, ref.JobID, ref.Chunk).Scan(&t)
 	if err != nil || t == nil {
 		return time.Time{}, false, interpretError(err)
 	}
 	return *t, true, nil
 }
+
+var nextDueSQL = `SELECT min(next_attempt_at) FROM job_rows
+	WHERE job_id = $1 AND chunk = $2 AND state = 'retry_wait'
+	  AND EXISTS (SELECT 1 FROM job_chunk_counts WHERE job_id = $1 AND chunk = $2 AND retry_wait > 0)`
 
 // Now returns the database's clock, the one leases and due times are compared against.
 func (s *Store) Now(ctx context.Context) (time.Time, error) {
