@@ -250,54 +250,12 @@ func TestReconcileReplay(t *testing.T) {
 
 // SaveOutcomes gives up the lookup claims of its token with the answers it
 // saves (one transaction), and nobody else's.
-// The heartbeat's ExtendLease keeps the token's lookup claims alive with its
-// rows (nobody takes them over while it works), and only the token's.
-func TestExtendLeaseExtendsTheTokensLookupClaims(t *testing.T) {
-	t.Parallel()
-	st := storetest.New(t)
-	ctx := context.Background()
-	job := createJob(t, st, store.NewJob{}, 2)
-	claim, err := st.ClaimChunk(ctx, job.ID, 0, time.Minute)
-	if err != nil || len(claim.Rows) != 2 {
-		t.Fatalf("claim: %d rows, %v", len(claim.Rows), err)
-	}
-	other := "00000000-0000-0000-0000-0000000000bb"
-	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k0", "k1"}, claim.Token, time.Millisecond); err != nil || len(won) != 2 {
-		t.Fatalf("claims: %v, %v", won, err)
-	}
-	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k2"}, other, time.Millisecond); err != nil || len(won) != 1 {
-		t.Fatalf("other claims: %v, %v", won, err)
-	}
-	// Both tokens' claims have run out; the heartbeat comes for the first.
-	if _, err := st.Pool().Exec(ctx, `UPDATE lookup_claims SET expires_at = now() - interval '1 second'`); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.ExtendLease(ctx, claim.Token, claim.IDs(), time.Minute, time.Minute); err != nil {
-		t.Fatal(err)
-	}
-	late := "00000000-0000-0000-0000-0000000000cc"
-	won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k0", "k1", "k2"}, late, time.Minute)
-	if err != nil || len(won) != 1 || won[0] != "k2" {
-		t.Fatalf("a late claim won %v (%v): want only k2, the claim nobody extended", won, err)
-	}
-}
-
 func TestSaveOutcomesGivesUpTheTokensLookupClaims(t *testing.T) {
 	t.Parallel()
 	st := storetest.New(t)
 	ctx := context.Background()
-	job := createJob(t, st, store.NewJob{}, 2)
-	claim, err := st.ClaimChunk(ctx, job.ID, 0, time.Minute)
-	if err != nil || len(claim.Rows) != 2 {
-		t.Fatalf("claim: %d rows, %v", len(claim.Rows), err)
-	}
 	other := "00000000-0000-0000-0000-0000000000aa"
-	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k0", "k1"}, claim.Token, time.Minute); err != nil || len(won) != 2 {
-		t.Fatalf("claims: %v, %v", won, err)
-	}
-	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k2"}, other, time.Minute); err != nil || len(won) != 1 {
-		t.Fatalf("other claims: %v, %v", won, err)
-	}
+	claim := claimChunkAndLookups(t, st, other, time.Minute)
 	now := time.Now()
 	outs := []store.Outcome{
 		{RowID: claim.Rows[0].ID, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}, State: store.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
@@ -322,4 +280,45 @@ func TestSaveOutcomesGivesUpTheTokensLookupClaims(t *testing.T) {
 	if hits, err := st.CachedAnswers(ctx, "acme", "profile", []string{"k0", "k1"}, now.Add(-time.Minute)); err != nil || len(hits) != 2 {
 		t.Fatalf("cache after the save: %v, %v", hits, err)
 	}
+}
+
+// The heartbeat's ExtendLease keeps the token's lookup claims alive with its
+// rows (nobody takes them over while it works), and only the token's.
+func TestExtendLeaseExtendsTheTokensLookupClaims(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	ctx := context.Background()
+	claim := claimChunkAndLookups(t, st, "00000000-0000-0000-0000-0000000000bb", time.Millisecond)
+	// Both tokens' claims have run out; the heartbeat comes for the first.
+	if _, err := st.Pool().Exec(ctx, `UPDATE lookup_claims SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ExtendLease(ctx, claim.Token, claim.IDs(), time.Minute, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	late := "00000000-0000-0000-0000-0000000000cc"
+	won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k0", "k1", "k2"}, late, time.Minute)
+	if err != nil || len(won) != 1 || won[0] != "k2" {
+		t.Fatalf("a late claim won %v (%v): want only k2, the claim nobody extended", won, err)
+	}
+}
+
+// claimChunkAndLookups claims the one chunk of a new two-row job, then the
+// lookups k0 and k1 (tenant acme, stage profile) under its token and k2
+// under other, each claim for ttl.
+func claimChunkAndLookups(t *testing.T, st *store.Store, other string, ttl time.Duration) store.Claim {
+	t.Helper()
+	ctx := context.Background()
+	job := createJob(t, st, store.NewJob{}, 2)
+	claim, err := st.ClaimChunk(ctx, job.ID, 0, time.Minute)
+	if err != nil || len(claim.Rows) != 2 {
+		t.Fatalf("claim: %d rows, %v", len(claim.Rows), err)
+	}
+	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k0", "k1"}, claim.Token, ttl); err != nil || len(won) != 2 {
+		t.Fatalf("claims: %v, %v", won, err)
+	}
+	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k2"}, other, ttl); err != nil || len(won) != 1 {
+		t.Fatalf("other claims: %v, %v", won, err)
+	}
+	return claim
 }
