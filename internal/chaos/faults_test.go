@@ -110,17 +110,20 @@ func TestWorkerKilledMidChunk(t *testing.T) {
 func TestRedisFlushMidRun(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigConfig{processor: jobs.ProcessorConfig{Bulk: true, BulkSize: 10}, rate: 20, burst: 2})
-	const n = 300
+	const n = 300 // 30 bulk calls; the flush comes before the 8th, past a quarter of the job
+	var (
+		deleted  int
+		flushErr error
+	)
+	flushed := r.atVendorCall(8, func() {
+		deleted, flushErr = chaos.FlushQueue(context.Background(), r.rdb, r.queue, r.rlKey+"*")
+	})
 	id := r.submit(rows("flush", n))
 	r.startWorker(workerConfig{})
 	r.startWorker(workerConfig{})
-	r.eventually(30*time.Second, "a quarter done", func() bool { p := r.progress(id); return p.terminal >= n/4 || p.done() })
-	if p := r.progress(id); p.done() {
-		t.Fatalf("the job ended before the flush: %+v", p)
-	}
-	deleted, err := chaos.FlushQueue(context.Background(), r.rdb, r.queue, r.rlKey+"*")
-	if err != nil || deleted == 0 {
-		t.Fatalf("flush: %d keys, %v", deleted, err)
+	r.await(flushed, 30*time.Second, "the flush")
+	if flushErr != nil || deleted == 0 {
+		t.Fatalf("flush: %d keys, %v", deleted, flushErr)
 	}
 	if p := r.waitDone(id, 60*time.Second); p.state != "completed" {
 		t.Fatalf("job %s after the flush, want completed", p.state)
@@ -141,12 +144,12 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	}))
 	t.Cleanup(api.Close)
 	const n = 200
+	// Postgres goes away before the vendor's 50th call, a quarter of the job.
+	cut := r.atVendorCall(n/4, func() { r.proxy.Down() })
 	id := r.submit(rows("pg", n))
 	r.startWorker(workerConfig{})
 	r.startWorker(workerConfig{})
-	r.eventually(30*time.Second, "a quarter done", func() bool { p := r.progress(id); return p.terminal >= n/4 || p.done() })
-
-	r.proxy.Down()
+	r.await(cut, 30*time.Second, "Postgres going away")
 	start := time.Now()
 	status := func(method, path, body string) int {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -202,28 +205,41 @@ func TestPostgresRestartMidRun(t *testing.T) {
 // The vendor answers nearly everything 429 for a while: rows wait (bounded
 // retries, the shared cool-down), calls do not pile up, and the job ends
 // once the storm passes.
+//
+// The storm begins at the vendor's 20th call, a fifth of the job.
 func TestVendor429Storm(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigConfig{processor: jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 4, MaxAttempts: 20,
 		RetryBase: 50 * time.Millisecond, RetryMax: 500 * time.Millisecond}, rate: 50, burst: 5})
 	const n = 100
+	var (
+		onset  time.Time
+		before fakevendor.Stats
+		calm   = r.vendor.Faults()
+	)
+	stormed := r.atVendorCall(n/5, func() {
+		onset, before = time.Now(), r.vendor.Stats()
+		storm := calm
+		storm.RPS, storm.Burst = 2, 1
+		r.vendor.SetFaults(storm)
+	})
 	id := r.submit(rows("storm", n), "profile")
 	r.startWorker(workerConfig{})
 	r.startWorker(workerConfig{})
-	r.eventually(30*time.Second, "a fifth done", func() bool { p := r.progress(id); return p.terminal >= n/5 || p.done() })
-	before := r.vendor.Stats()
-	f := r.vendor.Faults()
-	storm := f
-	storm.RPS, storm.Burst = 2, 1
-	r.vendor.SetFaults(storm)
-	t0 := time.Now()
-	r.eventually(10*time.Second, "the vendor answering 429", func() bool { return r.vendor.Stats().ByStatus[429]-before.ByStatus[429] >= 10 })
+	r.await(stormed, 30*time.Second, "the storm")
+	// 80 rows are left and the vendor lets 2 a second through: 429s come
+	// at every end of the shared cool-down until the storm is lifted.
+	const want429 = 3
+	r.eventually(30*time.Second, "the vendor answering 429", func() bool {
+		return r.vendor.Stats().ByStatus[429]-before.ByStatus[429] >= want429
+	})
 	time.Sleep(time.Second) // the storm lasts a while: it is the fault, not a wait for a condition
-	r.vendor.SetFaults(f)
-	secs := time.Since(t0).Seconds()
+	r.vendor.SetFaults(calm)
+	secs := time.Since(onset).Seconds()
 	during := r.vendor.Stats()
-	calls := during.Requests - before.Requests
-	if rate := float64(calls) / secs; rate > 3*50 {
+	stormCalls := during.Requests - before.Requests
+	t.Logf("the storm: %.1fs, %d calls, %d answered 429", secs, stormCalls, during.ByStatus[429]-before.ByStatus[429])
+	if rate := float64(stormCalls) / secs; rate > 3*50 {
 		t.Errorf("retry storm: %.0f calls/s during the 429 storm, against a shared limit of 50/s", rate)
 	}
 	if p := r.waitDone(id, 60*time.Second); p.state != "completed" {

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,6 +50,16 @@ type rig struct {
 	sweeper   *jobs.Sweeper
 	log       *slog.Logger
 	cfg       rigConfig
+
+	vendorCalls atomic.Int64 // HTTP requests the fake vendor received
+	callHook    atomic.Pointer[callHook]
+}
+
+// callHook is a fault to run just before the fake vendor serves a call.
+type callHook struct {
+	at    int64
+	fault func()
+	done  chan struct{}
 }
 
 type rigConfig struct {
@@ -90,7 +101,14 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 		cfg.vendor(&vopts)
 	}
 	r.vendor = fakevendor.New(vopts)
-	vsrv := httptest.NewServer(r.vendor)
+	vsrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		k := r.vendorCalls.Add(1)
+		if h := r.callHook.Load(); h != nil && k == h.at {
+			h.fault()
+			close(h.done)
+		}
+		r.vendor.ServeHTTP(w, req)
+	}))
 	t.Cleanup(vsrv.Close)
 	r.vendorURL = vsrv.URL
 
@@ -313,6 +331,30 @@ func (r *rig) eventually(within time.Duration, what string, cond func() bool) {
 			r.t.Fatalf("%s: not within %s", what, within)
 		}
 		<-tick.C
+	}
+}
+
+// atVendorCall runs fault once, just before the fake vendor serves its k-th
+// call (counted from the rig's start, retries included), and returns a
+// channel closed once it has run. A fault begun at a call, rather than at a
+// moment the test picks after polling, meets the job in the same state on any
+// machine: on a loaded CI machine a poll can come late enough to find the job
+// finished. Call it before starting the workers; one at a time.
+func (r *rig) atVendorCall(k int64, fault func()) <-chan struct{} {
+	h := &callHook{at: k, fault: fault, done: make(chan struct{})}
+	if !r.callHook.CompareAndSwap(nil, h) {
+		r.t.Fatal("atVendorCall: a fault is already set")
+	}
+	return h.done
+}
+
+// await waits for ch to be closed.
+func (r *rig) await(ch <-chan struct{}, within time.Duration, what string) {
+	r.t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(within):
+		r.t.Fatalf("%s: not within %s (%d vendor calls)", what, within, r.vendorCalls.Load())
 	}
 }
 
