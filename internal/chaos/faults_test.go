@@ -110,7 +110,7 @@ func TestWorkerKilledMidChunk(t *testing.T) {
 func TestRedisFlushMidRun(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigConfig{processor: jobs.ProcessorConfig{Bulk: true, BulkSize: 10}, rate: 20, burst: 2})
-	const n = 300 // 30 bulk calls; the flush comes before the 8th, past a quarter of the job
+	const n = 300 // 30 bulk calls or so; the flush comes before the 8th, about a quarter into the job
 	var (
 		deleted  int
 		flushErr error
