@@ -107,7 +107,7 @@ func feedLineOf(it store.FeedItem) feedLine {
 // from the start). next_since is the position to ask for next (since itself
 // when nothing is new). A line's position is handed out once its transaction
 // has committed, and positions appear in order: a client that stores
-// next_since reads every line exactly once. See migrations/00009_etl.sql.
+// next_since reads every line exactly once. See migrations/00001_schema.sql, "The feed".
 func (s *server) resultsFeed(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	q := r.URL.Query()

@@ -42,7 +42,7 @@ type FeedItem struct {
 }
 
 // AdvanceResultsFeed puts the results committed since the last advance into
-// the feed (results_feed_advance(), see migrations/00009_etl.sql) and returns
+// the feed (results_feed_advance(), see migrations/00001_schema.sql) and returns
 // how many. Advances take turns; each commits before the next starts, which
 // is what makes feed positions safe to read with "seq > last".
 func (s *Store) AdvanceResultsFeed(ctx context.Context) (int64, error) {

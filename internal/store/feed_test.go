@@ -15,7 +15,6 @@ import (
 
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
-	"github.com/enrichq/enrichq/migrations"
 )
 
 // feedJob creates a job of n name+company rows for tenant, in one chunk of
@@ -365,82 +364,5 @@ func TestAdvanceNeedsReadCommitted(t *testing.T) {
 	}
 	if n, err := st.AdvanceResultsFeed(ctx); err != nil || n != 3 {
 		t.Fatalf("advance in autocommit: %d lines, %v; want 3", n, err)
-	}
-}
-
-// An advance that started before migration 00015 and waits for its lock must
-// not go on with the previous function's body once the migration commits:
-// it would log lines without recording its snapshot, and the next advance
-// would log them again. It fails instead, and every line is logged once.
-func TestFeedMigrationStopsAdvancesWaitingForIt(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	st, _, p := migrationProvider(t)
-	if _, err := p.DownTo(ctx, 14); err != nil {
-		t.Fatal(err)
-	}
-	src, err := migrations.FS.ReadFile("00015_feed_snapshot.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, up, _ := strings.Cut(string(src), "-- +goose Up")
-	up, _, _ = strings.Cut(up, "-- +goose Down")
-
-	_, claim := feedJob(t, st, "acme", 4)
-	save(t, st, "acme", claim, profileOutcome(claim.Rows[0], true), noMatchOutcome(claim.Rows[1]))
-
-	// The migration takes its lock...
-	mig, err := st.Pool().Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mig.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
-	if _, err := mig.Exec(ctx, `LOCK TABLE results_feed_state IN EXCLUSIVE MODE`); err != nil {
-		t.Fatal(err)
-	}
-	// ...an advance of the previous version starts and waits for it...
-	waiting := make(chan error, 1)
-	go func() {
-		_, err := st.AdvanceResultsFeed(ctx)
-		waiting <- err
-	}()
-	for {
-		var n int
-		if err := mig.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE relation = 'results_feed_state'::regclass AND NOT granted`).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n > 0 {
-			break
-		}
-		select {
-		case err := <-waiting:
-			t.Fatalf("the advance did not wait for the migration's lock: %v", err)
-		default:
-		}
-	}
-	// ...while more results commit, and the migration runs and commits.
-	save(t, st, "acme", claim, profileOutcome(claim.Rows[2], false))
-	if _, err := mig.Exec(ctx, up); err != nil {
-		t.Fatalf("migration 00015: %v", err)
-	}
-	if err := mig.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var pgErr *pgconn.PgError
-	if err := <-waiting; !errors.As(err, &pgErr) || pgErr.Code != "42P01" {
-		t.Fatalf("the waiting advance of the previous version: %v, want undefined_table (42P01)", err)
-	}
-
-	save(t, st, "acme", claim, noMatchOutcome(claim.Rows[3]))
-	if _, err := st.AdvanceResultsFeed(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var lines, distinct int
-	if err := st.Pool().QueryRow(ctx, `SELECT count(*), count(DISTINCT (kind, source_seq)) FROM results_feed_log`).Scan(&lines, &distinct); err != nil {
-		t.Fatal(err)
-	}
-	// profile + email of row 0, no-match of row 1, profile of row 2, no-match of row 3
-	if lines != 5 || distinct != 5 {
-		t.Fatalf("%d feed lines, %d distinct, want 5 each", lines, distinct)
 	}
 }

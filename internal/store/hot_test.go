@@ -15,7 +15,7 @@ var rowStateColumns = []string{"state", "state_reason", "last_error", "attempts"
 
 // A row's claim and save update it in place (a HOT update) only if no index
 // of job_rows names a column they change, in its keys or in its WHERE
-// (migrations/00014_hot_rows.sql): an index on the state or the lease makes
+// (migrations/00001_schema.sql): an index on the state or the lease makes
 // every claim and every save write an entry into every index of the table.
 // And the table keeps free room on its pages for the new versions.
 func TestRowStateChangesTouchNoIndex(t *testing.T) {
@@ -60,10 +60,10 @@ func TestRowStateChangesTouchNoIndex(t *testing.T) {
 	}
 }
 
-// The cache's and the claims' keys compare bytes (migrations/00017): every
+// The cache's and the claims' keys compare bytes (COLLATE "C"): every
 // row reads, claims and writes them, and under a database's own collation
-// (en_US.UTF-8 in the official postgres image) each btree step was a
-// strcoll(), 22 % of the ceiling benchmark. Their primary keys follow.
+// (en_US.UTF-8 in the official postgres image) each btree step is a
+// strcoll(): 22 % of the ceiling benchmark. Their primary keys follow.
 func TestCacheAndClaimKeysCompareBytes(t *testing.T) {
 	t.Parallel()
 	st := storetest.New(t)

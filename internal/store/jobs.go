@@ -459,7 +459,7 @@ const skipCanceledRows = `UPDATE job_rows r SET state = 'skipped', state_reason 
 
 // waitingChunkOfJob1 keeps to the chunks of job $1 with rows pending or
 // waiting, from their counts: job_rows has no index on the state
-// (migrations/00014_hot_rows.sql).
+// (migrations/00001_schema.sql).
 const waitingChunkOfJob1 = `r.chunk IN (SELECT chunk FROM job_chunk_counts WHERE job_id = $1::uuid AND pending + retry_wait > 0)`
 
 // FinishJobs marks finished every job with no open row: queued or running

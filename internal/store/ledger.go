@@ -106,7 +106,7 @@ func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
 			s.accounts.Store(key, true)
 		}
 	}
-	// One function call (migration 00011): the job's row, then the
+	// One function call (enrichq_reserve): the job's row, then the
 	// account's, then the ledger's, in one round trip.
 	var (
 		outcome                 string

@@ -155,8 +155,7 @@ func tokenClaims(param string) string {
 // claimKeyOrder is the one order in which statements lock several claims:
 // the bytes of the key (ClaimLookups inserts its keys ORDER BY k COLLATE
 // "C", with one tenant and stage). Named, not left to the columns'
-// collation, so that a worker locks in the same order before migration
-// 00017 (the database's collation) and after it ("C").
+// collation, so that the lock order does not hang on the schema.
 const claimKeyOrder = `tenant COLLATE "C", stage COLLATE "C", input_key COLLATE "C"`
 
 // ReleaseLookups gives up the claims of token (after its answers are in the cache, or on failure).

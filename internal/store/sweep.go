@@ -29,7 +29,7 @@ func (s *Store) ReclaimExpiredLeases(ctx context.Context, maxAttempts, limit int
 			-- The chunks with rows in flight, from their counts
 			-- (job_chunk_counts_in_flight), then their rows (job_rows_chunk):
 			-- job_rows has no index on the lease, so that claims and saves
-			-- update rows in place (migrations/00014_hot_rows.sql).
+			-- update rows in place (migrations/00001_schema.sql).
 			SELECT r.id FROM job_chunk_counts k
 			JOIN job_rows r ON r.job_id = k.job_id AND r.chunk = k.chunk
 			WHERE k.in_flight > 0 AND r.state = 'in_flight' AND r.lease_until < now()
