@@ -16,7 +16,7 @@ SHORTFLAGS ?= -short -count=1 -timeout 10m
 FUZZTIME  ?= 30s
 COMPOSE_FILE ?= docker-compose.yml
 
-.PHONY: help services services-down build test test-short demo chaos vet fuzz compose-check clean clean-data
+.PHONY: help services services-down build dev test test-short demo bench chaos vet fuzz compose-check clean clean-data
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
@@ -27,9 +27,12 @@ services: ## make sure Postgres and Redis are reachable (scripts/services.sh up)
 services-down: ## stop what `make services` started itself
 	scripts/services.sh down
 
-build: ## build all binaries into bin/ (as the Dockerfile does)
+build: ## build the production binaries (api, worker, scheduler, enrichq) into bin/, as the Dockerfile does
 	@mkdir -p $(BIN)
 	CGO_ENABLED=$(CGO_ENABLED) $(GO) build $(BUILDFLAGS) -ldflags='$(LDFLAGS)' -o $(BIN)/ ./cmd/...
+
+dev: build ## also build the dev tools (bench, chaos, demo, fakevendor, fakeplatform) into bin/
+	CGO_ENABLED=$(CGO_ENABLED) $(GO) build $(BUILDFLAGS) -ldflags='$(LDFLAGS)' -o $(BIN)/ ./dev/...
 
 test: services ## run all tests with the race detector, against real Postgres and Redis
 	$(GO) test $(TESTFLAGS) $(PKGS)
@@ -37,15 +40,15 @@ test: services ## run all tests with the race detector, against real Postgres an
 test-short: ## quick tests (-short, no race detector, no services started)
 	$(GO) test $(SHORTFLAGS) $(PKGS)
 
-demo: services build ## run the end-to-end demo from bin/
+demo: services dev ## run the end-to-end demo from bin/
 	./$(BIN)/demo -bin $(BIN)
 
 BENCHFLAGS ?=
-bench: services build ## benchmarks with baselines (bin/bench; BENCHFLAGS="-scenario ceiling -repeat 3 -scale 0.1 -profile .data/bench/prof")
+bench: services dev ## benchmarks with baselines (bin/bench; BENCHFLAGS="-scenario ceiling -repeat 3 -scale 0.1 -profile .data/bench/prof")
 	./$(BIN)/bench -bin $(BIN) -out bench.json $(BENCHFLAGS)
 
 CHAOSFLAGS ?=
-chaos: services ## inject faults into the binaries of bin/ (make build first); CHAOSFLAGS="-faults sigkill -rows 4000"
+chaos: services dev ## inject faults into freshly built binaries of bin/; CHAOSFLAGS="-faults sigkill -rows 4000"
 	./$(BIN)/chaos -bin $(BIN) $(CHAOSFLAGS)
 
 vet: ## gofmt check and go vet

@@ -5,6 +5,11 @@
 // migrations unless ENRICHQ_MIGRATE=false, prints "api listening on
 // http://ADDR" to stdout once it accepts connections, and stops cleanly on
 // SIGINT or SIGTERM.
+//
+// Two subcommands serve the operator, against the same Postgres:
+//
+//	api keys create|list|revoke ...   the API keys stored in Postgres
+//	api ledger account|job ...        what the vendor key spent, what a job cost
 package main
 
 import (
@@ -34,6 +39,9 @@ func main() {
 	defer stop()
 	if err := run(ctx, os.Args, os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "api:", err)
+		if errors.As(err, new(usageError)) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }
@@ -47,8 +55,13 @@ const (
 // run starts the API and serves until ctx is done, then shuts down within
 // the configured ShutdownTimeout.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
-	if len(args) > 1 && args[1] == "keys" {
-		return keysCommand(ctx, args[2:], getenv, stdout, stderr)
+	if len(args) > 1 {
+		switch args[1] {
+		case "keys":
+			return keysCommand(ctx, args[2:], getenv, stdout, stderr)
+		case "ledger":
+			return ledgerCommand(ctx, args[2:], getenv, stdout, stderr)
+		}
 	}
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -19,7 +19,7 @@ import (
 	"github.com/enrichq/enrichq/internal/jobs"
 )
 
-// The same invariants as cmd/chaos, smaller and in-process: every row
+// The same invariants as dev/chaos, smaller and in-process: every row
 // terminal, none lost, no input billed twice, every credit accounted for.
 
 // dying is a vendor that does the call (the vendor bills it) and then never

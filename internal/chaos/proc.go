@@ -42,7 +42,7 @@ type ProcSpec struct {
 // of that line (an address, for the API and the fake vendor).
 func Start(ctx context.Context, s ProcSpec) (*Proc, string, error) {
 	if _, err := os.Stat(s.Path); err != nil {
-		return nil, "", fmt.Errorf("%s: %s not found: run `make build` first", s.Name, s.Path)
+		return nil, "", fmt.Errorf("%s: %s not found: run `make dev` first", s.Name, s.Path)
 	}
 	logf, err := os.OpenFile(s.Log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {

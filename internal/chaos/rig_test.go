@@ -250,7 +250,7 @@ func (w *worker) stop() {
 func (w *worker) kill() {
 	// Stop first: asynq hands the tasks back (a killed process's tasks come
 	// back through asynq's own recovery, about a minute later: too slow for
-	// a test; cmd/chaos shows that one). Then the process is gone: nothing
+	// a test; dev/chaos shows that one). Then the process is gone: nothing
 	// it still does reaches Postgres.
 	w.stop()
 	w.proxy.Down()

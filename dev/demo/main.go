@@ -164,7 +164,7 @@ func startStack(ctx context.Context, o options, getenv func(string) string, stdo
 func (s *stack) start(ctx context.Context, bin, name string, env []string, ready string, args ...string) (string, error) {
 	path := filepath.Join(bin, name)
 	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("%s not found in %s: run `make build` first", name, bin)
+		return "", fmt.Errorf("%s not found in %s: run `make dev` first", name, bin)
 	}
 	logf, err := os.Create(filepath.Join(s.logDir, name+".log"))
 	if err != nil {

@@ -1,11 +1,3 @@
-// Command ledger answers the two questions of whoever pays the vendor, from
-// the credit ledger in Postgres:
-//
-//	ledger account [-month 2026-11] [-account ID]   what did this vendor key spend this month
-//	ledger job JOB_ID                                what did job J cost, by stage
-//
-// It reads DATABASE_URL and ENRICHQ_VENDOR_KEY (only to compute the key's id;
-// the key itself is never stored). -json prints JSON.
 package main
 
 import (
@@ -15,10 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"sort"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -26,32 +15,25 @@ import (
 	"github.com/enrichq/enrichq/internal/store"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "ledger:", err)
-		var u usageError
-		if errors.As(err, &u) {
-			os.Exit(2)
-		}
-		os.Exit(1)
-	}
-}
-
+// usageError is a command line that cannot be run: main exits 2 on it.
 type usageError struct{ error }
 
-const usage = "usage: ledger account [-month YYYY-MM] [-account ID] [-json] | ledger job [-json] JOB_ID"
+const ledgerUsage = `usage:
+  api ledger account [-month YYYY-MM] [-account ID] [-json]   what the vendor key spent in a month (default: this one, UTC)
+  api ledger job [-json] JOB_ID                               what a job cost, by stage`
 
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// ledgerCommand answers the two questions of whoever pays the vendor, from
+// the credit ledger in Postgres. It reads DATABASE_URL and ENRICHQ_VENDOR_KEY
+// (only to compute the key's id; the key itself is never stored).
+func ledgerCommand(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{errors.New(usage)}
+		return usageError{errors.New(ledgerUsage)}
 	}
 	cfg, err := config.Load(getenv)
 	if err != nil {
 		return err
 	}
-	fs := flag.NewFlagSet("ledger "+args[0], flag.ContinueOnError)
+	fs := flag.NewFlagSet("api ledger "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print JSON")
 	month := fs.String("month", time.Now().UTC().Format("2006-01"), "the month, YYYY-MM (UTC)")
@@ -94,7 +76,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return tw.Flush()
 	case "job":
 		if fs.NArg() != 1 {
-			return usageError{errors.New(usage)}
+			return usageError{errors.New(ledgerUsage)}
 		}
 		job, err := st.GetJob(ctx, "", fs.Arg(0))
 		if err != nil {
@@ -121,7 +103,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(tw, "total\t\t%d\t\n", job.CreditsSpent)
 		return tw.Flush()
 	}
-	return usageError{errors.New(usage)}
+	return usageError{errors.New(ledgerUsage)}
 }
 
 func allowance(cfg config.Config) *int64 {

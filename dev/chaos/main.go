@@ -10,7 +10,7 @@
 // input paid twice and every credit accounted for, and prints one line per
 // fault. It exits 1 when an invariant does not hold.
 //
-//	make build && bin/chaos                       # every fault
+//	make dev && bin/chaos                         # every fault
 //	bin/chaos -faults sigkill,redis-flush -rows 4000
 //
 // It needs Postgres (DATABASE_URL: it creates a database of its own there

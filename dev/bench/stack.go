@@ -140,7 +140,7 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 func (s *stack) start(ctx context.Context, name string, env []string, ready string, args ...string) (string, error) {
 	path := filepath.Join(s.b.opts.bin, name)
 	if _, err := os.Stat(path); err != nil {
-		return "", fmt.Errorf("%s not found in %s: run `make build` (or `make bench`) first", name, s.b.opts.bin)
+		return "", fmt.Errorf("%s not found in %s: run `make dev` (or `make bench`) first", name, s.b.opts.bin)
 	}
 	logPath := filepath.Join(s.logDir, name+".log")
 	logf, err := os.Create(logPath)

@@ -14,6 +14,7 @@ import (
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
+// `api ledger account` and `api ledger job` read back what the ledger holds.
 func TestLedgerAnswersBothQuestions(t *testing.T) {
 	t.Parallel()
 	dbURL := storetest.NewDatabase(t)
@@ -43,7 +44,7 @@ func TestLedgerAnswersBothQuestions(t *testing.T) {
 	}
 
 	var out, errOut bytes.Buffer
-	if err := run(ctx, []string{"account", "-json"}, getenv, &out, &errOut); err != nil {
+	if err := run(ctx, []string{"api", "ledger", "account", "-json"}, getenv, &out, &errOut); err != nil {
 		t.Fatalf("account: %v (%s)", err, errOut.String())
 	}
 	var acct map[string]any
@@ -54,14 +55,14 @@ func TestLedgerAnswersBothQuestions(t *testing.T) {
 		t.Fatalf("account = %v", acct)
 	}
 	out.Reset()
-	if err := run(ctx, []string{"job", job.ID}, getenv, &out, &errOut); err != nil {
+	if err := run(ctx, []string{"api", "ledger", "job", job.ID}, getenv, &out, &errOut); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(out.String(), "profile") || !strings.Contains(out.String(), "total") {
 		t.Fatalf("job table:\n%s", out.String())
 	}
 	var u usageError
-	if err := run(ctx, []string{"job"}, getenv, &out, &errOut); !errors.As(err, &u) {
+	if err := run(ctx, []string{"api", "ledger", "job"}, getenv, &out, &errOut); !errors.As(err, &u) {
 		t.Fatalf("missing job id: %v, want a usage error", err)
 	}
 }

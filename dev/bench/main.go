@@ -1,6 +1,6 @@
 // Command bench measures enrichq against its baselines, side by side in one
 // run, on real Postgres, real Redis and the fake vendor, with the real
-// binaries from -bin (make build): the API, a worker, the scheduler and the
+// binaries from -bin (make dev): the API, a worker, the scheduler and the
 // fake vendor run as separate processes, and jobs go in and come out through
 // the HTTP API.
 //
@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	scenarios := fs.String("scenario", "all", "scenarios to run, comma-separated: "+strings.Join(allScenarios, ", ")+", or all")
-	fs.StringVar(&o.bin, "bin", "bin", "directory holding the api, worker, scheduler and fakevendor binaries (make build)")
+	fs.StringVar(&o.bin, "bin", "bin", "directory holding the api, worker, scheduler and fakevendor binaries (make dev)")
 	fs.Float64Var(&o.scale, "scale", 1, "multiply every scenario's size by this (0.1: a tenth); the targets are for 1")
 	fs.IntVar(&o.repeat, "repeat", 1, "run each scenario this many times; the table shows the best run and the spread")
 	fs.StringVar(&o.out, "out", "bench.json", "write the table as JSON here (\"\": do not)")

@@ -49,7 +49,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	faults := fs.String("faults", "all", "faults to inject, comma-separated, in this order: "+strings.Join(faultNames, ", ")+"; or all")
-	fs.StringVar(&o.bin, "bin", "bin", "directory of the api, worker, scheduler and fakevendor binaries (make build)")
+	fs.StringVar(&o.bin, "bin", "bin", "directory of the api, worker, scheduler and fakevendor binaries (make dev)")
 	fs.IntVar(&o.rows, "rows", 3000, "lookups in the job each fault runs against")
 	fs.StringVar(&o.lookups, "lookups", "profile,email", "stages of the jobs")
 	fs.BoolVar(&o.bulk, "bulk", true, "workers use the vendor's bulk endpoint (ENRICHQ_VENDOR_BULK)")
