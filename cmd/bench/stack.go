@@ -117,9 +117,13 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 		return nil, err
 	}
 	if spec.worker {
-		wenv := env
+		wenv := append([]string(nil), env...)
+		if os.Getenv("GOGC") == "" {
+			// As docker-compose.yml runs the worker: see docs/configuration.md.
+			wenv = append(wenv, "GOGC=400")
+		}
 		if spec.pprof {
-			wenv = append(append([]string(nil), env...), "ENRICHQ_PPROF_ADDR=127.0.0.1:0")
+			wenv = append(wenv, "ENRICHQ_METRICS_ADDR=127.0.0.1:0")
 		}
 		if _, err := s.start(ctx, "worker", wenv, "worker started"); err != nil {
 			s.stop()
@@ -168,8 +172,8 @@ func (s *stack) start(ctx context.Context, name string, env []string, ready stri
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			if a, ok := strings.CutPrefix(line, "pprof listening on "); ok {
-				pprofLine <- strings.TrimSpace(a)
+			if a, ok := strings.CutPrefix(line, "worker metrics on "); ok { // /debug/pprof/ is beside /metrics
+				pprofLine <- strings.TrimSuffix(strings.TrimSpace(a), "/metrics")
 			}
 			if !sent && strings.HasPrefix(line, ready) {
 				lines <- strings.TrimSpace(strings.TrimPrefix(line, ready))

@@ -47,7 +47,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if len(args) == 0 {
 		return usageError{errors.New(usage)}
 	}
-	cfg, err := config.Load(getenv)
+	cfg, err := config.LedgerFromEnv(getenv)
 	if err != nil {
 		return err
 	}
@@ -81,11 +81,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if *asJSON {
 			return json.NewEncoder(stdout).Encode(map[string]any{"account": u.Account, "month": u.Month.Format("2006-01"),
 				"calls": u.Calls, "spent": u.Spent, "reserved": u.Reserved, "vendor_credits_remaining": u.CreditsRemaining,
-				"monthly_allowance": allowance(cfg)})
+				"monthly_allowance": cfg.Allowance()})
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "account\t%s\nmonth\t%s\ncalls\t%d\ncredits spent\t%d\ncredits reserved\t%d\n", u.Account, u.Month.Format("2006-01"), u.Calls, u.Spent, u.Reserved)
-		if a := allowance(cfg); a != nil {
+		if a := cfg.Allowance(); a != nil {
 			fmt.Fprintf(tw, "monthly allowance\t%d (%d left)\n", *a, *a-u.Spent-u.Reserved)
 		}
 		if u.CreditsRemaining != nil {
@@ -122,11 +122,4 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return tw.Flush()
 	}
 	return usageError{errors.New(usage)}
-}
-
-func allowance(cfg config.Config) *int64 {
-	if cfg.VendorMonthlyCredits > 0 {
-		return &cfg.VendorMonthlyCredits
-	}
-	return nil
 }
