@@ -30,7 +30,7 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
-	cfg, err := config.Load(getenv)
+	cfg, err := config.APIFromEnv(getenv)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 	if len(args) == 0 {
 		return usageError{errors.New(ledgerUsage)}
 	}
-	cfg, err := config.Load(getenv)
+	cfg, err := config.LedgerFromEnv(getenv)
 	if err != nil {
 		return err
 	}
@@ -63,11 +63,11 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 		if *asJSON {
 			return json.NewEncoder(stdout).Encode(map[string]any{"account": u.Account, "month": u.Month.Format("2006-01"),
 				"calls": u.Calls, "spent": u.Spent, "reserved": u.Reserved, "vendor_credits_remaining": u.CreditsRemaining,
-				"monthly_allowance": allowance(cfg)})
+				"monthly_allowance": cfg.Allowance()})
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "account\t%s\nmonth\t%s\ncalls\t%d\ncredits spent\t%d\ncredits reserved\t%d\n", u.Account, u.Month.Format("2006-01"), u.Calls, u.Spent, u.Reserved)
-		if a := allowance(cfg); a != nil {
+		if a := cfg.Allowance(); a != nil {
 			fmt.Fprintf(tw, "monthly allowance\t%d (%d left)\n", *a, *a-u.Spent-u.Reserved)
 		}
 		if u.CreditsRemaining != nil {
@@ -104,11 +104,4 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 		return tw.Flush()
 	}
 	return usageError{errors.New(ledgerUsage)}
-}
-
-func allowance(cfg config.Config) *int64 {
-	if cfg.VendorMonthlyCredits > 0 {
-		return &cfg.VendorMonthlyCredits
-	}
-	return nil
 }

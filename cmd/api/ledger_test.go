@@ -20,7 +20,7 @@ func TestLedgerAnswersBothQuestions(t *testing.T) {
 	dbURL := storetest.NewDatabase(t)
 	env := map[string]string{"DATABASE_URL": dbURL, "ENRICHQ_VENDOR_KEY": "vendor-secret", "ENRICHQ_VENDOR_MONTHLY_CREDITS": "1000"}
 	getenv := func(k string) string { return env[k] }
-	cfg, _ := config.Load(getenv)
+	cfg, _ := config.LedgerFromEnv(getenv)
 	ctx := context.Background()
 	st, err := store.Open(ctx, dbURL, store.Options{})
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command api is enrichq's submit API: jobs in, status and results out.
 //
-// It reads the environment described in api.md (ENRICHQ_API_ADDR,
-// ENRICHQ_API_KEYS, DATABASE_URL, REDIS_URL, ...), applies pending
+// It reads the environment of config.API (docs/configuration.md:
+// ENRICHQ_API_ADDR, ENRICHQ_API_KEYS, DATABASE_URL, REDIS_URL, ...), applies pending
 // migrations unless ENRICHQ_MIGRATE=false, prints "api listening on
 // http://ADDR" to stdout once it accepts connections, and stops cleanly on
 // SIGINT or SIGTERM.
@@ -52,8 +52,7 @@ const (
 	idleTimeout       = 2 * time.Minute
 )
 
-// run starts the API and serves until ctx is done, then shuts down within
-// the configured ShutdownTimeout.
+// run reads the flags and the environment, or runs `api keys`.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) > 1 {
 		switch args[1] {
@@ -72,13 +71,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 		return err
 	}
-	cfg, err := config.Load(getenv)
+	cfg, err := config.APIFromEnv(getenv)
 	if err != nil {
 		return err
 	}
 	if *addr != "" {
-		cfg.APIAddr = *addr
+		cfg.Addr = *addr
 	}
+	return serve(ctx, cfg, stdout, stderr)
+}
+
+// serve runs the API of cfg until ctx is done, then shuts down within
+// cfg.ShutdownTimeout.
+func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error {
 	log := cfg.Logger(stderr).With("cmd", "api")
 
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{})
@@ -95,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("count API keys: %w", err)
 	}
-	if len(cfg.APIKeys) == 0 && stored == 0 {
+	if len(cfg.Keys) == 0 && stored == 0 {
 		return errors.New("no API keys: set ENRICHQ_API_KEYS=tenant:key[,tenant:key...] or create one with `api keys create --tenant T` (the API refuses to start without a key source)")
 	}
 	redisOpt, err := cfg.AsynqRedis()
@@ -105,8 +110,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
 	defer enq.Close()
 	var platform *jobs.Platform // the platform's own API: off unless configured, refused half-configured
-	if cfg.PlatformEnabled() {
-		if platform, err = jobs.PlatformFromConfig(st, enq, cfg, log.With("component", "platform")); err != nil {
+	if cfg.Platform.Enabled() {
+		p := cfg.Platform
+		settings := jobs.PlatformSettings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
+			ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
+			ExpiryWindow: p.ExpiryWindow, ChunkSize: cfg.ChunkSize}
+		if platform, err = jobs.OpenPlatform(st, enq, settings, log.With("component", "platform")); err != nil {
 			return err
 		}
 	}
@@ -121,8 +130,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Store:          st,
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
-			WebhooksEnabled: cfg.WebhookSecret != "", AllowPrivateCallbacks: cfg.WebhookAllowPrivate},
-		Keys:   httpapi.StoreKeys{Bootstrap: httpapi.NewStaticKeys(cfg.APIKeys), Store: st},
+			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
+		Keys:   httpapi.StoreKeys{Bootstrap: httpapi.NewStaticKeys(cfg.Keys), Store: st},
 		Limits: limits,
 		Ready: func(ctx context.Context) error {
 			if err := st.Ping(ctx); err != nil {
@@ -151,9 +160,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	handler.Handle("GET /metrics", metrics.Handler(reg))
 	handler.Handle("/", api)
 
-	ln, err := net.Listen("tcp", cfg.APIAddr)
+	if cfg.MetricsAddr != "" { // /metrics again, and /debug/pprof/
+		ml, err := metrics.Listen(cfg.MetricsAddr, reg)
+		if err != nil {
+			return err
+		}
+		defer ml.Close()
+		fmt.Fprintf(stdout, "api metrics on http://%s/metrics\n", ml.Addr)
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.APIAddr, err)
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	srv := &http.Server{
 		Handler:           handler,
@@ -163,7 +180,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.APIKeys), "stored_keys", stored, "queue", cfg.Queue)
+	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.Keys), "stored_keys", stored, "queue", cfg.Queue)
 	fmt.Fprintf(stdout, "api listening on http://%s\n", ln.Addr())
 
 	select {

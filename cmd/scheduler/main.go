@@ -14,6 +14,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -26,11 +27,17 @@ func main() {
 	}
 }
 
+// run reads the environment and sweeps until ctx is done.
 func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := config.Load(getenv)
+	cfg, err := config.SchedulerFromEnv(getenv)
 	if err != nil {
 		return err
 	}
+	return serve(ctx, cfg, stdout, stderr)
+}
+
+// serve runs the scheduler of cfg until ctx is done.
+func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) error {
 	log := cfg.Logger(stderr)
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: 4})
 	if err != nil {
@@ -53,14 +60,26 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		MaxAttempts: cfg.MaxAttempts,
 		Window:      cfg.JobWindow,
 	}}
-	if cfg.WebhookSecret != "" {
-		sw.Webhooks = jobs.NewWebhooks(st, jobs.WebhookConfig{Secret: cfg.WebhookSecret, AllowPrivate: cfg.WebhookAllowPrivate},
+	if cfg.Webhooks.Enabled() {
+		sw.Webhooks = jobs.NewWebhooks(st, jobs.WebhookConfig{Secret: cfg.Webhooks.Secret, AllowPrivate: cfg.Webhooks.AllowPrivate},
 			log.With("component", "webhooks"))
 	}
-	if cfg.PlatformEnabled() { // due member sync chunks, token refresh and expiry reports
-		if sw.Platform, err = jobs.PlatformFromConfig(st, enq, cfg, log.With("component", "platform")); err != nil {
+	if cfg.Platform.Enabled() { // due member sync chunks, token refresh and expiry reports
+		p := cfg.Platform
+		settings := jobs.PlatformSettings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
+			ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
+			ExpiryWindow: p.ExpiryWindow, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
+		if sw.Platform, err = jobs.OpenPlatform(st, enq, settings, log.With("component", "platform")); err != nil {
 			return err
 		}
+	}
+	if cfg.MetricsAddr != "" { // Go runtime metrics and /debug/pprof/
+		ml, err := metrics.Listen(cfg.MetricsAddr, metrics.NewRegistry())
+		if err != nil {
+			return err
+		}
+		defer ml.Close()
+		fmt.Fprintf(stdout, "scheduler metrics on http://%s/metrics\n", ml.Addr)
 	}
 	log.Info("scheduler started", "queue", cfg.Queue, "interval", cfg.SweepInterval)
 	fmt.Fprintln(stdout, "scheduler started")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store"
@@ -20,9 +21,12 @@ func TestSchedulerEnqueuesLostWork(t *testing.T) {
 	t.Parallel()
 	dbURL := storetest.NewDatabase(t)
 	queue := jobstest.RandomName("test-")
-	env := map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": jobstest.RedisURL(), "ENRICHQ_QUEUE": queue,
-		"ENRICHQ_SWEEP_INTERVAL": "50ms", "ENRICHQ_LOG_FORMAT": "json"}
-	getenv := func(k string) string { return env[k] }
+	env := map[string]string{"DATABASE_URL": dbURL, "REDIS_URL": jobstest.RedisURL(), "ENRICHQ_QUEUE": queue, "ENRICHQ_LOG_FORMAT": "json"}
+	cfg, err := config.SchedulerFromEnv(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SweepInterval = 50 * time.Millisecond
 	st, err := store.Open(context.Background(), dbURL, store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +51,7 @@ func TestSchedulerEnqueuesLostWork(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
 	for range 2 { // two schedulers: one sweeps, the other waits for the lock
-		go func() { done <- run(ctx, getenv, io.Discard, io.Discard) }()
+		go func() { done <- serve(ctx, cfg, io.Discard, io.Discard) }()
 	}
 	redisOpt, _ := asynq.ParseRedisURI(jobstest.RedisURL())
 	insp := asynq.NewInspector(redisOpt)

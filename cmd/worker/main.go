@@ -7,12 +7,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/http/pprof"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -28,13 +25,6 @@ import (
 )
 
 func main() {
-	// A chunk's garbage is short-lived and the heap small (tens of MB): with
-	// the default GOGC=100 the collector took about 9 % of the worker's CPU
-	// in the ceiling benchmark, and the whole machine's throughput rose 15 %
-	// at 400. GOGC (and GOMEMLIMIT) in the environment still decide.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -43,24 +33,20 @@ func main() {
 	}
 }
 
+// run reads the environment and serves until ctx is done.
 func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer) error {
-	cfg, err := config.Load(getenv)
+	cfg, err := config.WorkerFromEnv(getenv)
 	if err != nil {
 		return err
 	}
-	if err := cfg.RequireVendor(); err != nil {
-		return err
-	}
-	log := cfg.Logger(stderr)
-	if addr := getenv("ENRICHQ_PPROF_ADDR"); addr != "" {
-		stopPprof, err := servePprof(addr, stdout)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
-	}
+	return serve(ctx, cfg, stdout, stderr)
+}
 
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.WorkerConcurrency + 4), LeaseConns: 2})
+// serve runs the worker of cfg until ctx is done, then stops gracefully
+// within cfg.ShutdownTimeout.
+func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) error {
+	log := cfg.Logger(stderr)
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.Concurrency + 4), LeaseConns: 2})
 	if err != nil {
 		return err
 	}
@@ -76,9 +62,9 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	}
 	defer rdb.Close()
 	limiter, err := ratelimit.New(rdb, ratelimit.Options{
-		Key:     ratelimit.KeyPrefix(cfg.VendorKey),
-		Rate:    cfg.VendorRPS,
-		Burst:   cfg.VendorBurst,
+		Key:     ratelimit.KeyPrefix(cfg.Vendor.Key),
+		Rate:    cfg.Vendor.RPS,
+		Burst:   cfg.Vendor.Burst,
 		MaxWait: 20 * time.Second,
 		Logger:  log.With("component", "ratelimit"),
 	})
@@ -86,17 +72,13 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		return err
 	}
 	vendor, err := enrich.NewClient(enrich.Config{
-		BaseURL:    cfg.VendorURL,
-		APIKey:     cfg.VendorKey,
-		HTTPClient: &http.Client{Timeout: cfg.VendorTimeout},
+		BaseURL:    cfg.Vendor.URL,
+		APIKey:     cfg.Vendor.Key,
+		HTTPClient: &http.Client{Timeout: cfg.Vendor.Timeout},
 		UserAgent:  "enrichq-worker",
 	})
 	if err != nil {
 		return err
-	}
-	var allowance *int64
-	if cfg.VendorMonthlyCredits > 0 {
-		allowance = &cfg.VendorMonthlyCredits
 	}
 	reg := metrics.NewRegistry()
 	redisOptForMetrics, err := cfg.AsynqRedis()
@@ -111,11 +93,10 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
 		Enqueuer:           enq,
 		Metrics:            metrics.NewPipeline(reg),
-		Account:            cfg.VendorAccount(),
-		AccountAllowance:   allowance,
-		Bulk:               cfg.VendorBulk,
-		VendorMarksReplays: cfg.VendorMarksReplays,
-		CacheRaw:           cfg.CacheRaw,
+		Account:            cfg.Vendor.Account(),
+		AccountAllowance:   cfg.Vendor.Allowance(),
+		Bulk:               cfg.Vendor.Bulk,
+		VendorMarksReplays: cfg.Vendor.MarksReplays,
 		LookupConcurrency:  cfg.LookupConcurrency,
 		MaxAttempts:        cfg.MaxAttempts,
 		Lease:              cfg.Lease,
@@ -126,18 +107,15 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		return err
 	}
 	srv := jobs.NewServer(redisOpt, jobs.ServerConfig{
-		Queue:           cfg.Queue,
-		Concurrency:     cfg.WorkerConcurrency,
-		ShutdownTimeout: cfg.ShutdownTimeout,
-		// A new job's first chunks are picked up within about this.
+		Queue:             cfg.Queue,
+		Concurrency:       cfg.Concurrency,
+		ShutdownTimeout:   cfg.ShutdownTimeout,
 		TaskCheckInterval: cfg.QueuePoll,
-		// Rows waiting for a retry come back through asynq's retry set: check it often.
-		DelayedTaskCheckInterval: time.Second,
 	}, log)
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
-	if cfg.PlatformEnabled() { // member sync jobs (platform:sync), same queue and workers
-		platform, err := jobs.PlatformFromConfig(st, nil, cfg, log.With("component", "platform"))
+	if cfg.Platform.Enabled() { // member sync jobs (platform:sync), same queue and workers
+		platform, err := jobs.OpenPlatform(st, nil, platformSettings(cfg), log.With("component", "platform"))
 		if err != nil {
 			return err
 		}
@@ -146,22 +124,18 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
-	if cfg.MetricsAddr != "" {
-		ln, err := net.Listen("tcp", cfg.MetricsAddr)
+	if cfg.MetricsAddr != "" { // /metrics and /debug/pprof/
+		ml, err := metrics.Listen(cfg.MetricsAddr, reg)
 		if err != nil {
 			srv.Shutdown()
-			return fmt.Errorf("metrics: listen on %s: %w", cfg.MetricsAddr, err)
+			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", metrics.Handler(reg))
-		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = msrv.Serve(ln) }()
-		defer msrv.Close()
-		log.Info("worker metrics", "addr", ln.Addr().String())
-		fmt.Fprintf(stdout, "worker metrics on http://%s/metrics\n", ln.Addr())
+		defer ml.Close()
+		log.Info("worker metrics", "addr", ml.Addr.String())
+		fmt.Fprintf(stdout, "worker metrics on http://%s/metrics\n", ml.Addr)
 	}
-	log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.WorkerConcurrency, "vendor", cfg.VendorURL,
-		"vendor_rps", cfg.VendorRPS, "bulk", cfg.VendorBulk)
+	log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.Concurrency, "vendor", cfg.Vendor.URL,
+		"vendor_rps", cfg.Vendor.RPS, "bulk", cfg.Vendor.Bulk)
 	fmt.Fprintln(stdout, "worker started")
 	<-ctx.Done()
 	log.Info("worker stopping: finishing in-flight chunks", "timeout", cfg.ShutdownTimeout)
@@ -173,23 +147,11 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	return nil
 }
 
-// servePprof serves net/http/pprof on addr (ENRICHQ_PPROF_ADDR, e.g.
-// 127.0.0.1:6060; port 0 picks one) for profiling, and prints
-// "pprof listening on http://ADDR". Keep it on a loopback address: the
-// profiles show the process's internals.
-func servePprof(addr string, stdout io.Writer) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("ENRICHQ_PPROF_ADDR: %w", err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "pprof listening on http://%s\n", ln.Addr())
-	return func() { _ = srv.Close() }, nil
+// platformSettings are the platform's settings of the worker: its calls
+// share the vendor's timeout, its rows the vendor chunks' tuning.
+func platformSettings(cfg config.Worker) jobs.PlatformSettings {
+	p := cfg.Platform
+	return jobs.PlatformSettings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
+		ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
+		ExpiryWindow: p.ExpiryWindow, Timeout: cfg.Vendor.Timeout, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
 }

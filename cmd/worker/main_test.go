@@ -112,6 +112,16 @@ func TestWorkerRunProcessesAChunk(t *testing.T) {
 	if strings.Contains(string(body), job.ID) {
 		t.Error("a job id is a metric label")
 	}
+	// The same internal listener serves the profiles.
+	resp, err = http.Get(strings.TrimSuffix(murl, "/metrics") + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "heap profile") {
+		t.Errorf("/debug/pprof/heap on the metrics listener: %d %.100s", resp.StatusCode, body)
+	}
 	cancel()
 	pw.Close()
 	select {

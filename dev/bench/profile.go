@@ -14,7 +14,7 @@ import (
 )
 
 // profileCeiling runs one more ceiling job with the worker's pprof endpoint
-// on (ENRICHQ_PPROF_ADDR) and takes a CPU profile of the worker while the
+// on (ENRICHQ_METRICS_ADDR serves /debug/pprof/) and takes a CPU profile of the worker while the
 // job runs, plus a heap profile at its end. The profile covers the job's
 // expected duration (the best ceiling run of this bench, else 30 s).
 func (b *bench) profileCeiling(ctx context.Context) error {

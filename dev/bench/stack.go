@@ -99,11 +99,21 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 		fmt.Sprintf("ENRICHQ_VENDOR_RPS=%g", max(spec.rps, 0.01)),
 		fmt.Sprintf("ENRICHQ_VENDOR_BURST=%d", max(spec.burst, 1)),
 	)
+	// The worker and the fake vendor run at GOGC=400 unless GOGC is set, as
+	// docker-compose.yml runs them (docs/configuration.md): a chunk's garbage
+	// is short-lived and the fake shares the machine's cores with the pipeline.
+	withGC := func(env []string) []string {
+		env = append([]string(nil), env...)
+		if os.Getenv("GOGC") == "" {
+			env = append(env, "GOGC=400")
+		}
+		return env
+	}
 	if spec.vendor != nil {
 		v := spec.vendor
 		args := []string{"-addr", "127.0.0.1:0", "-keys", s.vendorKey, "-rps", fmt.Sprint(v.rps), "-burst", fmt.Sprint(v.burst),
 			"-latency", v.latency.String(), "-log-level", "warn"}
-		if s.vendorURL, err = s.start(ctx, "fakevendor", env, "fakevendor listening on ", args...); err != nil {
+		if s.vendorURL, err = s.start(ctx, "fakevendor", withGC(env), "fakevendor listening on ", args...); err != nil {
 			s.stop()
 			return nil, err
 		}
@@ -117,9 +127,9 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 		return nil, err
 	}
 	if spec.worker {
-		wenv := env
+		wenv := withGC(env)
 		if spec.pprof {
-			wenv = append(append([]string(nil), env...), "ENRICHQ_PPROF_ADDR=127.0.0.1:0")
+			wenv = append(wenv, "ENRICHQ_METRICS_ADDR=127.0.0.1:0")
 		}
 		if _, err := s.start(ctx, "worker", wenv, "worker started"); err != nil {
 			s.stop()
@@ -168,8 +178,8 @@ func (s *stack) start(ctx context.Context, name string, env []string, ready stri
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			if a, ok := strings.CutPrefix(line, "pprof listening on "); ok {
-				pprofLine <- strings.TrimSpace(a)
+			if a, ok := strings.CutPrefix(line, "worker metrics on "); ok { // /debug/pprof/ is beside /metrics
+				pprofLine <- strings.TrimSuffix(strings.TrimSpace(a), "/metrics")
 			}
 			if !sent && strings.HasPrefix(line, ready) {
 				lines <- strings.TrimSpace(strings.TrimPrefix(line, ready))

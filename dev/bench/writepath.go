@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -40,8 +41,8 @@ func envInt(name string, def int) int {
 }
 
 func (b *bench) writePath(ctx context.Context, n int) (wpResult, error) {
-	chunkSize := envInt("ENRICHQ_CHUNK_SIZE", 100)
-	conc := envInt("ENRICHQ_WORKER_CONCURRENCY", 10)
+	chunkSize := jobs.DefaultChunkSize
+	conc := envInt("ENRICHQ_WORKER_CONCURRENCY", config.DefaultWorkerConcurrency)
 	b.runSeq++
 	name := fmt.Sprintf("enrichq_bench_%s_writepath_%d", b.runID, b.runSeq)
 	dbURL, err := b.createDatabase(ctx, name)
@@ -153,12 +154,6 @@ func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.
 	if err != nil {
 		return nil, nil, err
 	}
-	// The form the bench's worker writes its cache entries in (config.Load's
-	// default when unset).
-	cacheRaw, err := strconv.ParseBool(os.Getenv("ENRICHQ_CACHE_RAW"))
-	if err != nil {
-		cacheRaw = true
-	}
 	outs := make([]store.Outcome, n)
 	caches := make([][]store.CacheEntry, (n+chunkSize-1)/chunkSize)
 	now := time.Now()
@@ -187,12 +182,12 @@ func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.
 				o.FoundProfileURL, o.AnyMatch, o.State = p.ProfileURL, true, store.RowMatched
 				o.StagesDone = []string{"profile", "email"}
 				entry.Matched = true
-				entry.Result = jobs.EncodeCachedAnswer("profile", p, nil, nil, cacheRaw)
+				entry.Result = jobs.EncodeCachedAnswer("profile", p, nil, nil)
 				e := store.CacheEntry{Stage: "email", Key: "url:" + p.ProfileURL, FetchedAt: now}
 				if em := it.Email; em != nil {
 					o.Email = &store.EmailResult{ProfileURL: p.ProfileURL, Email: em.Address, Confidence: em.Confidence, Verified: em.Verified, Raw: em.Raw}
 					e.Matched = true
-					e.Result = jobs.EncodeCachedAnswer("email", nil, em, nil, cacheRaw)
+					e.Result = jobs.EncodeCachedAnswer("email", nil, em, nil)
 				} else {
 					o.NoMatches = append(o.NoMatches, "email")
 				}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/internal/jobs"
 )
 
 // phase is one fault and the job it runs against.
@@ -229,7 +230,7 @@ func (e *env) runPhase(ctx context.Context, ph *phase) error {
 		ph.note("vendor at %s: %d calls, %d answered 503, %d reset, %d replayed; workers' peak RSS %s",
 			hf, s1.Requests-s0.Requests, s1.ByStatus["503"]-s0.ByStatus["503"], s1.Resets-s0.Resets, s1.Replays-s0.Replays, peak)
 		ph.post = func(ph *phase) {
-			ph.note("most attempts of a row: %d of %d", ph.figures.MaxAttempts, e.o.maxAttempts)
+			ph.note("most attempts of a row: %d of %d", ph.figures.MaxAttempts, jobs.DefaultMaxAttempts)
 		}
 		return err
 	}
@@ -410,7 +411,7 @@ func (e *env) waitReservations(ctx context.Context, stdout io.Writer) error {
 	if err != nil || n == 0 {
 		return err
 	}
-	bound := e.o.lease + time.Minute + 15*time.Second
+	bound := jobs.DefaultLease + time.Minute + 15*time.Second
 	fmt.Fprintf(stdout, "chaos: %d reservations are still open (calls cut short by a killed worker or a lost connection, or still under way); waiting up to %s for them to close\n", n, bound.Round(time.Second))
 	start := time.Now()
 	err = poll(ctx, bound, func() (bool, error) {

@@ -19,7 +19,6 @@ type options struct {
 	rows         int
 	lookups      string
 	bulk         bool
-	chunk        int
 	logDir       string
 	keep         bool
 	timeout      time.Duration
@@ -32,9 +31,7 @@ type options struct {
 	vendorTimeout time.Duration
 	seed          int64
 
-	lease           time.Duration
 	shutdownTimeout time.Duration
-	maxAttempts     int
 
 	kills      int
 	pgDown     time.Duration
@@ -53,7 +50,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rows, "rows", 3000, "lookups in the job each fault runs against")
 	fs.StringVar(&o.lookups, "lookups", "profile,email", "stages of the jobs")
 	fs.BoolVar(&o.bulk, "bulk", true, "workers use the vendor's bulk endpoint (ENRICHQ_VENDOR_BULK)")
-	fs.IntVar(&o.chunk, "chunk", 50, "rows per chunk task (ENRICHQ_CHUNK_SIZE)")
 	fs.StringVar(&o.logDir, "logs", ".data/chaos", "where the processes' logs go")
 	fs.BoolVar(&o.keep, "keep", false, "keep the chaos database at the end (it is kept anyway when a check fails)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up after this long")
@@ -65,9 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.harderFaults, "vendor-faults", "fail=0.2,malformed=0.04,slow=0.04,reset=0.04", "faults during the vendor-faults fault")
 	fs.DurationVar(&o.vendorTimeout, "vendor-timeout", 2*time.Second, "the workers' vendor call timeout (ENRICHQ_VENDOR_TIMEOUT); slow answers take twice that")
 	fs.Int64Var(&o.seed, "seed", 1, "the fake vendor's seed")
-	fs.DurationVar(&o.lease, "lease", 10*time.Second, "row lease (ENRICHQ_LEASE, at least 10s): how soon a killed worker's rows come back")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "the workers' graceful stop bound (ENRICHQ_SHUTDOWN_TIMEOUT)")
-	fs.IntVar(&o.maxAttempts, "max-attempts", 8, "ENRICHQ_MAX_ATTEMPTS")
 	fs.IntVar(&o.kills, "kills", 3, "worker SIGKILLs in the sigkill fault")
 	fs.DurationVar(&o.pgDown, "pg-down", 5*time.Second, "how long Postgres is unreachable in the pg-restart fault")
 	fs.DurationVar(&o.storm, "storm", 15*time.Second, "how long the 429 storm lasts")
@@ -96,9 +90,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.rows < 10 {
 		return o, errors.New("-rows: at least 10")
-	}
-	if o.lease < 10*time.Second {
-		return o, errors.New("-lease: at least 10s (the worker refuses less)")
 	}
 	if o.poisonRows <= 0 {
 		o.poisonRows = max(3, o.rows/200)

@@ -17,7 +17,7 @@ func TestFlags(t *testing.T) {
 	if strings.Join(o.faults, ",") != "sigkill,sigterm" || o.poisonRows != 3 {
 		t.Fatalf("faults %v, poison rows %d", o.faults, o.poisonRows)
 	}
-	for _, bad := range [][]string{{"-faults", "meteor"}, {"-rows", "5"}, {"-lease", "1s"}, {"-base-faults", "fail=2"}, {"-vendor-faults", "fire=0.1"}, {"extra"}} {
+	for _, bad := range [][]string{{"-faults", "meteor"}, {"-rows", "5"}, {"-lease", "10s"}, {"-base-faults", "fail=2"}, {"-vendor-faults", "fire=0.1"}, {"extra"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%v: no error", bad)
 		}

@@ -21,6 +21,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/internal/jobs"
 )
 
 const (
@@ -131,10 +132,9 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 	}
 	e.procEnv = append(os.Environ(),
 		"DATABASE_URL="+e.procURL, "REDIS_URL="+e.redisURL, "ENRICHQ_QUEUE="+e.queue, "ENRICHQ_LOG_FORMAT=json", "ENRICHQ_LOG_LEVEL=info",
-		"ENRICHQ_SWEEP_INTERVAL=1s", "ENRICHQ_LEASE="+o.lease.String(), "ENRICHQ_SHUTDOWN_TIMEOUT="+o.shutdownTimeout.String(),
+		"ENRICHQ_SHUTDOWN_TIMEOUT="+o.shutdownTimeout.String(),
 		"ENRICHQ_VENDOR_URL="+e.vendorURL, "ENRICHQ_VENDOR_KEY="+vendorKey, fmt.Sprintf("ENRICHQ_VENDOR_RPS=%g", o.vendorRPS),
 		"ENRICHQ_VENDOR_BURST=2", "ENRICHQ_VENDOR_MARKS_REPLAYS=true", fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", o.bulk), "ENRICHQ_VENDOR_TIMEOUT="+o.vendorTimeout.String(),
-		fmt.Sprintf("ENRICHQ_CHUNK_SIZE=%d", o.chunk), fmt.Sprintf("ENRICHQ_MAX_ATTEMPTS=%d", o.maxAttempts),
 		"ENRICHQ_API_KEYS=chaos-"+e.stamp+":"+apiKey, "ENRICHQ_API_ADDR=127.0.0.1:0", "ENRICHQ_MIGRATE=true",
 	)
 	// The API migrates first, alone; the others find the schema in place.
@@ -164,7 +164,7 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 	fmt.Fprintf(stdout, "chaos: fake vendor %s (%g req/s, %s latency; faults: %s), api %s, 2 workers, scheduler\n",
 		e.vendorURL, o.vendorRPS, o.latency, bf, e.apiURL)
 	fmt.Fprintf(stdout, "chaos: database %s through proxy %s, %s; lease %s, vendor timeout %s, bulk %v; logs in %s\n",
-		e.dbName, e.proxy.Addr(), redisKind, o.lease, o.vendorTimeout, o.bulk, e.dir)
+		e.dbName, e.proxy.Addr(), redisKind, jobs.DefaultLease, o.vendorTimeout, o.bulk, e.dir)
 	ok = true
 	return e, nil
 }

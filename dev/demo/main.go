@@ -125,7 +125,6 @@ func startStack(ctx context.Context, o options, getenv func(string) string, stdo
 	vendorKey := "demo-vendor-key"
 	base := append(os.Environ(),
 		"DATABASE_URL="+dbURL, "REDIS_URL="+redisURL, "ENRICHQ_QUEUE="+queue, "ENRICHQ_LOG_FORMAT=json",
-		"ENRICHQ_SWEEP_INTERVAL=1s",
 	)
 
 	vendorURL, err := s.start(ctx, o.bin, "fakevendor", base, "fakevendor listening on ",

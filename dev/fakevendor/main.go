@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -29,11 +28,6 @@ import (
 )
 
 func main() {
-	// As the worker (cmd/worker): its garbage is short-lived; it shares the
-	// benchmark machine's cores with the pipeline. GOGC in the environment decides.
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {

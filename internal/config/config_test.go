@@ -8,43 +8,97 @@ import (
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
-func TestLoadDefaults(t *testing.T) {
+func vendorEnv() map[string]string {
+	return map[string]string{"ENRICHQ_VENDOR_URL": "http://v.example/", "ENRICHQ_VENDOR_KEY": "s3cret"}
+}
+
+func TestDefaults(t *testing.T) {
 	t.Parallel()
-	c, err := Load(env(nil))
+	a, err := APIFromEnv(env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.APIAddr != "127.0.0.1:8080" || c.VendorRPS != 10 || !c.VendorBulk || !c.Migrate || c.ChunkSize != 100 ||
-		c.Lease != 2*time.Minute || c.QueuePoll != 100*time.Millisecond || !c.CacheRaw || len(c.APIKeys) != 0 || !strings.Contains(c.DatabaseURL, "/enrichq") {
-		t.Fatalf("defaults = %+v", c)
+	if a.Addr != DefaultAPIAddr || a.VendorRPS != 10 || !a.VendorBulk || !a.Migrate || a.Queue != "enrichq" || len(a.Keys) != 0 ||
+		!strings.Contains(a.DatabaseURL, "/enrichq") || a.StatusCache != DefaultStatusCache || a.MaxRows != 1_000_000 ||
+		a.MaxUploadBytes != 64<<20 || a.ShutdownTimeout != 30*time.Second || a.Platform.Enabled() || a.Webhooks.Enabled() {
+		t.Fatalf("API defaults = %+v", a)
 	}
-	if err := c.RequireVendor(); err == nil {
-		t.Fatal("RequireVendor passed without a vendor")
+	if _, err := WorkerFromEnv(env(nil)); err == nil || !strings.Contains(err.Error(), "ENRICHQ_VENDOR_URL and ENRICHQ_VENDOR_KEY are required") {
+		t.Fatalf("a worker without a vendor: %v", err)
+	}
+	w, err := WorkerFromEnv(env(vendorEnv()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Vendor.RPS != 10 || w.Vendor.Burst != 1 || !w.Vendor.Bulk || w.Vendor.MarksReplays || w.Vendor.Timeout != 30*time.Second ||
+		w.Vendor.Allowance() != nil || w.Concurrency != 10 || w.Vendor.URL != "http://v.example" || w.MetricsAddr != "" {
+		t.Fatalf("worker defaults = %+v", w)
+	}
+	s, err := SchedulerFromEnv(env(nil))
+	if err != nil || s.Queue != "enrichq" || s.Webhooks.Enabled() || s.SweepInterval != 0 {
+		t.Fatalf("scheduler defaults = %+v, %v", s, err)
 	}
 }
 
-func TestLoadParsesAndValidates(t *testing.T) {
+func TestParses(t *testing.T) {
 	t.Parallel()
-	c, err := Load(env(map[string]string{
+	e := vendorEnv()
+	for k, v := range map[string]string{
 		"ENRICHQ_API_KEYS": "acme:key-acme-1, beta:key-beta-2", "ENRICHQ_VENDOR_RPS": "2.5", "ENRICHQ_VENDOR_BULK": "false",
-		"ENRICHQ_MIGRATE": "false", "ENRICHQ_LEASE": "45s", "ENRICHQ_VENDOR_URL": "http://v.example/", "ENRICHQ_VENDOR_KEY": "s3cret",
-		"ENRICHQ_QUEUE_POLL": "250ms", "ENRICHQ_CACHE_RAW": "false",
-	}))
+		"ENRICHQ_MIGRATE": "false", "ENRICHQ_QUEUE": "q2", "ENRICHQ_VENDOR_MONTHLY_CREDITS": "5000", "ENRICHQ_LOG_LEVEL": "DEBUG",
+		"ENRICHQ_METRICS_ADDR": "127.0.0.1:0", "ENRICHQ_SHUTDOWN_TIMEOUT": "5s", "ENRICHQ_WORKER_CONCURRENCY": "3",
+	} {
+		e[k] = v
+	}
+	a, err := APIFromEnv(env(e))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.APIKeys["key-acme-1"] != "acme" || c.APIKeys["key-beta-2"] != "beta" || c.VendorRPS != 2.5 || c.VendorBulk || c.Migrate ||
-		c.Lease != 45*time.Second || c.QueuePoll != 250*time.Millisecond || c.CacheRaw || c.VendorURL != "http://v.example" || c.RequireVendor() != nil {
-		t.Fatalf("parsed = %+v", c)
+	if a.Keys["key-acme-1"] != "acme" || a.Keys["key-beta-2"] != "beta" || a.VendorRPS != 2.5 || a.VendorBulk || a.Migrate ||
+		a.Queue != "q2" || a.ShutdownTimeout != 5*time.Second || a.MetricsAddr != "127.0.0.1:0" {
+		t.Fatalf("API = %+v", a)
 	}
-	_, err = Load(env(map[string]string{"ENRICHQ_API_KEYS": "nokey", "ENRICHQ_VENDOR_RPS": "fast", "ENRICHQ_LEASE": "1s",
-		"ENRICHQ_LOG_FORMAT": "xml", "ENRICHQ_CHUNK_SIZE": "0", "ENRICHQ_QUEUE_POLL": "1m"}))
+	w, err := WorkerFromEnv(env(e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Vendor.RPS != 2.5 || w.Vendor.Bulk || *w.Vendor.Allowance() != 5000 || w.Concurrency != 3 || w.LogLevel.String() != "DEBUG" ||
+		w.Vendor.Account() != VendorAccount("s3cret") || len(w.Vendor.Account()) != 12 {
+		t.Fatalf("worker = %+v", w)
+	}
+	l, err := LedgerFromEnv(env(e))
+	if err != nil || l.VendorAccount() != w.Vendor.Account() || *l.Allowance() != 5000 {
+		t.Fatalf("ledger = %+v, %v", l, err)
+	}
+	if VendorAccount("") != "" {
+		t.Error("an account without a key")
+	}
+}
+
+// Every problem is reported at once, each naming its variable, and a
+// secret is never quoted.
+func TestValidateNamesEveryVariable(t *testing.T) {
+	t.Parallel()
+	e := map[string]string{"ENRICHQ_API_KEYS": "nokey,acme:short1", "ENRICHQ_VENDOR_RPS": "fast", "ENRICHQ_LOG_FORMAT": "xml",
+		"ENRICHQ_LOG_LEVEL": "loud", "ENRICHQ_MAX_ROWS": "0", "ENRICHQ_MAX_UPLOAD_BYTES": "12", "ENRICHQ_MIGRATE": "perhaps",
+		"ENRICHQ_SHUTDOWN_TIMEOUT": "-1s", "ENRICHQ_VENDOR_BURST": "0", "ENRICHQ_WORKER_CONCURRENCY": "many"}
+	_, err := APIFromEnv(env(e))
 	if err == nil {
 		t.Fatal("bad configuration accepted")
 	}
-	for _, want := range []string{"ENRICHQ_API_KEYS", "ENRICHQ_VENDOR_RPS", "ENRICHQ_LEASE", "ENRICHQ_LOG_FORMAT", "ENRICHQ_CHUNK_SIZE", "ENRICHQ_QUEUE_POLL"} {
+	for _, want := range []string{"ENRICHQ_API_KEYS: entry 1", `tenant "acme" is shorter`, "ENRICHQ_VENDOR_RPS", "ENRICHQ_LOG_FORMAT",
+		"ENRICHQ_LOG_LEVEL", "ENRICHQ_MAX_ROWS", "ENRICHQ_MAX_UPLOAD_BYTES", "ENRICHQ_MIGRATE", "ENRICHQ_SHUTDOWN_TIMEOUT"} {
 		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error %q does not name %s", err, want)
+			t.Errorf("API error %q does not name %s", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "short1") {
+		t.Errorf("the error shows a key: %v", err)
+	}
+	_, err = WorkerFromEnv(env(e))
+	for _, want := range []string{"ENRICHQ_VENDOR_RPS", "ENRICHQ_VENDOR_BURST", "ENRICHQ_WORKER_CONCURRENCY", "ENRICHQ_VENDOR_URL"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("worker error %v does not name %s", err, want)
 		}
 	}
 }

@@ -20,24 +20,32 @@ func platformEnv() map[string]string {
 }
 
 func TestPlatformConfig(t *testing.T) {
-	c, err := Load(env(platformEnv()))
+	t.Parallel()
+	c, err := SchedulerFromEnv(env(platformEnv()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.PlatformEnabled() || c.RequirePlatform() != nil || c.PlatformExpiryWindow != 7*24*time.Hour {
-		t.Fatalf("platform config: enabled %v, require %v, window %s", c.PlatformEnabled(), c.RequirePlatform(), c.PlatformExpiryWindow)
+	if p := c.Platform; !p.Enabled() || p.Require() != nil || p.ExpiryWindow != 0 {
+		t.Fatalf("platform config: enabled %v, require %v, window %s", p.Enabled(), p.Require(), p.ExpiryWindow)
 	}
-	if c, _ := Load(env(nil)); c.PlatformEnabled() || c.RequirePlatform() == nil {
+	if c, _ := SchedulerFromEnv(env(nil)); c.Platform.Enabled() || c.Platform.Require() == nil {
 		t.Error("an empty environment enables the platform, or lacks nothing")
 	}
 
-	// Without the key the platform does not start, and says what is missing.
+	// Without the key no service starts, and each says what is missing.
 	e := platformEnv()
 	delete(e, "ENRICHQ_PLATFORM_TOKEN_KEY")
 	delete(e, "ENRICHQ_PLATFORM_REDIRECT_URL")
-	c, _ = Load(env(e))
-	if err := c.RequirePlatform(); err == nil || !strings.Contains(err.Error(), "ENRICHQ_PLATFORM_TOKEN_KEY") || !strings.Contains(err.Error(), "ENRICHQ_PLATFORM_REDIRECT_URL") {
-		t.Errorf("missing key: %v", err)
+	_, errS := SchedulerFromEnv(env(e))
+	_, errA := APIFromEnv(env(e))
+	_, errW := WorkerFromEnv(env(map[string]string{"ENRICHQ_VENDOR_URL": "http://v", "ENRICHQ_VENDOR_KEY": "k", "ENRICHQ_PLATFORM_CLIENT_ID": "client"}))
+	for _, err := range []error{errS, errA} {
+		if err == nil || !strings.Contains(err.Error(), "ENRICHQ_PLATFORM_TOKEN_KEY") || !strings.Contains(err.Error(), "ENRICHQ_PLATFORM_REDIRECT_URL") {
+			t.Errorf("missing key: %v", err)
+		}
+	}
+	if errW == nil || !strings.Contains(errW.Error(), "ENRICHQ_PLATFORM_URL") {
+		t.Errorf("worker with only a client id: %v", errW)
 	}
 
 	for name, tc := range map[string]struct{ key, value, want string }{
@@ -49,7 +57,7 @@ func TestPlatformConfig(t *testing.T) {
 	} {
 		e := platformEnv()
 		e[tc.key] = tc.value
-		_, err := Load(env(e))
+		_, err := SchedulerFromEnv(env(e))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -59,11 +67,11 @@ func TestPlatformConfig(t *testing.T) {
 	}
 	e = platformEnv()
 	e["ENRICHQ_PLATFORM_EXPIRY_WINDOW"] = "14d"
-	if c, err := Load(env(e)); err != nil || c.PlatformExpiryWindow != 14*24*time.Hour {
-		t.Errorf("14d: %s %v", c.PlatformExpiryWindow, err)
+	if c, err := SchedulerFromEnv(env(e)); err != nil || c.Platform.ExpiryWindow != 14*24*time.Hour {
+		t.Errorf("14d: %s %v", c.Platform.ExpiryWindow, err)
 	}
 	e["ENRICHQ_PLATFORM_EXPIRY_WINDOW"] = "36h"
-	if c, err := Load(env(e)); err != nil || c.PlatformExpiryWindow != 36*time.Hour {
-		t.Errorf("36h: %s %v", c.PlatformExpiryWindow, err)
+	if c, err := SchedulerFromEnv(env(e)); err != nil || c.Platform.ExpiryWindow != 36*time.Hour {
+		t.Errorf("36h: %s %v", c.Platform.ExpiryWindow, err)
 	}
 }

@@ -48,7 +48,7 @@ type Deps struct {
 	// Metrics counts requests by route pattern and status; nil records nothing.
 	Metrics *metrics.HTTP
 	// StatusCacheTTL is how long a job's status (GET /v1/jobs/{id}) is
-	// served from memory (ENRICHQ_STATUS_CACHE); 0 reads Postgres every time.
+	// served from memory (config.API.StatusCache); 0 reads Postgres every time.
 	StatusCacheTTL time.Duration
 }
 

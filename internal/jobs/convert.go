@@ -57,55 +57,33 @@ func rawOr(raw json.RawMessage, v any) []byte {
 	return b
 }
 
-// cachedAnswer is how a paid answer is kept in lookup_cache.result: the
-// typed answer with its Raw inside (the record twice).
-type cachedAnswer struct {
-	Profile *enrich.Profile `json:"profile,omitempty"`
-	Email   *enrich.Email   `json:"email,omitempty"`
-	Phones  *enrich.Phones  `json:"phones,omitempty"`
-}
-
-// cachedRaw is the leaner form, {"raw": <the stage's Raw>}: the answer as
-// the vendor sent it, parsed again when it is reused. Half the bytes and no
-// encoding (encoding cachedAnswer took 6 % of the worker's CPU in the ceiling
-// benchmark). Workers from v0.5 on read it; it is written with
-// ProcessorConfig.CacheRaw (ENRICHQ_CACHE_RAW, on by default from v0.7): a
-// worker before v0.5, beside this one in a rolling deploy or after a
-// rollback, would read it as a miss and buy the answer again.
+// A paid answer is kept in lookup_cache.result as {"raw": <the stage's Raw>}:
+// the answer as the vendor sent it, parsed again when it is reused (half the
+// bytes of a typed encoding, and no encoding: that took 6 % of the worker's
+// CPU in the ceiling benchmark).
 type cachedRaw struct {
-	cachedAnswer
-	Raw json.RawMessage `json:"raw,omitempty"`
+	Raw json.RawMessage `json:"raw"`
 }
 
-// encodeCached is the lookup_cache.result of a stage's matched answer.
+// stageRaw is the vendor's record of a stage's answer.
+func stageRaw(stage string, a answer) json.RawMessage {
+	switch stage {
+	case "profile":
+		return a.profile.Raw
+	case "email":
+		return a.email.Raw
+	default:
+		return a.phones.Raw
+	}
+}
+
+// encodeCached is the lookup_cache.result of a stage's matched answer, nil
+// when the answer has no raw record (not the vendor's): such an answer is
+// not cached.
 func encodeCached(stage string, a answer) []byte {
-	var c cachedAnswer
-	switch stage {
-	case "profile":
-		c.Profile = a.profile
-	case "email":
-		c.Email = a.email
-	default:
-		c.Phones = a.phones
-	}
-	b, _ := json.Marshal(c)
-	return b
-}
-
-// encodeCachedRaw is the cachedRaw form of a stage's matched answer, or the
-// cachedAnswer form when it has no raw answer (not the vendor's).
-func encodeCachedRaw(stage string, a answer) []byte {
-	var raw json.RawMessage
-	switch stage {
-	case "profile":
-		raw = a.profile.Raw
-	case "email":
-		raw = a.email.Raw
-	default:
-		raw = a.phones.Raw
-	}
+	raw := stageRaw(stage, a)
 	if len(raw) == 0 {
-		return encodeCached(stage, a)
+		return nil
 	}
 	b := make([]byte, 0, len(raw)+8) // raw is valid JSON (see enrich.Profile)
 	b = append(b, `{"raw":`...)
@@ -114,18 +92,14 @@ func encodeCachedRaw(stage string, a answer) []byte {
 }
 
 // EncodeCachedAnswer is the lookup_cache.result a worker writes for a
-// matched answer of stage (profile, email or phone), in the raw form or
-// the typed one (ProcessorConfig.CacheRaw): for a benchmark that writes
-// what the worker writes without the worker.
-func EncodeCachedAnswer(stage string, profile *enrich.Profile, email *enrich.Email, phones *enrich.Phones, raw bool) []byte {
-	a := answer{profile: profile, email: email, phones: phones}
-	if raw {
-		return encodeCachedRaw(stage, a)
-	}
-	return encodeCached(stage, a)
+// matched answer of stage (profile, email or phone): for a benchmark that
+// writes what the worker writes without the worker.
+func EncodeCachedAnswer(stage string, profile *enrich.Profile, email *enrich.Email, phones *enrich.Phones) []byte {
+	return encodeCached(stage, answer{profile: profile, email: email, phones: phones})
 }
 
-// decodeCached reads a cached answer of stage, in either form.
+// decodeCached reads a cached answer of stage. An entry it cannot read is
+// an error: the caller treats it as a miss and buys the answer again.
 func decodeCached(stage string, e store.CacheEntry) (answer, error) {
 	if !e.Matched {
 		return answer{}, nil
@@ -134,20 +108,21 @@ func decodeCached(stage string, e store.CacheEntry) (answer, error) {
 	if err := json.Unmarshal(e.Result, &c); err != nil {
 		return answer{}, fmt.Errorf("cached %s answer: %w", stage, err)
 	}
-	a := answer{profile: c.Profile, email: c.Email, phones: c.Phones}
-	if len(c.Raw) > 0 {
-		var err error
-		switch stage {
-		case "profile":
-			a.profile, err = enrich.ParseProfileRaw(c.Raw)
-		case "email":
-			a.email, err = enrich.ParseEmailRaw(c.Raw)
-		default:
-			a.phones, err = enrich.ParsePhonesRaw(c.Raw)
-		}
-		if err != nil {
-			return answer{}, fmt.Errorf("cached %s answer: %w", stage, err)
-		}
+	if len(c.Raw) == 0 || string(c.Raw) == "null" {
+		return answer{}, fmt.Errorf("cached %s answer has no raw record", stage)
+	}
+	var a answer
+	var err error
+	switch stage {
+	case "profile":
+		a.profile, err = enrich.ParseProfileRaw(c.Raw)
+	case "email":
+		a.email, err = enrich.ParseEmailRaw(c.Raw)
+	default:
+		a.phones, err = enrich.ParsePhonesRaw(c.Raw)
+	}
+	if err != nil {
+		return answer{}, fmt.Errorf("cached %s answer: %w", stage, err)
 	}
 	if !a.matched(stage) {
 		return answer{}, fmt.Errorf("cached %s answer is empty", stage)

@@ -149,52 +149,45 @@ func TestPipelineBudgetStopsSpending(t *testing.T) {
 
 func TestPipelineCacheNeverPaysTwice(t *testing.T) {
 	t.Parallel()
-	// Both forms of cache entries: the typed one, and the raw one that
-	// ENRICHQ_CACHE_RAW writes.
-	for _, raw := range []bool{false, true} {
-		t.Run(fmt.Sprintf("cache_raw=%v", raw), func(t *testing.T) {
-			t.Parallel()
-			b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true, CacheRaw: raw}})
-			ctx := context.Background()
-			rows := companies(30)
-			first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}})
-			b.WaitJob(t, first.ID, store.JobCompleted)
-			billed := b.Vendor.TotalCharged()
-			var rawEntries, entries int
-			if err := b.Store.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE result ? 'raw'), count(*) FROM lookup_cache WHERE matched`).
-				Scan(&rawEntries, &entries); err != nil {
-				t.Fatal(err)
-			}
-			if entries == 0 || (raw && rawEntries != entries) || (!raw && rawEntries != 0) {
-				t.Fatalf("cache_raw=%v: %d of %d matched cache entries in the raw form", raw, rawEntries, entries)
-			}
-			second := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}})
-			second = b.WaitJob(t, second.ID, store.JobCompleted)
-			if again := b.Vendor.TotalCharged(); again != billed {
-				t.Fatalf("the second job of the same inputs was billed %d more credits", again-billed)
-			}
-			if second.CreditsSpent != 0 {
-				t.Fatalf("second job spent %d credits", second.CreditsSpent)
-			}
-			// The second job's results, every one from the cache, are the first's,
-			// the vendor's raw records included.
-			found := func(jobID string) string {
-				t.Helper()
-				var s string
-				if err := b.Store.Pool().QueryRow(ctx, `SELECT string_agg(concat_ws(' | ', r.ref, r.state, p.name, p.headline, p.raw::text,
-						e.email, e.confidence::text, e.raw::text, (SELECT string_agg(stage, ',') FROM no_matches n WHERE n.row_id = r.id),
-						coalesce(p.from_cache, e.from_cache)::text), E'\n' ORDER BY r.input_row)
-					FROM job_rows r LEFT JOIN profile_results p ON p.row_id = r.id LEFT JOIN email_results e ON e.row_id = r.id
-					WHERE r.job_id = $1`, jobID).Scan(&s); err != nil {
-					t.Fatal(err)
-				}
-				return s
-			}
-			a, c := found(first.ID), found(second.ID)
-			if strings.Replace(a, "| false", "| true", -1) != c || strings.Count(c, "| true") == 0 {
-				t.Fatalf("the second job's results are not the first's from the cache:\nfirst:\n%s\nsecond:\n%s", a, c)
-			}
-		})
+	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
+	ctx := context.Background()
+	rows := companies(30)
+	first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}})
+	b.WaitJob(t, first.ID, store.JobCompleted)
+	billed := b.Vendor.TotalCharged()
+	var rawEntries, entries int
+	if err := b.Store.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE result ? 'raw'), count(*) FROM lookup_cache WHERE matched`).
+		Scan(&rawEntries, &entries); err != nil {
+		t.Fatal(err)
+	}
+	if entries == 0 || rawEntries != entries {
+		t.Fatalf("%d of %d matched cache entries in the raw form", rawEntries, entries)
+	}
+	second := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}})
+	second = b.WaitJob(t, second.ID, store.JobCompleted)
+	if again := b.Vendor.TotalCharged(); again != billed {
+		t.Fatalf("the second job of the same inputs was billed %d more credits", again-billed)
+	}
+	if second.CreditsSpent != 0 {
+		t.Fatalf("second job spent %d credits", second.CreditsSpent)
+	}
+	// The second job's results, every one from the cache, are the first's,
+	// the vendor's raw records included.
+	found := func(jobID string) string {
+		t.Helper()
+		var s string
+		if err := b.Store.Pool().QueryRow(ctx, `SELECT string_agg(concat_ws(' | ', r.ref, r.state, p.name, p.headline, p.raw::text,
+				e.email, e.confidence::text, e.raw::text, (SELECT string_agg(stage, ',') FROM no_matches n WHERE n.row_id = r.id),
+				coalesce(p.from_cache, e.from_cache)::text), E'\n' ORDER BY r.input_row)
+			FROM job_rows r LEFT JOIN profile_results p ON p.row_id = r.id LEFT JOIN email_results e ON e.row_id = r.id
+			WHERE r.job_id = $1`, jobID).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, c := found(first.ID), found(second.ID)
+	if strings.Replace(a, "| false", "| true", -1) != c || strings.Count(c, "| true") == 0 {
+		t.Fatalf("the second job's results are not the first's from the cache:\nfirst:\n%s\nsecond:\n%s", a, c)
 	}
 }
 

@@ -11,6 +11,7 @@ package jobs
 // tasks, so the vendor pipeline (enrich:chunk) never sees their rows.
 
 import (
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"crypto/sha256"
@@ -27,7 +28,6 @@ import (
 	"github.com/hibiken/asynq"
 	"golang.org/x/oauth2"
 
-	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/secretbox"
@@ -57,14 +57,15 @@ type PlatformConfig struct {
 	OAuth *oauth2.Config
 	// Box encrypts tokens and PKCE verifiers at rest.
 	Box *secretbox.Box
-	// HTTPClient calls the token endpoint. Default: a client with a 30s timeout.
+	// HTTPClient calls the token endpoint. Default: a client with a
+	// defaultPlatformTimeout timeout.
 	HTTPClient *http.Client
-	// ChunkSize is the members per sync task. Default 100.
+	// ChunkSize is the members per sync task. Default DefaultChunkSize.
 	ChunkSize int
 	// Concurrency is the /rest/me calls in flight per chunk. Default 4.
 	Concurrency int
 	// Lease, MaxAttempts, RetryBase and RetryMax: as for vendor chunks
-	// (defaults 2m, 8, 2s, 5m). Only transient failures count attempts.
+	// (same defaults). Only transient failures count attempts.
 	Lease       time.Duration
 	MaxAttempts int
 	RetryBase   time.Duration
@@ -77,11 +78,11 @@ type PlatformConfig struct {
 	StateTTL time.Duration
 	// ExpiryWindow: members whose connection ends within it are reported
 	// (logs, GET /v1/platform/members?expiring_within=) and their tokens
-	// refreshed when a refresh token is held. Default 7 days.
+	// refreshed when a refresh token is held. Default DefaultExpiryWindow.
 	ExpiryWindow time.Duration
 	// Rewarn is how often the same member's coming expiry is logged again. Default 24h.
 	Rewarn time.Duration
-	// Recheck is how long a chunk handed to the queue is trusted to be there. Default 1m.
+	// Recheck is how long a chunk handed to the queue is trusted to be there. Default DefaultRecheck.
 	Recheck time.Duration
 	// Batch caps the chunks and members one sweep handles. Default 1000.
 	Batch int
@@ -91,27 +92,34 @@ type PlatformConfig struct {
 	Rand func() float64
 }
 
+// defaultPlatformTimeout bounds one call to the platform.
+const defaultPlatformTimeout = 30 * time.Second
+
+// DefaultExpiryWindow: members whose connection ends within it are reported
+// and refreshed, by default.
+const DefaultExpiryWindow = 7 * 24 * time.Hour
+
 func (c *PlatformConfig) fill() {
 	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: 30 * time.Second}
+		c.HTTPClient = &http.Client{Timeout: defaultPlatformTimeout}
 	}
 	if c.ChunkSize <= 0 {
-		c.ChunkSize = 100
+		c.ChunkSize = DefaultChunkSize
 	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 4
 	}
 	if c.Lease <= 0 {
-		c.Lease = 2 * time.Minute
+		c.Lease = DefaultLease
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 8
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.RetryBase <= 0 {
-		c.RetryBase = 2 * time.Second
+		c.RetryBase = DefaultRetryBase
 	}
 	if c.RetryMax <= 0 {
-		c.RetryMax = 5 * time.Minute
+		c.RetryMax = DefaultRetryMax
 	}
 	if c.QuotaJitter <= 0 {
 		c.QuotaJitter = 5 * time.Minute
@@ -120,13 +128,13 @@ func (c *PlatformConfig) fill() {
 		c.StateTTL = 10 * time.Minute
 	}
 	if c.ExpiryWindow <= 0 {
-		c.ExpiryWindow = 7 * 24 * time.Hour
+		c.ExpiryWindow = DefaultExpiryWindow
 	}
 	if c.Rewarn <= 0 {
 		c.Rewarn = 24 * time.Hour
 	}
 	if c.Recheck <= 0 {
-		c.Recheck = time.Minute
+		c.Recheck = DefaultRecheck
 	}
 	if c.Batch <= 0 {
 		c.Batch = 1000
@@ -899,25 +907,37 @@ func (p *Platform) SweepTokens(ctx context.Context) (refreshed, expired, warned 
 // ConnectTTL is how long a connect request stays valid.
 func (p *Platform) ConnectTTL() time.Duration { return p.cfg.StateTTL }
 
-// PlatformFromConfig builds the Platform of a binary from its configuration:
-// every platform variable is required (config.RequirePlatform), the version
-// is validated before any call, and member tokens are never handled without
-// the encryption key. enq is nil in the worker.
-func PlatformFromConfig(st *store.Store, enq *Enqueuer, c config.Config, log *slog.Logger) (*Platform, error) {
-	if err := c.RequirePlatform(); err != nil {
-		return nil, err
-	}
-	client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: c.PlatformURL, Version: c.PlatformVersion,
-		HTTPClient: &http.Client{Timeout: c.VendorTimeout}, UserAgent: "enrichq"})
+// PlatformSettings is what a binary knows of the platform, as plain
+// values: its API, the OAuth app, the key of member tokens, and the tuning
+// its member syncs share with vendor chunks (zero: the defaults).
+type PlatformSettings struct {
+	URL, Version           string
+	AuthURL, TokenURL      string
+	ClientID, ClientSecret string
+	RedirectURL            string
+	TokenKey               string // 32-byte keys, comma-separated; the first seals
+	ExpiryWindow           time.Duration
+	Timeout                time.Duration // of one call to the platform; default 30s
+	ChunkSize, MaxAttempts int
+	Lease                  time.Duration
+}
+
+// OpenPlatform builds the Platform of a binary from its settings: the
+// version is validated before any call, and member tokens are never
+// handled without the encryption key. enq is nil in the worker.
+func OpenPlatform(st *store.Store, enq *Enqueuer, s PlatformSettings, log *slog.Logger) (*Platform, error) {
+	httpClient := &http.Client{Timeout: cmp.Or(s.Timeout, defaultPlatformTimeout)}
+	client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: s.URL, Version: s.Version,
+		HTTPClient: httpClient, UserAgent: "enrichq"})
 	if err != nil {
 		return nil, err
 	}
-	oauth, err := enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: c.PlatformAuthURL, TokenURL: c.PlatformTokenURL,
-		ClientID: c.PlatformClientID, ClientSecret: c.PlatformClientSecret, RedirectURL: c.PlatformRedirectURL})
+	oauth, err := enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: s.AuthURL, TokenURL: s.TokenURL,
+		ClientID: s.ClientID, ClientSecret: s.ClientSecret, RedirectURL: s.RedirectURL})
 	if err != nil {
 		return nil, err
 	}
-	keys, err := secretbox.ParseKeys(c.PlatformTokenKey)
+	keys, err := secretbox.ParseKeys(s.TokenKey)
 	if err != nil {
 		return nil, fmt.Errorf("configuration: ENRICHQ_PLATFORM_TOKEN_KEY: %w", err)
 	}
@@ -925,6 +945,6 @@ func PlatformFromConfig(st *store.Store, enq *Enqueuer, c config.Config, log *sl
 	if err != nil {
 		return nil, fmt.Errorf("configuration: ENRICHQ_PLATFORM_TOKEN_KEY: %w", err)
 	}
-	return NewPlatform(st, enq, PlatformConfig{Client: client, OAuth: oauth, Box: box, HTTPClient: &http.Client{Timeout: c.VendorTimeout},
-		ChunkSize: c.ChunkSize, Lease: c.Lease, MaxAttempts: c.MaxAttempts, ExpiryWindow: c.PlatformExpiryWindow, Recheck: time.Minute}, log)
+	return NewPlatform(st, enq, PlatformConfig{Client: client, OAuth: oauth, Box: box, HTTPClient: httpClient,
+		ChunkSize: s.ChunkSize, Lease: s.Lease, MaxAttempts: s.MaxAttempts, ExpiryWindow: s.ExpiryWindow, Recheck: DefaultRecheck}, log)
 }

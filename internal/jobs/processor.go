@@ -33,19 +33,38 @@ type Limiter interface {
 	Succeeded(ctx context.Context)
 }
 
+// Defaults of the tuning shared by chunk runs, member syncs, the sweeper
+// and the submitter. They are Go fields, not environment variables: tests
+// set them.
+const (
+	// DefaultChunkSize is the rows per chunk task.
+	DefaultChunkSize = 100
+	// DefaultLookupConcurrency is the single lookups in flight per chunk.
+	DefaultLookupConcurrency = 8
+	// DefaultMaxAttempts is the failed attempts after which a row ends failed.
+	DefaultMaxAttempts = 8
+	// DefaultLease is how long claimed rows stay claimed without a heartbeat
+	// (sent every third of it); a lost worker's rows come back after it.
+	DefaultLease = 2 * time.Minute
+	// DefaultRetryBase and DefaultRetryMax bound the backoff between attempts of a row.
+	DefaultRetryBase = 2 * time.Second
+	DefaultRetryMax  = 5 * time.Minute
+)
+
 // ProcessorConfig tunes a Processor. Zero values take the defaults.
 type ProcessorConfig struct {
 	// Bulk uses POST /v1/bulk for the profile stage (and the stages after it). Default false.
 	Bulk bool
 	// BulkSize is the rows per bulk call, at most enrich.MaxBulkRows. Default 100.
 	BulkSize int
-	// LookupConcurrency is the single lookups in flight per chunk. Default 8.
+	// LookupConcurrency is the single lookups in flight per chunk. Default DefaultLookupConcurrency.
 	LookupConcurrency int
-	// MaxAttempts is the failed attempts after which a row ends failed. Default 8.
+	// MaxAttempts is the failed attempts after which a row ends failed. Default DefaultMaxAttempts.
 	MaxAttempts int
-	// Lease is how long claimed rows stay claimed without a heartbeat. Default 2m.
+	// Lease is how long claimed rows stay claimed without a heartbeat. Default DefaultLease.
 	Lease time.Duration
-	// RetryBase and RetryMax bound the backoff between attempts of a row. Default 2s and 5m.
+	// RetryBase and RetryMax bound the backoff between attempts of a row.
+	// Default DefaultRetryBase and DefaultRetryMax.
 	RetryBase, RetryMax time.Duration
 	// Costs is the worst case reserved before each call. Default enrich.DefaultCosts().
 	Costs enrich.CostTable
@@ -58,13 +77,8 @@ type ProcessorConfig struct {
 	// mark is fresh and proves that the earlier sends of its key, counted at
 	// their reservation (a killed worker, a timeout), were not billed: they
 	// are settled at 0. Off, they stay counted at their worst case (safe,
-	// never under-counted). ENRICHQ_VENDOR_MARKS_REPLAYS.
+	// never under-counted).
 	VendorMarksReplays bool
-	// CacheRaw writes paid answers to lookup_cache in the raw form (cachedRaw:
-	// half the bytes, no encoding), which workers before v0.5 read as a miss
-	// (ENRICHQ_CACHE_RAW, on by default from v0.7). Off, the typed form
-	// every version reads.
-	CacheRaw bool
 	// Metrics records vendor calls, credits, rows and jobs; nil records nothing.
 	Metrics *metrics.Pipeline
 	// Enqueuer, when set, hands a job's next chunk to the queue as each of
@@ -81,19 +95,19 @@ func (c *ProcessorConfig) fill() {
 		c.BulkSize = enrich.MaxBulkRows
 	}
 	if c.LookupConcurrency <= 0 {
-		c.LookupConcurrency = 8
+		c.LookupConcurrency = DefaultLookupConcurrency
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 8
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.Lease <= 0 {
-		c.Lease = 2 * time.Minute
+		c.Lease = DefaultLease
 	}
 	if c.RetryBase <= 0 {
-		c.RetryBase = 2 * time.Second
+		c.RetryBase = DefaultRetryBase
 	}
 	if c.RetryMax <= 0 {
-		c.RetryMax = 5 * time.Minute
+		c.RetryMax = DefaultRetryMax
 	}
 	if c.Costs == (enrich.CostTable{}) {
 		c.Costs = enrich.DefaultCosts()
@@ -592,15 +606,13 @@ func (c *chunkRun) apply(w *rowWork, stage string, a answer, remember bool) {
 		}
 		entry := store.CacheEntry{Stage: stage, Key: key, Matched: a.matched(stage), FetchedAt: now}
 		if entry.Matched {
-			if c.p.cfg.CacheRaw {
-				entry.Result = encodeCachedRaw(stage, a)
-			} else {
-				entry.Result = encodeCached(stage, a)
-			}
+			entry.Result = encodeCached(stage, a)
 		}
-		c.cacheMu.Lock()
-		c.cache = append(c.cache, entry)
-		c.cacheMu.Unlock()
+		if !entry.Matched || entry.Result != nil {
+			c.cacheMu.Lock()
+			c.cache = append(c.cache, entry)
+			c.cacheMu.Unlock()
+		}
 	}
 }
 

@@ -14,10 +14,10 @@ type Submitter struct {
 	Store    *store.Store
 	Enqueuer *Enqueuer // nil: leave every chunk to the scheduler's sweep
 	Log      *slog.Logger
-	// ChunkSize is the number of rows a task carries; default 100.
+	// ChunkSize is the number of rows a task carries; default DefaultChunkSize.
 	ChunkSize int
 	// Window is how many chunks of one job are in the queue at once
-	// (ENRICHQ_JOB_WINDOW; default store.DefaultWindow): the submit request
+	// (default store.DefaultWindow): the submit request
 	// hands the first window of chunks, workers hand the next one as they
 	// finish one, and the scheduler's sweep anything lost.
 	Window int
@@ -52,7 +52,7 @@ type Submission struct {
 func (s *Submitter) Submit(ctx context.Context, sub Submission) (job store.Job, created bool, err error) {
 	chunk := s.ChunkSize
 	if chunk <= 0 {
-		chunk = 100
+		chunk = DefaultChunkSize
 	}
 	if url := sub.Options.CallbackURL; url != "" {
 		msg := ""

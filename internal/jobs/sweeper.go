@@ -20,8 +20,8 @@ type SweeperConfig struct {
 	MaxAttempts int
 	// Batch caps the rows and chunks one sweep handles. Default 1000.
 	Batch int
-	// Window is how many chunks of one job are in the queue at once
-	// (ENRICHQ_JOB_WINDOW); default store.DefaultWindow.
+	// Window is how many chunks of one job are in the queue at once;
+	// default store.DefaultWindow.
 	Window int
 }
 
@@ -29,15 +29,18 @@ type SweeperConfig struct {
 // there, by default.
 const DefaultRecheck = time.Minute
 
+// DefaultSweepInterval is the sweeps' period, by default.
+const DefaultSweepInterval = 5 * time.Second
+
 func (c *SweeperConfig) fill() {
 	if c.Interval <= 0 {
-		c.Interval = 5 * time.Second
+		c.Interval = DefaultSweepInterval
 	}
 	if c.Recheck <= 0 {
 		c.Recheck = DefaultRecheck
 	}
 	if c.MaxAttempts <= 0 {
-		c.MaxAttempts = 8
+		c.MaxAttempts = DefaultMaxAttempts
 	}
 	if c.Batch <= 0 {
 		c.Batch = 1000

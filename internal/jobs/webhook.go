@@ -75,10 +75,10 @@ func VerifySignature(secret, header string, body []byte, tolerance time.Duration
 
 // WebhookConfig configures completion callbacks.
 type WebhookConfig struct {
-	// Secret signs every delivery (ENRICHQ_WEBHOOK_SECRET). Required to send.
+	// Secret signs every delivery. Required to send.
 	Secret string
-	// AllowPrivate allows callback URLs on loopback and private networks
-	// (ENRICHQ_WEBHOOK_ALLOW_PRIVATE); off, they are refused at submit and at connect.
+	// AllowPrivate allows callback URLs on loopback and private networks;
+	// off, they are refused at submit and at connect.
 	AllowPrivate bool
 	// Timeout bounds one attempt. Default 10s.
 	Timeout time.Duration

@@ -1,0 +1,97 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+)
+
+// API configures cmd/api, the submit API.
+type API struct {
+	Common
+	// Addr is the API's listen address (ENRICHQ_API_ADDR, default
+	// 127.0.0.1:8080; port 0 picks one). /metrics is served on it too.
+	Addr string
+	// Keys maps a bootstrap API key to its tenant (ENRICHQ_API_KEYS,
+	// "tenant:key[,tenant:key...]", each key at least 8 characters; default
+	// none: then keys created with `api keys create` must exist). Secrets.
+	Keys map[string]string
+	// MaxUploadBytes caps an upload's body (ENRICHQ_MAX_UPLOAD_BYTES, default
+	// 64 MiB, at least 1024).
+	MaxUploadBytes int64
+	// MaxRows caps the lookups of one job after role expansion
+	// (ENRICHQ_MAX_ROWS, default 1,000,000, 1 to 100,000,000).
+	MaxRows int
+	// ShutdownTimeout bounds a graceful stop (ENRICHQ_SHUTDOWN_TIMEOUT, default 30s).
+	ShutdownTimeout time.Duration
+	// VendorRPS and VendorBulk: the vendor's rate and call form, for the
+	// estimates of dry runs; the workers' variables (ENRICHQ_VENDOR_RPS,
+	// ENRICHQ_VENDOR_BULK, defaults 10 and true).
+	VendorRPS  float64
+	VendorBulk bool
+	// Webhooks: callbacks are accepted at submit only with a secret.
+	Webhooks Webhooks
+	// Platform: the connect flow's routes, when enabled.
+	Platform Platform
+
+	// Tuning, not read from the environment.
+
+	// StatusCache is how long a job's status is served from memory (default
+	// DefaultStatusCache; 0 reads Postgres on every poll).
+	StatusCache time.Duration
+	// ChunkSize is the rows per chunk task (0: jobs.DefaultChunkSize).
+	ChunkSize int
+	// JobWindow is how many chunks of one job are in the queue at once
+	// (0: store.DefaultWindow).
+	JobWindow int
+}
+
+func defaultAPI() API {
+	return API{Common: defaultCommon(), Addr: DefaultAPIAddr, Keys: map[string]string{}, MaxUploadBytes: DefaultMaxUploadBytes,
+		MaxRows: DefaultMaxRows, ShutdownTimeout: DefaultShutdownTimeout, VendorRPS: DefaultVendorRPS, VendorBulk: true,
+		StatusCache: DefaultStatusCache}
+}
+
+// APIFromEnv maps the environment (getenv: os.Getenv in production) onto
+// the API's defaults and validates the result.
+func APIFromEnv(getenv func(string) string) (API, error) {
+	c := defaultAPI()
+	err := load(getenv, func(r *reader) {
+		c.Common.read(r)
+		r.str("ENRICHQ_API_ADDR", &c.Addr)
+		r.apiKeys("ENRICHQ_API_KEYS", c.Keys)
+		r.int64("ENRICHQ_MAX_UPLOAD_BYTES", &c.MaxUploadBytes)
+		r.int("ENRICHQ_MAX_ROWS", &c.MaxRows)
+		r.duration("ENRICHQ_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+		r.float("ENRICHQ_VENDOR_RPS", &c.VendorRPS)
+		r.bool("ENRICHQ_VENDOR_BULK", &c.VendorBulk)
+		c.Webhooks.read(r)
+		c.Platform.read(r)
+	}, func() error { return c.validate() })
+	return c, err
+}
+
+func (c API) validate() error {
+	errs := []error{
+		c.Common.validate(),
+		inRange("ENRICHQ_MAX_UPLOAD_BYTES", c.MaxUploadBytes, 1024, 1<<40),
+		inRange("ENRICHQ_MAX_ROWS", c.MaxRows, 1, 100_000_000),
+		inRange("ENRICHQ_VENDOR_RPS", c.VendorRPS, 0.01, 100000),
+		c.Platform.validate(),
+	}
+	if c.Addr == "" {
+		errs = append(errs, errors.New("ENRICHQ_API_ADDR: empty"))
+	}
+	var short []string
+	for key, tenant := range c.Keys {
+		if len(key) < 8 {
+			short = append(short, tenant)
+		}
+	}
+	sort.Strings(short)
+	for _, tenant := range short {
+		errs = append(errs, fmt.Errorf("ENRICHQ_API_KEYS: the key of tenant %q is shorter than 8 characters", tenant))
+	}
+	return errors.Join(errs...)
+}

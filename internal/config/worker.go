@@ -1,0 +1,62 @@
+package config
+
+import (
+	"errors"
+	"time"
+)
+
+// Worker configures cmd/worker, which runs chunk tasks and member syncs.
+type Worker struct {
+	Common
+	// Vendor: URL and Key are required.
+	Vendor Vendor
+	// Concurrency is the chunks one worker process runs at once
+	// (ENRICHQ_WORKER_CONCURRENCY, default 10, 1 to 1000). Its Postgres pool
+	// holds Concurrency + 4 connections.
+	Concurrency int
+	// ShutdownTimeout bounds a graceful stop (ENRICHQ_SHUTDOWN_TIMEOUT, default 30s).
+	ShutdownTimeout time.Duration
+	// Platform: member sync tasks are handled when it is enabled.
+	Platform Platform
+
+	// Tuning, not read from the environment: 0 takes internal/jobs' default.
+
+	// LookupConcurrency is the single lookups in flight per chunk (jobs.DefaultLookupConcurrency).
+	LookupConcurrency int
+	// MaxAttempts is the failed attempts after which a row ends failed (jobs.DefaultMaxAttempts).
+	MaxAttempts int
+	// Lease is how long a claimed row stays claimed without a heartbeat (jobs.DefaultLease).
+	Lease time.Duration
+	// ChunkSize is the members per sync task (jobs.DefaultChunkSize).
+	ChunkSize int
+	// QueuePoll is how often an idle worker looks at its empty queue (jobs.DefaultQueuePoll).
+	QueuePoll time.Duration
+}
+
+func defaultWorker() Worker {
+	return Worker{Common: defaultCommon(), Vendor: defaultVendor(), Concurrency: DefaultWorkerConcurrency,
+		ShutdownTimeout: DefaultShutdownTimeout}
+}
+
+// WorkerFromEnv maps the environment (getenv: os.Getenv in production) onto
+// the worker's defaults and validates the result.
+func WorkerFromEnv(getenv func(string) string) (Worker, error) {
+	c := defaultWorker()
+	err := load(getenv, func(r *reader) {
+		c.Common.read(r)
+		c.Vendor.read(r)
+		r.int("ENRICHQ_WORKER_CONCURRENCY", &c.Concurrency)
+		r.duration("ENRICHQ_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
+		c.Platform.read(r)
+	}, func() error { return c.validate() })
+	return c, err
+}
+
+func (c Worker) validate() error {
+	return errors.Join(
+		c.Common.validate(),
+		c.Vendor.validate(),
+		inRange("ENRICHQ_WORKER_CONCURRENCY", c.Concurrency, 1, 1000),
+		c.Platform.validate(),
+	)
+}
