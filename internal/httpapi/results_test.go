@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -29,7 +30,7 @@ func resultsJob(t *testing.T, b *bundle) string {
 		case 0:
 			url := "https://platform.example/in/alice"
 			return store.Outcome{
-				State: store.RowMatched, StagesDone: []string{"profile", "email", "phone"}, AnyMatch: true,
+				State: domain.RowMatched, StagesDone: []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone}, AnyMatch: true,
 				Profile: &store.ProfileResult{ProfileURL: url, Name: "Alice Doe", Headline: "-1 growth hacker", Company: "Acme",
 					Role: "CTO", Location: "Berlin", Industry: "Software", Technographics: []string{"go", "postgres"}, Raw: []byte(`{}`)},
 				Email: &store.EmailResult{ProfileURL: url, Email: "alice@acme.example", Confidence: 0.9, Verified: true, Raw: []byte(`{}`)},
@@ -37,9 +38,9 @@ func resultsJob(t *testing.T, b *bundle) string {
 					PrimaryNumber: "+49 30 1234", Raw: []byte(`{}`)},
 			}
 		case 1:
-			return store.Outcome{State: store.RowNoMatch, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}}
+			return store.Outcome{State: domain.RowNoMatch, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}}
 		default:
-			return store.Outcome{State: store.RowFailed, Reason: "attempts exhausted", LastError: "vendor: 500", FailedAttempt: true}
+			return store.Outcome{State: domain.RowFailed, Reason: "attempts exhausted", LastError: "vendor: 500", FailedAttempt: true}
 		}
 	})
 	return job.ID
@@ -66,7 +67,7 @@ func TestResultsJSON(t *testing.T) {
 		t.Errorf("phones = %s", a.Phones)
 	}
 	if bob.State != "no_match" || bob.Name != "Bob Roe" || bob.Company != "Beta AG" || bob.FullName != nil || bob.Email != nil ||
-		string(bob.Phones) != "null" || strings.Join(bob.NoMatch, ",") != "profile" {
+		string(bob.Phones) != "null" || joinStages(bob.NoMatch, ",") != "profile" {
 		t.Errorf("row 2 = %s", mustJSON(bob))
 	}
 	if carol.State != "failed" || carol.Reason != "attempts exhausted: vendor: 500" || carol.InputEmail != "carol@example.com" {

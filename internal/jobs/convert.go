@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -78,12 +79,12 @@ type cachedRaw struct {
 }
 
 // encodeCached is the lookup_cache.result of a stage's matched answer.
-func encodeCached(stage string, a answer) []byte {
+func encodeCached(stage domain.Stage, a answer) []byte {
 	var c cachedAnswer
 	switch stage {
-	case "profile":
+	case domain.StageProfile:
 		c.Profile = a.profile
-	case "email":
+	case domain.StageEmail:
 		c.Email = a.email
 	default:
 		c.Phones = a.phones
@@ -94,12 +95,12 @@ func encodeCached(stage string, a answer) []byte {
 
 // encodeCachedRaw is the cachedRaw form of a stage's matched answer, or the
 // cachedAnswer form when it has no raw answer (not the vendor's).
-func encodeCachedRaw(stage string, a answer) []byte {
+func encodeCachedRaw(stage domain.Stage, a answer) []byte {
 	var raw json.RawMessage
 	switch stage {
-	case "profile":
+	case domain.StageProfile:
 		raw = a.profile.Raw
-	case "email":
+	case domain.StageEmail:
 		raw = a.email.Raw
 	default:
 		raw = a.phones.Raw
@@ -117,7 +118,7 @@ func encodeCachedRaw(stage string, a answer) []byte {
 // matched answer of stage (profile, email or phone), in the raw form or
 // the typed one (ProcessorConfig.CacheRaw): for a benchmark that writes
 // what the worker writes without the worker.
-func EncodeCachedAnswer(stage string, profile *enrich.Profile, email *enrich.Email, phones *enrich.Phones, raw bool) []byte {
+func EncodeCachedAnswer(stage domain.Stage, profile *enrich.Profile, email *enrich.Email, phones *enrich.Phones, raw bool) []byte {
 	a := answer{profile: profile, email: email, phones: phones}
 	if raw {
 		return encodeCachedRaw(stage, a)
@@ -126,7 +127,7 @@ func EncodeCachedAnswer(stage string, profile *enrich.Profile, email *enrich.Ema
 }
 
 // decodeCached reads a cached answer of stage, in either form.
-func decodeCached(stage string, e store.CacheEntry) (answer, error) {
+func decodeCached(stage domain.Stage, e store.CacheEntry) (answer, error) {
 	if !e.Matched {
 		return answer{}, nil
 	}
@@ -138,9 +139,9 @@ func decodeCached(stage string, e store.CacheEntry) (answer, error) {
 	if len(c.Raw) > 0 {
 		var err error
 		switch stage {
-		case "profile":
+		case domain.StageProfile:
 			a.profile, err = enrich.ParseProfileRaw(c.Raw)
-		case "email":
+		case domain.StageEmail:
 			a.email, err = enrich.ParseEmailRaw(c.Raw)
 		default:
 			a.phones, err = enrich.ParsePhonesRaw(c.Raw)

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 	"github.com/enrichq/enrichq/migrations"
@@ -103,14 +104,14 @@ func TestDeleteCascades(t *testing.T) {
 		}
 		outs := make([]store.Outcome, 0, len(claim.Rows))
 		for i, r := range claim.Rows {
-			o := store.Outcome{RowID: r.ID, Prov: store.Provenance{FetchedAt: now}, StagesDone: []string{"profile", "email", "phone"},
-				State: store.RowMatched, AnyMatch: true, FoundProfileURL: fmt.Sprint("https://p.example/in/", r.ID)}
+			o := store.Outcome{RowID: r.ID, Prov: store.Provenance{FetchedAt: now}, StagesDone: []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone},
+				State: domain.RowMatched, AnyMatch: true, FoundProfileURL: fmt.Sprint("https://p.example/in/", r.ID)}
 			if i%2 == 0 {
 				o.Profile = &store.ProfileResult{ProfileURL: o.FoundProfileURL, Name: "Jane"}
 				o.Email = &store.EmailResult{ProfileURL: o.FoundProfileURL, Email: "jane@example.com"}
 				o.Phone = &store.PhoneResult{ProfileURL: o.FoundProfileURL, Phones: []byte(`[{"number":"+1"}]`)}
 			} else {
-				o.NoMatches, o.State, o.AnyMatch, o.FoundProfileURL = []string{"profile"}, store.RowNoMatch, false, ""
+				o.NoMatches, o.State, o.AnyMatch, o.FoundProfileURL = []domain.Stage{domain.StageProfile}, domain.RowNoMatch, false, ""
 			}
 			outs = append(outs, o)
 		}
