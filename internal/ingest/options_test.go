@@ -34,7 +34,9 @@ func TestParseOptions(t *testing.T) {
 				o.Lookups, o.Roles, o.BudgetCredits = []domain.Stage{domain.StageProfile, domain.StageEmail}, []string{"VP Sales"}, ptr[int64](500)
 			}),
 		},
-		{name: "lookups ordered and deduplicated", query: "lookups=phone,%20Email%20,profile,email", want: with(func(o *JobOptions) { o.Lookups = []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone} })},
+		{name: "lookups ordered and deduplicated", query: "lookups=phone,%20Email%20,profile,email", want: with(func(o *JobOptions) {
+			o.Lookups = []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone}
+		})},
 		{name: "lookups repeated", query: "lookups=email&lookups=phone", want: with(func(o *JobOptions) { o.Lookups = []domain.Stage{domain.StageEmail, domain.StagePhone} })},
 		{
 			name:  "roles comma-separated, repeated, trimmed, deduplicated",
