@@ -76,7 +76,7 @@ func TestResultsFeedAPI(t *testing.T) {
 		!*email.EmailVerified || deref(email.FoundProfileURL) != "https://platform.example/in/a" || email.FullName != nil {
 		t.Errorf("email line: %+v", email)
 	}
-	if nm.Kind != "no_match" || nm.Stage != "profile" || nm.Ref != "r2" || nm.FoundProfileURL != nil {
+	if nm.Kind != "no_match" || nm.Stage != domain.StageProfile || nm.Ref != "r2" || nm.FoundProfileURL != nil {
 		t.Errorf("no-match line: %+v", nm)
 	}
 

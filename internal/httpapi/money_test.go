@@ -64,7 +64,7 @@ func TestPatchBudgetResumesAPausedJob(t *testing.T) {
 		t.Fatalf("PATCH: %d %s", resp.StatusCode, data)
 	}
 	st := decode[jobStatus](t, data)
-	if st.State != "queued" {
+	if st.State != domain.JobQueued {
 		t.Fatalf("after raising the budget: state %s, want queued again", st.State)
 	}
 	j, err := b.st.GetJob(ctx, tenantA, job.ID)

@@ -214,7 +214,7 @@ func TestEstimate(t *testing.T) {
 		total += c.Credits
 	}
 	j, _ := b.Store.GetJob(context.Background(), "", job.ID)
-	if total != j.CreditsSpent || costs["profile"].Credits != 60 {
+	if total != j.CreditsSpent || costs[domain.StageProfile].Credits != 60 {
 		t.Fatalf("costs by stage %+v (sum %d), job spent %d", costs, total, j.CreditsSpent)
 	}
 }
