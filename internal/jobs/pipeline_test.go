@@ -73,7 +73,7 @@ func TestPipelineBulkEndToEnd(t *testing.T) {
 				t.Fatalf("matched row without a profile: %+v", r)
 			}
 		case domain.RowNoMatch:
-			if len(r.NoMatches) == 0 || r.NoMatches[0] != "profile" {
+			if len(r.NoMatches) == 0 || r.NoMatches[0] != domain.StageProfile {
 				t.Fatalf("no_match row without a marker: %+v", r)
 			}
 		}
