@@ -562,7 +562,7 @@ func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Du
 	if err != nil {
 		return 0, err
 	}
-	if job.State != domain.JobQueued && job.State != domain.JobRunning {
+	if !job.State.Runnable() {
 		return 0, nil
 	}
 	claim, err := p.store.ClaimPlatformChunk(ctx, ref.JobID, ref.Chunk, p.cfg.Lease, p.cfg.Now())

@@ -247,7 +247,7 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 	if err != nil {
 		return 0, err
 	}
-	if job.State != domain.JobQueued && job.State != domain.JobRunning {
+	if !job.State.Runnable() {
 		return 0, nil // paused, canceled or finished: the scheduler re-enqueues on resume
 	}
 	if p.isDraining() {
