@@ -7,11 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
+	"slices"
 	"text/tabwriter"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/config"
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -90,11 +91,11 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 			return json.NewEncoder(stdout).Encode(map[string]any{"job_id": job.ID, "by_stage": costs, "spent": job.CreditsSpent,
 				"reserved": job.CreditsReserved, "budget": job.BudgetCredits})
 		}
-		stages := make([]string, 0, len(costs))
+		stages := make([]domain.Stage, 0, len(costs))
 		for s := range costs {
 			stages = append(stages, s)
 		}
-		sort.Strings(stages)
+		slices.Sort(stages)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintf(tw, "stage\tcalls\tcredits\t\n")
 		for _, s := range stages {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/config"
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -27,7 +28,7 @@ func TestLedgerAnswersBothQuestions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	job, _, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []string{"profile"}, ChunkSize: 10}, func(add func(store.NewRow) error) error {
+	job, _, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10}, func(add func(store.NewRow) error) error {
 		return add(store.NewRow{InputRow: 1, Kind: "email", Email: "a@b.example"})
 	})
 	if err != nil {

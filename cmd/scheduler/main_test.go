@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/enrichq/enrichq/internal/config"
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store"
@@ -35,7 +36,7 @@ func TestSchedulerEnqueuesLostWork(t *testing.T) {
 	if err := st.Migrate(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	job, _, err := st.CreateJob(context.Background(), store.NewJob{Tenant: "acme", Lookups: []string{"profile"}, ChunkSize: 2},
+	job, _, err := st.CreateJob(context.Background(), store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 2},
 		func(add func(store.NewRow) error) error {
 			for i := range 5 {
 				if err := add(store.NewRow{InputRow: i + 1, Kind: "email", Email: "a@b.example"}); err != nil {

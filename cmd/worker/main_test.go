@@ -13,6 +13,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -56,7 +57,7 @@ func TestWorkerRunProcessesAChunk(t *testing.T) {
 	redisOpt, _ := asynq.ParseRedisURI(jobstest.RedisURL())
 	enq := jobs.NewEnqueuer(redisOpt, queue)
 	t.Cleanup(func() { _ = enq.Inspector.DeleteQueue(queue, true); enq.Close() })
-	job, _, err := st.CreateJob(context.Background(), store.NewJob{Tenant: "acme", Lookups: []string{"profile"}, ChunkSize: 100, MaxAge: time.Hour},
+	job, _, err := st.CreateJob(context.Background(), store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 100, MaxAge: time.Hour},
 		func(add func(store.NewRow) error) error {
 			for i := range 20 {
 				if err := add(store.NewRow{InputRow: i + 1, Kind: "name_company", Name: "CTO", Company: fmt.Sprint("Co ", i)}); err != nil {
@@ -79,7 +80,7 @@ func TestWorkerRunProcessesAChunk(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.State == store.JobCompleted {
+		if j.State == domain.JobCompleted {
 			if j.CreditsSpent != fv.TotalCharged() {
 				t.Fatalf("job spent %d, vendor billed %d", j.CreditsSpent, fv.TotalCharged())
 			}

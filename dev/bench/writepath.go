@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/config"
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -62,7 +63,7 @@ func (b *bench) writePath(ctx context.Context, n int) (wpResult, error) {
 		return wpResult{}, err
 	}
 	const tenant = "bench"
-	job, _, err := st.CreateJob(ctx, store.NewJob{Tenant: tenant, Name: "write path", Lookups: []string{"profile", "email"},
+	job, _, err := st.CreateJob(ctx, store.NewJob{Tenant: tenant, Name: "write path", Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail},
 		Roles: []string{"VP Sales"}, MaxAge: 30 * 24 * time.Hour, SourceFormat: "csv", ChunkSize: chunkSize},
 		func(add func(store.NewRow) error) error {
 			for i := range n {
@@ -113,7 +114,7 @@ func (b *bench) writePath(ctx context.Context, n int) (wpResult, error) {
 	if err != nil {
 		return wpResult{}, err
 	}
-	if done := counts[store.RowMatched] + counts[store.RowNoMatch]; done != n {
+	if done := counts[domain.RowMatched] + counts[domain.RowNoMatch]; done != n {
 		return wpResult{}, fmt.Errorf("write path: %d rows done of %d (%v)", done, n, counts)
 	}
 	return wpResult{elapsed: elapsed, chunks: job.ChunkCount, concurrency: conc}, nil
@@ -163,7 +164,7 @@ func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.
 		for i := lo; i < hi; i++ {
 			qs = append(qs, enrich.ProfileQuery{Name: "VP Sales", Company: companyName(i, "")})
 		}
-		res, err := client.Bulk(ctx, qs, []enrich.Stage{enrich.StageEmail}, "")
+		res, err := client.Bulk(ctx, qs, []domain.Stage{domain.StageEmail}, "")
 		if err != nil {
 			return nil, nil, err
 		}
@@ -172,15 +173,15 @@ func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.
 			if it.Err != nil {
 				return nil, nil, fmt.Errorf("row %d: %w", i, it.Err)
 			}
-			o := store.Outcome{Prov: store.Provenance{Source: "vendor", FetchedAt: now}, StagesDone: []string{"profile"}, State: store.RowNoMatch}
+			o := store.Outcome{Prov: store.Provenance{Source: "vendor", FetchedAt: now}, StagesDone: []domain.Stage{domain.StageProfile}, State: domain.RowNoMatch}
 			key := "nc:vp sales|" + strings.ToLower(companyName(i, ""))
 			entry := store.CacheEntry{Stage: "profile", Key: key, FetchedAt: now}
 			var emailEntry *store.CacheEntry
 			if p := it.Profile; p != nil {
 				o.Profile = &store.ProfileResult{ProfileURL: p.ProfileURL, Name: p.Name, Headline: p.Headline, Company: p.Company, Role: p.Role,
 					Location: p.Location, CompanySize: p.CompanySize, Industry: p.Industry, Technographics: p.Technographics, Raw: p.Raw}
-				o.FoundProfileURL, o.AnyMatch, o.State = p.ProfileURL, true, store.RowMatched
-				o.StagesDone = []string{"profile", "email"}
+				o.FoundProfileURL, o.AnyMatch, o.State = p.ProfileURL, true, domain.RowMatched
+				o.StagesDone = []domain.Stage{domain.StageProfile, domain.StageEmail}
 				entry.Matched = true
 				entry.Result = jobs.EncodeCachedAnswer("profile", p, nil, nil)
 				e := store.CacheEntry{Stage: "email", Key: "url:" + p.ProfileURL, FetchedAt: now}
@@ -193,7 +194,7 @@ func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.
 				}
 				emailEntry = &e
 			} else {
-				o.NoMatches = []string{"profile"}
+				o.NoMatches = []domain.Stage{domain.StageProfile}
 			}
 			outs[i] = o
 			c := i / chunkSize

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 )
 
@@ -197,10 +198,9 @@ func CheckJob(ctx context.Context, db Querier, jobID string, expected int, vendo
 		f.Stored += n
 		f.MaxAttempts = max(f.MaxAttempts, maxAtt)
 		f.LeaseExpired += expired
-		switch state {
-		case "pending", "in_flight", "retry_wait":
+		if domain.RowState(state).Open() {
 			f.Open += n
-		default:
+		} else {
 			f.Terminal += n
 		}
 		return nil

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/httpapi"
@@ -51,7 +52,7 @@ func (d *dying) Phone(ctx context.Context, u, key string) (enrich.PhoneResult, e
 	return r, err
 }
 
-func (d *dying) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []enrich.Stage, key string) (enrich.BulkResult, error) {
+func (d *dying) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, key string) (enrich.BulkResult, error) {
 	r, err := d.Vendor.Bulk(ctx, rows, include, key)
 	d.die()
 	return r, err

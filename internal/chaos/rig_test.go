@@ -18,6 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
@@ -275,10 +276,10 @@ func rows(tag string, n int) []ingest.RowIn {
 	return out
 }
 
-func (r *rig) submit(in []ingest.RowIn, lookups ...string) string {
+func (r *rig) submit(in []ingest.RowIn, lookups ...domain.Stage) string {
 	r.t.Helper()
 	if len(lookups) == 0 {
-		lookups = []string{"profile", "email"}
+		lookups = []domain.Stage{domain.StageProfile, domain.StageEmail}
 	}
 	opts := ingest.JobOptions{Lookups: lookups, MaxAge: 720 * time.Hour}
 	job, created, err := r.sub.Submit(context.Background(), jobs.Submission{Tenant: "acme", Format: "json", Options: opts,

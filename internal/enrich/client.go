@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // Defaults of [Config].
@@ -220,22 +222,22 @@ func (c *Client) Phone(ctx context.Context, profileURL, idempotencyKey string) (
 }
 
 // Bulk looks up to [MaxBulkRows] profiles in one call, and for each match the
-// stages in include (StageEmail, StagePhone; StageProfile is implied).
+// stages in include (email, phone; the profile is implied).
 // Items[i] answers rows[i]. More rows than MaxBulkRows, or an unknown stage,
 // is refused before any call with a permanent error; an invalid row gets a
 // permanent per-row error and is not sent. With no row to send, no call is
 // made. The call's error is for the whole call (no item is then known);
 // per-row outcomes are in each item's Err.
-func (c *Client) Bulk(ctx context.Context, rows []ProfileQuery, include []Stage, idempotencyKey string) (BulkResult, error) {
+func (c *Client) Bulk(ctx context.Context, rows []ProfileQuery, include []domain.Stage, idempotencyKey string) (BulkResult, error) {
 	if len(rows) > MaxBulkRows {
 		return BulkResult{}, refused(endpointBulk, "too_many_rows", fmt.Sprintf("%d rows, at most %d per call", len(rows), MaxBulkRows))
 	}
-	var stages []Stage
+	var stages []domain.Stage
 	for _, s := range include {
 		if !s.Valid() {
 			return BulkResult{}, refused(endpointBulk, "invalid_include", fmt.Sprintf("unknown stage %q", clip(string(s), 50)))
 		}
-		if s != StageProfile && !hasStage(stages, s) {
+		if s != domain.StageProfile && !hasStage(stages, s) {
 			stages = append(stages, s)
 		}
 	}
@@ -270,10 +272,10 @@ func (c *Client) Bulk(ctx context.Context, rows []ProfileQuery, include []Stage,
 		if it.Err != nil {
 			c.redact(it.Err)
 		}
-		if !hasStage(stages, StageEmail) {
+		if !hasStage(stages, domain.StageEmail) {
 			it.Email = nil
 		}
-		if !hasStage(stages, StagePhone) {
+		if !hasStage(stages, domain.StagePhone) {
 			it.Phones = nil
 		}
 		it.EstimatedCredits = c.costs.rowCost(sent[j], stages, it)
@@ -283,7 +285,7 @@ func (c *Client) Bulk(ctx context.Context, rows []ProfileQuery, include []Stage,
 	return BulkResult{Items: items, Charge: r.chargeOr(estimate), RateLimit: r.rateLimit}, nil
 }
 
-func hasStage(list []Stage, s Stage) bool {
+func hasStage(list []domain.Stage, s domain.Stage) bool {
 	for _, x := range list {
 		if x == s {
 			return true

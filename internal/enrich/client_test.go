@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 )
@@ -379,7 +380,7 @@ func TestInvalidQueryRefusedBeforeAnyCall(t *testing.T) {
 	}
 	_, err := c.Email(ctx(t), " ", "k")
 	vendorError(t, err, enrich.ClassPermanent)
-	_, err = c.Bulk(ctx(t), []enrich.ProfileQuery{{ProfileURL: "https://x.example/in/a"}}, []enrich.Stage{"fax"}, "k")
+	_, err = c.Bulk(ctx(t), []enrich.ProfileQuery{{ProfileURL: "https://x.example/in/a"}}, []domain.Stage{"fax"}, "k")
 	vendorError(t, err, enrich.ClassPermanent)
 	if n := calls.Load(); n != 0 {
 		t.Fatalf("%d calls made, want 0", n)
@@ -571,7 +572,7 @@ func TestBulkAgainstFake(t *testing.T) {
 	}
 	rows = append(rows, enrich.ProfileQuery{Name: "CTO", Company: "Initech"}, enrich.ProfileQuery{Email: "mei.chen@globex.com"})
 
-	res, err := c.Bulk(ctx(t), rows, []enrich.Stage{enrich.StageEmail, enrich.StagePhone, enrich.StageEmail}, "bulk-1")
+	res, err := c.Bulk(ctx(t), rows, []domain.Stage{domain.StageEmail, domain.StagePhone, domain.StageEmail}, "bulk-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -639,7 +640,7 @@ func TestBulkMatchesByIndex(t *testing.T) {
 	for i := range rows {
 		rows[i] = enrich.ProfileQuery{ProfileURL: fmt.Sprintf("https://platform.example/in/r%d", i)}
 	}
-	res, err := client(t, srv.URL, nil).Bulk(ctx(t), rows, []enrich.Stage{enrich.StageEmail}, "k")
+	res, err := client(t, srv.URL, nil).Bulk(ctx(t), rows, []domain.Stage{domain.StageEmail}, "k")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -664,7 +665,7 @@ func TestBulkMatchesByIndex(t *testing.T) {
 	}
 	// No credit headers: the table's estimate, the unknown rows at their worst.
 	costs := enrich.DefaultCosts()
-	want := (1 + 5) + 1 + (1 + 10) + 2*costs.RowWorst(rows[2], []enrich.Stage{enrich.StageEmail})
+	want := (1 + 5) + 1 + (1 + 10) + 2*costs.RowWorst(rows[2], []domain.Stage{domain.StageEmail})
 	if res.Charge.Reported || res.Charge.Credits != want {
 		t.Fatalf("charge = %+v, want %d estimated", res.Charge, want)
 	}

@@ -1,6 +1,10 @@
 package enrich
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/enrichq/enrichq/internal/domain"
+)
 
 // CostTable is what each lookup costs in credits. The vendor's own
 // X-Credits-Charged header is the truth when present; the table is used when it
@@ -52,13 +56,13 @@ func (t CostTable) Validate() error {
 
 // Worst is the most one lookup of stage s can cost (what to reserve before
 // the call): by default profile 2, email 10, phone 25. Unknown stages cost 0.
-func (t CostTable) Worst(s Stage) int64 {
+func (t CostTable) Worst(s domain.Stage) int64 {
 	switch s {
-	case StageProfile:
+	case domain.StageProfile:
 		return max(t.ProfileByURL, t.ProfileBySearch)
-	case StageEmail:
+	case domain.StageEmail:
 		return max(t.EmailHit, t.EmailVerified, t.EmailMiss)
-	case StagePhone:
+	case domain.StagePhone:
 		return max(t.PhoneHit, t.PhoneMobile, t.PhoneMiss)
 	}
 	return 0
@@ -66,13 +70,13 @@ func (t CostTable) Worst(s Stage) int64 {
 
 // Best is the least one lookup of stage s can cost (for estimates): by
 // default profile 1, email 0, phone 0 (a miss is free).
-func (t CostTable) Best(s Stage) int64 {
+func (t CostTable) Best(s domain.Stage) int64 {
 	switch s {
-	case StageProfile:
+	case domain.StageProfile:
 		return min(t.ProfileByURL, t.ProfileBySearch)
-	case StageEmail:
+	case domain.StageEmail:
 		return min(t.EmailHit, t.EmailVerified, t.EmailMiss)
-	case StagePhone:
+	case domain.StagePhone:
 		return min(t.PhoneHit, t.PhoneMobile, t.PhoneMiss)
 	}
 	return 0
@@ -81,14 +85,14 @@ func (t CostTable) Best(s Stage) int64 {
 // ProfileCost is what a profile lookup of the given kind (see
 // [ProfileQuery.Kind]) costs; it is the same on a match and on a no-match.
 // An invalid kind costs the worst case.
-func (t CostTable) ProfileCost(kind string) int64 {
+func (t CostTable) ProfileCost(kind domain.InputKind) int64 {
 	switch kind {
-	case KindProfileURL:
+	case domain.InputProfileURL:
 		return t.ProfileByURL
-	case KindEmail, KindNameCompany:
+	case domain.InputEmail, domain.InputNameCompany:
 		return t.ProfileBySearch
 	}
-	return t.Worst(StageProfile)
+	return t.Worst(domain.StageProfile)
 }
 
 // EmailCost is what an email lookup that answered e costs (nil: a miss).
@@ -115,10 +119,10 @@ func (t CostTable) PhoneCost(p *Phones) int64 {
 
 // RowWorst is the most one bulk row can cost: its profile lookup plus the worst
 // case of each stage in include.
-func (t CostTable) RowWorst(q ProfileQuery, include []Stage) int64 {
+func (t CostTable) RowWorst(q ProfileQuery, include []domain.Stage) int64 {
 	c := t.ProfileCost(q.Kind())
 	for _, s := range include {
-		if s != StageProfile {
+		if s != domain.StageProfile {
 			c += t.Worst(s)
 		}
 	}
@@ -127,7 +131,7 @@ func (t CostTable) RowWorst(q ProfileQuery, include []Stage) int64 {
 
 // BulkWorst is the most a bulk call with these rows and stages can cost (the
 // vendor bills a bulk call as the sum of its rows).
-func (t CostTable) BulkWorst(rows []ProfileQuery, include []Stage) int64 {
+func (t CostTable) BulkWorst(rows []ProfileQuery, include []domain.Stage) int64 {
 	var c int64
 	for _, q := range rows {
 		c += t.RowWorst(q, include)
@@ -137,7 +141,7 @@ func (t CostTable) BulkWorst(rows []ProfileQuery, include []Stage) int64 {
 
 // rowCost is what one answered bulk row costs by the table: a row with a
 // permanent error costs nothing, one whose outcome is unknown its worst case.
-func (t CostTable) rowCost(q ProfileQuery, include []Stage, it BulkItem) int64 {
+func (t CostTable) rowCost(q ProfileQuery, include []domain.Stage, it BulkItem) int64 {
 	if it.Err != nil {
 		if it.Err.OutcomeUnknown {
 			return t.RowWorst(q, include)
@@ -150,9 +154,9 @@ func (t CostTable) rowCost(q ProfileQuery, include []Stage, it BulkItem) int64 {
 	}
 	for _, s := range include {
 		switch s {
-		case StageEmail:
+		case domain.StageEmail:
 			c += t.EmailCost(it.Email)
-		case StagePhone:
+		case domain.StagePhone:
 			c += t.PhoneCost(it.Phones)
 		}
 	}

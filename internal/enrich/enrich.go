@@ -14,33 +14,8 @@ package enrich
 import (
 	"encoding/json"
 	"strings"
-)
 
-// Stage is one kind of lookup done for a row: its profile, then its email,
-// then its phone numbers.
-type Stage string
-
-// The stages, in the order a row goes through them.
-const (
-	StageProfile Stage = "profile"
-	StageEmail   Stage = "email"
-	StagePhone   Stage = "phone"
-)
-
-// Valid reports whether s is one of the known stages.
-func (s Stage) Valid() bool {
-	switch s {
-	case StageProfile, StageEmail, StagePhone:
-		return true
-	}
-	return false
-}
-
-// The kinds of a [ProfileQuery], as returned by [ProfileQuery.Kind].
-const (
-	KindProfileURL  = "profile_url"
-	KindEmail       = "email"
-	KindNameCompany = "name_company"
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // ProfileQuery is the input of a profile lookup: exactly one of ProfileURL,
@@ -54,18 +29,19 @@ type ProfileQuery struct {
 	Email      string
 }
 
-// Kind is "profile_url", "email" or "name_company" for a valid query, and ""
-// for one that sets none or more than one of the three inputs (see [ProfileQuery.Validate]).
-func (q ProfileQuery) Kind() string {
+// Kind is [domain.InputProfileURL], [domain.InputEmail] or
+// [domain.InputNameCompany] for a valid query, and "" for one that sets none
+// or more than one of the three inputs (see [ProfileQuery.Validate]).
+func (q ProfileQuery) Kind() domain.InputKind {
 	url, email := set(q.ProfileURL), set(q.Email)
 	name, company := set(q.Name), set(q.Company)
 	switch {
 	case url && !email && !name && !company:
-		return KindProfileURL
+		return domain.InputProfileURL
 	case email && !url && !name && !company:
-		return KindEmail
+		return domain.InputEmail
 	case name && company && !url && !email:
-		return KindNameCompany
+		return domain.InputNameCompany
 	}
 	return ""
 }

@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // MaxBulkRows is the most rows one /v1/bulk call takes (assumed).
@@ -91,11 +93,11 @@ func lookupParams(profileURL string) url.Values {
 // wireRow is q as the vendor takes it, in a query string or as a bulk row.
 func wireRow(q ProfileQuery) map[string]string {
 	switch q.Kind() {
-	case KindProfileURL:
+	case domain.InputProfileURL:
 		return map[string]string{paramProfileURL: q.ProfileURL}
-	case KindEmail:
+	case domain.InputEmail:
 		return map[string]string{paramEmail: q.Email}
-	case KindNameCompany:
+	case domain.InputNameCompany:
 		return map[string]string{paramName: q.Name, paramCompany: q.Company}
 	}
 	return nil
@@ -103,11 +105,11 @@ func wireRow(q ProfileQuery) map[string]string {
 
 // wireStage is a stage's name in the "include" list of /v1/bulk; "" means it
 // is not sent (profiles are always looked up).
-func wireStage(s Stage) string {
+func wireStage(s domain.Stage) string {
 	switch s {
-	case StageEmail:
+	case domain.StageEmail:
 		return "email"
-	case StagePhone:
+	case domain.StagePhone:
 		return "phone"
 	}
 	return ""
@@ -120,7 +122,7 @@ type bulkRequest struct {
 	Include []string            `json:"include,omitempty"`
 }
 
-func bulkBody(rows []ProfileQuery, include []Stage) ([]byte, error) {
+func bulkBody(rows []ProfileQuery, include []domain.Stage) ([]byte, error) {
 	req := bulkRequest{Rows: make([]map[string]string, len(rows))}
 	for i, q := range rows {
 		req.Rows[i] = wireRow(q)

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 func TestClassify(t *testing.T) {
@@ -71,7 +73,7 @@ func TestParseRetryAfter(t *testing.T) {
 func TestCostTable(t *testing.T) {
 	t.Parallel()
 	c := DefaultCosts()
-	for s, want := range map[Stage][2]int64{StageProfile: {1, 2}, StageEmail: {0, 10}, StagePhone: {0, 25}} {
+	for s, want := range map[domain.Stage][2]int64{domain.StageProfile: {1, 2}, domain.StageEmail: {0, 10}, domain.StagePhone: {0, 25}} {
 		if c.Best(s) != want[0] || c.Worst(s) != want[1] {
 			t.Errorf("%s: best %d worst %d, want %v", s, c.Best(s), c.Worst(s), want)
 		}
@@ -83,7 +85,7 @@ func TestCostTable(t *testing.T) {
 		t.Errorf("an unverified email costs %d", got)
 	}
 	rows := []ProfileQuery{{ProfileURL: "u"}, {Name: "n", Company: "c"}}
-	if got := c.BulkWorst(rows, []Stage{StageEmail, StagePhone}); got != (1+10+25)+(2+10+25) {
+	if got := c.BulkWorst(rows, []domain.Stage{domain.StageEmail, domain.StagePhone}); got != (1+10+25)+(2+10+25) {
 		t.Errorf("bulk worst = %d", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -24,7 +25,7 @@ const (
 type feedLine struct {
 	Seq        int64             `json:"seq"`
 	Kind       string            `json:"kind"`
-	Stage      string            `json:"stage"`
+	Stage      domain.Stage      `json:"stage"`
 	JobID      string            `json:"job_id"`
 	Row        int               `json:"row"`
 	Ref        string            `json:"ref"`

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -30,17 +31,17 @@ func TestResultsFeedAPI(t *testing.T) {
 	finishRows(t, b.st, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
 		switch i {
 		case 0:
-			return store.Outcome{State: store.RowMatched, StagesDone: []string{"profile", "email"}, AnyMatch: true,
+			return store.Outcome{State: domain.RowMatched, StagesDone: []domain.Stage{domain.StageProfile, domain.StageEmail}, AnyMatch: true,
 				Profile: &store.ProfileResult{ProfileURL: r.ProfileURL, Name: "Ann", Role: "CTO", Raw: []byte(`{}`)},
 				Email:   &store.EmailResult{ProfileURL: r.ProfileURL, Email: "ann@example.com", Confidence: 0.9, Verified: true, Raw: []byte(`{}`)}}
 		case 1:
-			return store.Outcome{State: store.RowNoMatch, StagesDone: []string{"profile"}, NoMatches: []string{"profile"}}
+			return store.Outcome{State: domain.RowNoMatch, StagesDone: []domain.Stage{domain.StageProfile}, NoMatches: []domain.Stage{domain.StageProfile}}
 		default:
-			return store.Outcome{State: store.RowFailed, Reason: "vendor refused the input"} // a failure is no result
+			return store.Outcome{State: domain.RowFailed, Reason: "vendor refused the input"} // a failure is no result
 		}
 	})
 	finishRows(t, b.st, tenantB, other.ID, func(int, store.Row) store.Outcome {
-		return store.Outcome{State: store.RowNoMatch, StagesDone: []string{"profile"}, NoMatches: []string{"profile"}}
+		return store.Outcome{State: domain.RowNoMatch, StagesDone: []domain.Stage{domain.StageProfile}, NoMatches: []domain.Stage{domain.StageProfile}}
 	})
 
 	// Page by page, one line a page.
@@ -75,7 +76,7 @@ func TestResultsFeedAPI(t *testing.T) {
 		!*email.EmailVerified || deref(email.FoundProfileURL) != "https://platform.example/in/a" || email.FullName != nil {
 		t.Errorf("email line: %+v", email)
 	}
-	if nm.Kind != "no_match" || nm.Stage != "profile" || nm.Ref != "r2" || nm.FoundProfileURL != nil {
+	if nm.Kind != "no_match" || nm.Stage != domain.StageProfile || nm.Ref != "r2" || nm.FoundProfileURL != nil {
 		t.Errorf("no-match line: %+v", nm)
 	}
 

@@ -13,25 +13,26 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
 // jobStatus is the status body of a job (GET /v1/jobs/{id}, and the answer
 // of submit and cancel).
 type jobStatus struct {
-	ID          string     `json:"id"`
-	Name        string     `json:"name"`
-	State       string     `json:"state"`
-	StateReason string     `json:"state_reason"`
-	Rows        rowCounts  `json:"rows"`
-	Credits     jobCredits `json:"credits"`
-	Progress    float64    `json:"progress"`
-	ETASeconds  *int64     `json:"eta_seconds"`
-	Lookups     []string   `json:"lookups"`
-	Roles       []string   `json:"roles"`
-	CreatedAt   time.Time  `json:"created_at"`
-	StartedAt   *time.Time `json:"started_at"`
-	FinishedAt  *time.Time `json:"finished_at"`
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	State       domain.JobState `json:"state"`
+	StateReason string          `json:"state_reason"`
+	Rows        rowCounts       `json:"rows"`
+	Credits     jobCredits      `json:"credits"`
+	Progress    float64         `json:"progress"`
+	ETASeconds  *int64          `json:"eta_seconds"`
+	Lookups     []domain.Stage  `json:"lookups"`
+	Roles       []string        `json:"roles"`
+	CreatedAt   time.Time       `json:"created_at"`
+	StartedAt   *time.Time      `json:"started_at"`
+	FinishedAt  *time.Time      `json:"finished_at"`
 }
 
 type rowCounts struct {
@@ -54,15 +55,15 @@ type jobCredits struct {
 }
 
 // statusOf builds the status body of job from its row counts by state, at now.
-func statusOf(job store.Job, counts map[string]int, now time.Time) jobStatus {
+func statusOf(job store.Job, counts map[domain.RowState]int, now time.Time) jobStatus {
 	rc := rowCounts{
-		Pending:   counts[store.RowPending],
-		InFlight:  counts[store.RowInFlight],
-		RetryWait: counts[store.RowRetryWait],
-		Matched:   counts[store.RowMatched],
-		NoMatch:   counts[store.RowNoMatch],
-		Failed:    counts[store.RowFailed],
-		Skipped:   counts[store.RowSkipped],
+		Pending:   counts[domain.RowPending],
+		InFlight:  counts[domain.RowInFlight],
+		RetryWait: counts[domain.RowRetryWait],
+		Matched:   counts[domain.RowMatched],
+		NoMatch:   counts[domain.RowNoMatch],
+		Failed:    counts[domain.RowFailed],
+		Skipped:   counts[domain.RowSkipped],
 	}
 	rc.Total = rc.Pending + rc.InFlight + rc.RetryWait + rc.terminal()
 	st := jobStatus{
@@ -97,7 +98,7 @@ func eta(job store.Job, open, done int, now time.Time) *int64 {
 		zero := int64(0)
 		return &zero
 	}
-	if job.StartedAt == nil || done == 0 || job.State == store.JobPaused {
+	if job.StartedAt == nil || done == 0 || job.State == domain.JobPaused {
 		return nil
 	}
 	elapsed := now.Sub(*job.StartedAt).Seconds()
@@ -108,9 +109,9 @@ func eta(job store.Job, open, done int, now time.Time) *int64 {
 	return &secs
 }
 
-func nonNil(s []string) []string {
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }
@@ -135,7 +136,7 @@ func (s *server) status(r *http.Request, job store.Job) (jobStatus, error) {
 func (s *server) getJob(w http.ResponseWriter, r *http.Request) {
 	// The job and its row counts in one round trip: clients poll this.
 	tenant, id := tenantFrom(r.Context()), r.PathValue("id")
-	job, counts, err := s.statuses.get(r.Context(), tenant, id, func(ctx context.Context) (store.Job, map[string]int, error) {
+	job, counts, err := s.statuses.get(r.Context(), tenant, id, func(ctx context.Context) (store.Job, map[domain.RowState]int, error) {
 		return s.Store.GetJobStatus(ctx, tenant, id)
 	})
 	if err != nil {

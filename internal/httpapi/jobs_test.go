@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -79,7 +80,7 @@ func TestOtherTenantsJobIsNotFound(t *testing.T) {
 			}
 		}
 	}
-	if got, _ := b.st.GetJob(context.Background(), "", job.ID); got.State != store.JobQueued {
+	if got, _ := b.st.GetJob(context.Background(), "", job.ID); got.State != domain.JobQueued {
 		t.Fatalf("tenant B's cancel changed the job: %s", got.State)
 	}
 }
@@ -136,11 +137,11 @@ func TestGetJobProgressAndETA(t *testing.T) {
 	finishRows(t, b.st, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
 		switch i {
 		case 0:
-			return store.Outcome{State: store.RowNoMatch, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}}
+			return store.Outcome{State: domain.RowNoMatch, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}}
 		case 1:
-			return store.Outcome{State: store.RowRetryWait, NextAttemptAt: time.Now().Add(time.Hour), LastError: "429"}
+			return store.Outcome{State: domain.RowRetryWait, NextAttemptAt: time.Now().Add(time.Hour), LastError: "429"}
 		default:
-			return store.Outcome{State: store.RowInFlight, StagesDone: nil}
+			return store.Outcome{State: domain.RowInFlight, StagesDone: nil}
 		}
 	})
 	if _, err := b.st.Pool().Exec(context.Background(), `UPDATE jobs SET state = 'running', started_at = $2 WHERE id = $1`, job.ID, started); err != nil {
@@ -149,7 +150,7 @@ func TestGetJobProgressAndETA(t *testing.T) {
 	resp, data := b.call(t, http.MethodGet, "/v1/jobs/"+job.ID, keyA, nil)
 	st := decode[jobStatus](t, data)
 	want := rowCounts{Total: 4, InFlight: 2, RetryWait: 1, NoMatch: 1}
-	if resp.StatusCode != http.StatusOK || st.Rows != want || st.State != store.JobRunning {
+	if resp.StatusCode != http.StatusOK || st.Rows != want || st.State != domain.JobRunning {
 		t.Fatalf("GET: %d %s", resp.StatusCode, data)
 	}
 	// One row done in 100 s, three to go: 300 s.
@@ -167,15 +168,15 @@ func TestStatusOf(t *testing.T) {
 	cases := []struct {
 		name     string
 		job      store.Job
-		counts   map[string]int
+		counts   map[domain.RowState]int
 		progress float64
 		eta      *int64
 	}{
-		{"queued", store.Job{State: store.JobQueued}, map[string]int{"pending": 4}, 0, nil},
-		{"started, nothing done", store.Job{State: store.JobRunning, StartedAt: &started}, map[string]int{"in_flight": 4}, 0, nil},
-		{"running", store.Job{State: store.JobRunning, StartedAt: &started}, map[string]int{"matched": 1, "failed": 1, "pending": 1}, 2.0 / 3, ptr[int64](30)},
-		{"paused", store.Job{State: store.JobPaused, StartedAt: &started}, map[string]int{"matched": 1, "pending": 1}, 0.5, nil},
-		{"completed", store.Job{State: store.JobCompleted, StartedAt: &started, FinishedAt: &finished}, map[string]int{"matched": 2, "skipped": 2}, 1, ptr[int64](0)},
+		{"queued", store.Job{State: domain.JobQueued}, map[domain.RowState]int{domain.RowPending: 4}, 0, nil},
+		{"started, nothing done", store.Job{State: domain.JobRunning, StartedAt: &started}, map[domain.RowState]int{domain.RowInFlight: 4}, 0, nil},
+		{"running", store.Job{State: domain.JobRunning, StartedAt: &started}, map[domain.RowState]int{domain.RowMatched: 1, domain.RowFailed: 1, domain.RowPending: 1}, 2.0 / 3, ptr[int64](30)},
+		{"paused", store.Job{State: domain.JobPaused, StartedAt: &started}, map[domain.RowState]int{domain.RowMatched: 1, domain.RowPending: 1}, 0.5, nil},
+		{"completed", store.Job{State: domain.JobCompleted, StartedAt: &started, FinishedAt: &finished}, map[domain.RowState]int{domain.RowMatched: 2, domain.RowSkipped: 2}, 1, ptr[int64](0)},
 	}
 	for _, c := range cases {
 		c.job.BudgetCredits = &budget
@@ -198,7 +199,7 @@ func TestCancelJob(t *testing.T) {
 	for range 2 { // canceling twice is harmless
 		resp, data := b.call(t, http.MethodPost, "/v1/jobs/"+job.ID+"/cancel", keyA, nil)
 		st := decode[jobStatus](t, data)
-		if resp.StatusCode != http.StatusOK || st.State != store.JobCanceled || st.Rows.Skipped != 2 || st.Rows.Pending != 0 ||
+		if resp.StatusCode != http.StatusOK || st.State != domain.JobCanceled || st.Rows.Skipped != 2 || st.Rows.Pending != 0 ||
 			st.StateReason == "" || st.FinishedAt == nil || st.Progress != 1 {
 			t.Fatalf("cancel: %d %s", resp.StatusCode, data)
 		}
@@ -206,7 +207,7 @@ func TestCancelJob(t *testing.T) {
 	// A finished job cannot be canceled.
 	done := b.mustCreate(t, keyA, "", oneRow)
 	finishRows(t, b.st, tenantA, done.ID, func(int, store.Row) store.Outcome {
-		return store.Outcome{State: store.RowNoMatch, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}}
+		return store.Outcome{State: domain.RowNoMatch, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}}
 	})
 	if _, err := b.st.FinishJobs(context.Background(), done.ID); err != nil {
 		t.Fatal(err)
@@ -326,7 +327,7 @@ func TestStatusCache(t *testing.T) {
 		t.Fatalf("first poll: %+v", st.Rows)
 	}
 	finishRows(t, b.st, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
-		return store.Outcome{State: store.RowNoMatch, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}}
+		return store.Outcome{State: domain.RowNoMatch, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}}
 	})
 	if st := poll(); st.Rows.Pending != 2 || st.Rows.NoMatch != 0 {
 		t.Fatalf("a poll within the TTL read Postgres: %+v", st.Rows)
@@ -341,13 +342,13 @@ func TestStatusCache(t *testing.T) {
 	}
 
 	job2 := b.mustCreate(t, keyA, "", "profile_url\nhttps://platform.example/in/c\n")
-	if st := poll2(t, b, job2.ID); st.State != store.JobQueued {
+	if st := poll2(t, b, job2.ID); st.State != domain.JobQueued {
 		t.Fatalf("job 2: %s", st.State)
 	}
 	if resp, data := b.call(t, http.MethodPost, "/v1/jobs/"+job2.ID+"/cancel", keyA, nil); resp.StatusCode != http.StatusOK {
 		t.Fatalf("cancel: %d %s", resp.StatusCode, data)
 	}
-	if st := poll2(t, b, job2.ID); st.State != store.JobCanceled {
+	if st := poll2(t, b, job2.ID); st.State != domain.JobCanceled {
 		t.Fatalf("after a cancel, within the TTL: %s", st.State)
 	}
 }

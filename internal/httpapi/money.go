@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -59,7 +60,7 @@ func (s *server) jobCosts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if byStage == nil {
-		byStage = map[string]store.StageCost{}
+		byStage = map[domain.Stage]store.StageCost{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"job_id": job.ID, "by_stage": byStage,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -63,7 +64,7 @@ func TestPatchBudgetResumesAPausedJob(t *testing.T) {
 		t.Fatalf("PATCH: %d %s", resp.StatusCode, data)
 	}
 	st := decode[jobStatus](t, data)
-	if st.State != "queued" {
+	if st.State != domain.JobQueued {
 		t.Fatalf("after raising the budget: state %s, want queued again", st.State)
 	}
 	j, err := b.st.GetJob(ctx, tenantA, job.ID)
@@ -77,8 +78,8 @@ func TestJobCostsByStage(t *testing.T) {
 	b := setup(t)
 	job := b.mustCreate(t, keyA, "roles=CTO&lookups=profile,email", "ref,company\n1,Acme\n")
 	ctx := context.Background()
-	for stage, charged := range map[string]int64{"profile": 2, "email": 10} {
-		id, err := b.st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: stage, Endpoint: "/v1/" + stage, IdempotencyKey: stage, Credits: 10, TTL: time.Minute})
+	for stage, charged := range map[domain.Stage]int64{domain.StageProfile: 2, domain.StageEmail: 10} {
+		id, err := b.st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: stage, Endpoint: "/v1/" + string(stage), IdempotencyKey: string(stage), Credits: 10, TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}

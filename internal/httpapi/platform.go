@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -468,7 +469,7 @@ func (s *server) platformSyncResume(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if job.State != store.JobPaused {
+	if job.State != domain.JobPaused {
 		s.writeError(w, r, errorf(http.StatusConflict, "conflict", "the job is %s, not paused", job.State))
 		return
 	}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -230,7 +231,7 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 		t.Fatalf("sync: %s %s", resp.Status, body)
 	}
 	st := decode[syncStatus](t, body)
-	if st.Rows.Total != 2 || st.State != store.JobQueued || resp.Header.Get("Location") != "/v1/platform/sync/"+st.ID {
+	if st.Rows.Total != 2 || st.State != domain.JobQueued || resp.Header.Get("Location") != "/v1/platform/sync/"+st.ID {
 		t.Fatalf("status %s, Location %q", body, resp.Header.Get("Location"))
 	}
 	resp, body = pb.call(t, http.MethodPost, "/v1/platform/sync", keyA, strings.NewReader(`{"members": [`+"\""+ann.ID+`"]}`),
@@ -247,7 +248,7 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 	_, body = pb.call(t, http.MethodGet, "/v1/platform/sync/"+st.ID, keyA, nil)
 	st = decode[syncStatus](t, body)
 	want := time.Date(2026, 11, 21, 0, 0, 1, 0, time.UTC) // midnight UTC plus the jitter's floor
-	if st.State != store.JobRunning || st.Rows.RetryWait != 2 || st.NextAttemptAt == nil || !st.NextAttemptAt.Equal(want) {
+	if st.State != domain.JobRunning || st.Rows.RetryWait != 2 || st.NextAttemptAt == nil || !st.NextAttemptAt.Equal(want) {
 		t.Fatalf("after the 429s: %s", body)
 	}
 	// Just after midnight the quotas are back.
@@ -256,7 +257,7 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, body = pb.call(t, http.MethodGet, "/v1/platform/sync/"+st.ID, keyA, nil)
-	if st = decode[syncStatus](t, body); st.State != store.JobCompleted || st.Rows.Matched != 2 || st.NextAttemptAt != nil {
+	if st = decode[syncStatus](t, body); st.State != domain.JobCompleted || st.Rows.Matched != 2 || st.NextAttemptAt != nil {
 		t.Fatalf("after midnight: %s", body)
 	}
 	// Results through the ordinary results route.
@@ -288,11 +289,11 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, body = pb.call(t, http.MethodGet, "/v1/platform/sync/"+id, keyA, nil)
-	if st := decode[syncStatus](t, body); st.State != store.JobPaused || st.StateReason != "platform version 202611 is retired; set a newer one" {
+	if st := decode[syncStatus](t, body); st.State != domain.JobPaused || st.StateReason != "platform version 202611 is retired; set a newer one" {
 		t.Errorf("retired: %s", body)
 	}
 	resp, body = pb.call(t, http.MethodPost, "/v1/platform/sync/"+id+"/resume", keyA, nil)
-	if st := decode[syncStatus](t, body); resp.StatusCode != 200 || (st.State != store.JobRunning && st.State != store.JobQueued) {
+	if st := decode[syncStatus](t, body); resp.StatusCode != 200 || (st.State != domain.JobRunning && st.State != domain.JobQueued) {
 		t.Errorf("resume: %s %s", resp.Status, body)
 	}
 

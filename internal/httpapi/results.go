@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -36,7 +37,7 @@ type resultLine struct {
 	InputEmail string            `json:"input_email"`
 	Role       string            `json:"role"`
 	Extra      map[string]string `json:"extra"`
-	State      string            `json:"state"`
+	State      domain.RowState   `json:"state"`
 	Reason     string            `json:"reason"`
 
 	FoundProfileURL *string  `json:"found_profile_url"`
@@ -54,7 +55,7 @@ type resultLine struct {
 	EmailVerified   *bool        `json:"email_verified"`
 
 	Phones  json.RawMessage `json:"phones"`
-	NoMatch []string        `json:"no_match"`
+	NoMatch []domain.Stage  `json:"no_match"`
 }
 
 func lineOf(r store.Result) resultLine {
@@ -65,7 +66,7 @@ func lineOf(r store.Result) resultLine {
 	if l.Extra == nil {
 		l.Extra = map[string]string{}
 	}
-	if r.State == store.RowFailed && r.LastError != "" && r.LastError != r.StateReason {
+	if r.State == domain.RowFailed && r.LastError != "" && r.LastError != r.StateReason {
 		if l.Reason == "" {
 			l.Reason = r.LastError
 		} else {
@@ -105,15 +106,15 @@ func orNull(s string) *string {
 }
 
 type resultsQuery struct {
-	format  string // json, ndjson, csv
-	state   string // "" for all
+	format  string          // json, ndjson, csv
+	state   domain.RowState // "" for all
 	afterID int64
 	limit   int // 0: stream everything (ndjson, csv)
 }
 
 func parseResultsQuery(r *http.Request) (resultsQuery, error) {
 	q := r.URL.Query()
-	rq := resultsQuery{format: q.Get("format"), state: q.Get("state")}
+	rq := resultsQuery{format: q.Get("format"), state: domain.RowState(q.Get("state"))}
 	switch rq.format {
 	case "":
 		rq.format = "json"
@@ -121,8 +122,12 @@ func parseResultsQuery(r *http.Request) (resultsQuery, error) {
 	default:
 		return rq, badParam("format", "format %q is not json, ndjson or csv", clip(rq.format))
 	}
-	if rq.state != "" && !slices.Contains(store.RowStates, rq.state) {
-		return rq, badParam("state", "state %q is not one of %s", clip(rq.state), strings.Join(store.RowStates, ", "))
+	if rq.state != "" && !rq.state.Valid() {
+		names := make([]string, len(domain.RowStates))
+		for i, st := range domain.RowStates {
+			names[i] = string(st)
+		}
+		return rq, badParam("state", "state %q is not one of %s", clip(string(rq.state)), strings.Join(names, ", "))
 	}
 	if c := q.Get("cursor"); c != "" {
 		id, err := decodeResultCursor(c)
@@ -341,10 +346,10 @@ func (c *resultsCSV) write(page []store.Result) {
 			verified = strconv.FormatBool(*l.EmailVerified)
 		}
 		rec := append(c.rec[:0],
-			strconv.Itoa(l.Row), l.Ref, l.ProfileURL, l.Name, l.Company, l.InputEmail, l.Role, l.State, l.Reason,
+			strconv.Itoa(l.Row), l.Ref, l.ProfileURL, l.Name, l.Company, l.InputEmail, l.Role, string(l.State), l.Reason,
 			deref(l.FoundProfileURL), deref(l.FullName), deref(l.Headline), deref(l.CurrentCompany), deref(l.CurrentRole),
 			deref(l.Location), deref(l.CompanySize), deref(l.Industry), strings.Join(l.Technographics, ";"),
-			deref(l.Email), conf, verified, phoneNumbers(l.Phones), strings.Join(l.NoMatch, ";"))
+			deref(l.Email), conf, verified, phoneNumbers(l.Phones), joinStages(l.NoMatch, ";"))
 		for _, k := range c.extra {
 			rec = append(rec, l.Extra[k])
 		}
@@ -417,4 +422,15 @@ func extraKeys(page []store.Result) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+func joinStages(stages []domain.Stage, sep string) string {
+	var b strings.Builder
+	for i, s := range stages {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		b.WriteString(string(s))
+	}
+	return b.String()
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -29,7 +30,7 @@ func resultsJob(t *testing.T, b *bundle) string {
 		case 0:
 			url := "https://platform.example/in/alice"
 			return store.Outcome{
-				State: store.RowMatched, StagesDone: []string{"profile", "email", "phone"}, AnyMatch: true,
+				State: domain.RowMatched, StagesDone: []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone}, AnyMatch: true,
 				Profile: &store.ProfileResult{ProfileURL: url, Name: "Alice Doe", Headline: "-1 growth hacker", Company: "Acme",
 					Role: "CTO", Location: "Berlin", Industry: "Software", Technographics: []string{"go", "postgres"}, Raw: []byte(`{}`)},
 				Email: &store.EmailResult{ProfileURL: url, Email: "alice@acme.example", Confidence: 0.9, Verified: true, Raw: []byte(`{}`)},
@@ -37,9 +38,9 @@ func resultsJob(t *testing.T, b *bundle) string {
 					PrimaryNumber: "+49 30 1234", Raw: []byte(`{}`)},
 			}
 		case 1:
-			return store.Outcome{State: store.RowNoMatch, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}}
+			return store.Outcome{State: domain.RowNoMatch, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}}
 		default:
-			return store.Outcome{State: store.RowFailed, Reason: "attempts exhausted", LastError: "vendor: 500", FailedAttempt: true}
+			return store.Outcome{State: domain.RowFailed, Reason: "attempts exhausted", LastError: "vendor: 500", FailedAttempt: true}
 		}
 	})
 	return job.ID
@@ -55,7 +56,7 @@ func TestResultsJSON(t *testing.T) {
 		t.Fatalf("results: %d %s", resp.StatusCode, data)
 	}
 	a, bob, carol := page.Results[0], page.Results[1], page.Results[2]
-	if a.Row != 1 || a.Ref != "r1" || a.State != "matched" || deref(a.FullName) != "Alice Doe" || deref(a.CurrentRole) != "CTO" ||
+	if a.Row != 1 || a.Ref != "r1" || a.State != domain.RowMatched || deref(a.FullName) != "Alice Doe" || deref(a.CurrentRole) != "CTO" ||
 		deref(a.FoundProfileURL) != "https://platform.example/in/alice" || deref(a.Email) != "alice@acme.example" ||
 		a.EmailConfidence == nil || a.EmailConfidence.String() != "0.9" || a.EmailVerified == nil || !*a.EmailVerified ||
 		strings.Join(a.Technographics, ",") != "go,postgres" || a.Extra["crm_id"] != `=HYPERLINK("http://evil.example")` || len(a.NoMatch) != 0 {
@@ -65,11 +66,11 @@ func TestResultsJSON(t *testing.T) {
 	if err := json.Unmarshal(a.Phones, &phones); err != nil || len(phones) != 2 || phones[0]["number"] != "+49 30 1234" {
 		t.Errorf("phones = %s", a.Phones)
 	}
-	if bob.State != "no_match" || bob.Name != "Bob Roe" || bob.Company != "Beta AG" || bob.FullName != nil || bob.Email != nil ||
-		string(bob.Phones) != "null" || strings.Join(bob.NoMatch, ",") != "profile" {
+	if bob.State != domain.RowNoMatch || bob.Name != "Bob Roe" || bob.Company != "Beta AG" || bob.FullName != nil || bob.Email != nil ||
+		string(bob.Phones) != "null" || joinStages(bob.NoMatch, ",") != "profile" {
 		t.Errorf("row 2 = %s", mustJSON(bob))
 	}
-	if carol.State != "failed" || carol.Reason != "attempts exhausted: vendor: 500" || carol.InputEmail != "carol@example.com" {
+	if carol.State != domain.RowFailed || carol.Reason != "attempts exhausted: vendor: 500" || carol.InputEmail != "carol@example.com" {
 		t.Errorf("row 3 = %s", mustJSON(carol))
 	}
 	// Absent values are null, and every key is there.

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sync/singleflight"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -27,7 +28,7 @@ type statusCache struct {
 type statusEntry struct {
 	at     time.Time
 	job    store.Job
-	counts map[string]int
+	counts map[domain.RowState]int
 }
 
 // statusCacheMax bounds the entries kept; past it, stale ones are dropped.
@@ -40,7 +41,7 @@ func newStatusCache(ttl time.Duration, now func() time.Time) *statusCache {
 // get returns the status of the tenant's job id, from the cache when it is
 // fresh, else from load (shared by concurrent callers).
 func (c *statusCache) get(ctx context.Context, tenant, id string,
-	load func(ctx context.Context) (store.Job, map[string]int, error)) (store.Job, map[string]int, error) {
+	load func(ctx context.Context) (store.Job, map[domain.RowState]int, error)) (store.Job, map[domain.RowState]int, error) {
 	if c == nil || c.ttl <= 0 {
 		return load(ctx)
 	}

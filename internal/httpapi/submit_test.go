@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 func TestSubmitJSON(t *testing.T) {
@@ -42,19 +42,23 @@ func TestSubmitJSON(t *testing.T) {
 		t.Errorf("Content-Type = %q", resp.Header.Get("Content-Type"))
 	}
 	// One company × two roles, plus two rows.
-	if st.Name != "Q4 outbound, DACH" || st.State != store.JobQueued || st.Rows.Total != 4 || st.Rows.Pending != 4 {
+	if st.Name != "Q4 outbound, DACH" || st.State != domain.JobQueued || st.Rows.Total != 4 || st.Rows.Pending != 4 {
 		t.Errorf("status = %+v", st)
 	}
 	if st.Credits.Budget == nil || *st.Credits.Budget != 5000 || st.Credits.Spent != 0 {
 		t.Errorf("credits = %+v", st.Credits)
 	}
-	if strings.Join(st.Lookups, ",") != "profile,email" || st.Progress != 0 || st.ETASeconds != nil || st.StartedAt != nil || st.FinishedAt != nil {
+	if joinStages(st.Lookups, ",") != "profile,email" || st.Progress != 0 || st.ETASeconds != nil || st.StartedAt != nil || st.FinishedAt != nil {
 		t.Errorf("status = %+v", st)
 	}
 	// Every row state is in the body, and the times are RFC 3339 or null.
 	raw := decode[map[string]any](t, data)
 	rows := raw["rows"].(map[string]any)
-	for _, s := range append([]string{"total"}, store.RowStates...) {
+	names := []string{"total"}
+	for _, s := range domain.RowStates {
+		names = append(names, string(s))
+	}
+	for _, s := range names {
 		if _, ok := rows[s]; !ok {
 			t.Errorf("rows.%s missing: %s", s, data)
 		}
@@ -109,7 +113,7 @@ func TestSubmitMultipart(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.StatusCode, data)
 	}
 	st := decode[jobStatus](t, data)
-	if st.Rows.Total != 2 || strings.Join(st.Lookups, ",") != "profile,email" {
+	if st.Rows.Total != 2 || joinStages(st.Lookups, ",") != "profile,email" {
 		t.Fatalf("status = %+v (form fields must not set options)", st)
 	}
 	// Without a file field: 400, nothing stored.

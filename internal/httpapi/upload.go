@@ -11,6 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 )
@@ -72,7 +73,7 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A new job's rows are all pending: no need to count them.
-	writeJSON(w, http.StatusCreated, statusOf(job, map[string]int{"pending": job.TotalRows}, s.Now()))
+	writeJSON(w, http.StatusCreated, statusOf(job, map[domain.RowState]int{domain.RowPending: job.TotalRows}, s.Now()))
 }
 
 // idempotencyKey validates the Idempotency-Key header; "" when absent.

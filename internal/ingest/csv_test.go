@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 func TestParseCSV(t *testing.T) {
@@ -29,9 +31,9 @@ func TestParseCSV(t *testing.T) {
 				"crm-2,,,,John.Roe@Example.COM,,\n" +
 				"crm-3,, John Roe ,Beta AG,,\"=HYPERLINK(\"\"x\"\")\",<b>\n",
 			want: []Lookup{
-				{Row: 1, Ref: "crm-1", Kind: KindProfileURL, ProfileURL: "https://platform.example/in/Jane-Doe", Extra: map[string]string{"Notes": "vip", "Owner": "anna"}},
-				{Row: 2, Ref: "crm-2", Kind: KindEmail, Email: "john.roe@example.com", Extra: map[string]string{"Notes": "", "Owner": ""}},
-				{Row: 3, Ref: "crm-3", Kind: KindNameCompany, Name: "John Roe", Company: "Beta AG", Extra: map[string]string{"Notes": `=HYPERLINK("x")`, "Owner": "<b>"}},
+				{Row: 1, Ref: "crm-1", Kind: domain.InputProfileURL, ProfileURL: "https://platform.example/in/Jane-Doe", Extra: map[string]string{"Notes": "vip", "Owner": "anna"}},
+				{Row: 2, Ref: "crm-2", Kind: domain.InputEmail, Email: "john.roe@example.com", Extra: map[string]string{"Notes": "", "Owner": ""}},
+				{Row: 3, Ref: "crm-3", Kind: domain.InputNameCompany, Name: "John Roe", Company: "Beta AG", Extra: map[string]string{"Notes": `=HYPERLINK("x")`, "Owner": "<b>"}},
 			},
 		},
 		{
@@ -40,63 +42,63 @@ func TestParseCSV(t *testing.T) {
 				"http://platform.example:80/in/a//,A@x.example,Ann,Acme\n" +
 				",b@x.example,Bob,\n",
 			want: []Lookup{
-				{Row: 1, Kind: KindProfileURL, ProfileURL: "https://platform.example/in/a", Email: "a@x.example", Name: "Ann", Company: "Acme"},
-				{Row: 2, Kind: KindEmail, Email: "b@x.example", Name: "Bob"},
+				{Row: 1, Kind: domain.InputProfileURL, ProfileURL: "https://platform.example/in/a", Email: "a@x.example", Name: "Ann", Company: "Acme"},
+				{Row: 2, Kind: domain.InputEmail, Email: "b@x.example", Name: "Bob"},
 			},
 		},
 		{
 			name: "BOM",
 			in:   "\ufeffprofile_url\nhttps://platform.example/in/a\n",
-			want: []Lookup{{Row: 1, Kind: KindProfileURL, ProfileURL: "https://platform.example/in/a"}},
+			want: []Lookup{{Row: 1, Kind: domain.InputProfileURL, ProfileURL: "https://platform.example/in/a"}},
 		},
 		{
 			name: "BOM before a quoted header",
 			in:   "\ufeff\"company\",\"name\"\r\nAcme,Jane\r\n",
-			want: []Lookup{{Row: 1, Kind: KindNameCompany, Company: "Acme", Name: "Jane"}},
+			want: []Lookup{{Row: 1, Kind: domain.InputNameCompany, Company: "Acme", Name: "Jane"}},
 		},
 		{
 			name: "CRLF",
 			in:   "company,name\r\nAcme,Jane\r\nBeta,John\r\n",
 			want: []Lookup{
-				{Row: 1, Kind: KindNameCompany, Company: "Acme", Name: "Jane"},
-				{Row: 2, Kind: KindNameCompany, Company: "Beta", Name: "John"},
+				{Row: 1, Kind: domain.InputNameCompany, Company: "Acme", Name: "Jane"},
+				{Row: 2, Kind: domain.InputNameCompany, Company: "Beta", Name: "John"},
 			},
 		},
 		{
 			name: "mixed endings, blank lines, no final newline",
 			in:   "company,name\r\nAcme,Jane\n\nBeta,John\r\n\r\nGamma,Joe",
 			want: []Lookup{
-				{Row: 1, Kind: KindNameCompany, Company: "Acme", Name: "Jane"},
-				{Row: 2, Kind: KindNameCompany, Company: "Beta", Name: "John"},
-				{Row: 3, Kind: KindNameCompany, Company: "Gamma", Name: "Joe"},
+				{Row: 1, Kind: domain.InputNameCompany, Company: "Acme", Name: "Jane"},
+				{Row: 2, Kind: domain.InputNameCompany, Company: "Beta", Name: "John"},
+				{Row: 3, Kind: domain.InputNameCompany, Company: "Gamma", Name: "Joe"},
 			},
 		},
 		{
 			name: "empty rows from a spreadsheet are skipped but counted",
 			in:   "company,name,notes\n,,\nAcme,Jane,\n , ,\n",
-			want: []Lookup{{Row: 2, Kind: KindNameCompany, Company: "Acme", Name: "Jane", Extra: map[string]string{"notes": ""}}},
+			want: []Lookup{{Row: 2, Kind: domain.InputNameCompany, Company: "Acme", Name: "Jane", Extra: map[string]string{"notes": ""}}},
 		},
 		{
 			name: "quoted commas and newlines",
 			in:   "ref,company,name,notes\n\"r,1\",\"Acme, Inc.\",Jane,\"line 1\r\nline 2\tend\"\n",
-			want: []Lookup{{Row: 1, Ref: "r,1", Kind: KindNameCompany, Company: "Acme, Inc.", Name: "Jane", Extra: map[string]string{"notes": "line 1\nline 2\tend"}}},
+			want: []Lookup{{Row: 1, Ref: "r,1", Kind: domain.InputNameCompany, Company: "Acme, Inc.", Name: "Jane", Extra: map[string]string{"notes": "line 1\nline 2\tend"}}},
 		},
 		{
 			name:  "company times roles, ref and extra echoed",
 			in:    "ref,company,tier\nc1,Acme GmbH,A\nc2,Beta AG,B\n",
 			roles: roles,
 			want: []Lookup{
-				{Row: 1, Ref: "c1", Kind: KindNameCompany, Name: "VP Sales", Company: "Acme GmbH", Role: "VP Sales", Extra: map[string]string{"tier": "A"}},
-				{Row: 1, Ref: "c1", Kind: KindNameCompany, Name: "Head of Marketing", Company: "Acme GmbH", Role: "Head of Marketing", Extra: map[string]string{"tier": "A"}},
-				{Row: 2, Ref: "c2", Kind: KindNameCompany, Name: "VP Sales", Company: "Beta AG", Role: "VP Sales", Extra: map[string]string{"tier": "B"}},
-				{Row: 2, Ref: "c2", Kind: KindNameCompany, Name: "Head of Marketing", Company: "Beta AG", Role: "Head of Marketing", Extra: map[string]string{"tier": "B"}},
+				{Row: 1, Ref: "c1", Kind: domain.InputNameCompany, Name: "VP Sales", Company: "Acme GmbH", Role: "VP Sales", Extra: map[string]string{"tier": "A"}},
+				{Row: 1, Ref: "c1", Kind: domain.InputNameCompany, Name: "Head of Marketing", Company: "Acme GmbH", Role: "Head of Marketing", Extra: map[string]string{"tier": "A"}},
+				{Row: 2, Ref: "c2", Kind: domain.InputNameCompany, Name: "VP Sales", Company: "Beta AG", Role: "VP Sales", Extra: map[string]string{"tier": "B"}},
+				{Row: 2, Ref: "c2", Kind: domain.InputNameCompany, Name: "Head of Marketing", Company: "Beta AG", Role: "Head of Marketing", Extra: map[string]string{"tier": "B"}},
 			},
 		},
 		{
 			name:  "a name and company is not expanded",
 			in:    "company,name\nAcme,Jane\n",
 			roles: roles,
-			want:  []Lookup{{Row: 1, Kind: KindNameCompany, Name: "Jane", Company: "Acme"}},
+			want:  []Lookup{{Row: 1, Kind: domain.InputNameCompany, Name: "Jane", Company: "Acme"}},
 		},
 		{
 			name:    "company rows without roles",
@@ -289,8 +291,8 @@ func TestParseCSV(t *testing.T) {
 			in:   "company\nAcme\n",
 			lim:  Limits{MaxLookups: 2}, roles: []string{"a", "b"},
 			want: []Lookup{
-				{Row: 1, Kind: KindNameCompany, Name: "a", Role: "a", Company: "Acme"},
-				{Row: 1, Kind: KindNameCompany, Name: "b", Role: "b", Company: "Acme"},
+				{Row: 1, Kind: domain.InputNameCompany, Name: "a", Role: "a", Company: "Acme"},
+				{Row: 1, Kind: domain.InputNameCompany, Name: "b", Role: "b", Company: "Acme"},
 			},
 		},
 		{
@@ -303,7 +305,7 @@ func TestParseCSV(t *testing.T) {
 			name: "exactly MaxBytes",
 			in:   "company,name\nAcme,Jane\n",
 			lim:  Limits{MaxBytes: 23},
-			want: []Lookup{{Row: 1, Kind: KindNameCompany, Name: "Jane", Company: "Acme"}},
+			want: []Lookup{{Row: 1, Kind: domain.InputNameCompany, Name: "Jane", Company: "Acme"}},
 		},
 		{
 			name:    "MaxErrors",
@@ -315,7 +317,7 @@ func TestParseCSV(t *testing.T) {
 		{
 			name:    "formulas, SQL and HTML are data",
 			in:      "company,name\n\"=cmd|' /C calc'!A0\",'; DROP TABLE rows; --\n<script>x</script>,@SUM(1)\n",
-			want:    []Lookup{{Row: 1, Kind: KindNameCompany, Company: "=cmd|' /C calc'!A0", Name: "'; DROP TABLE rows; --"}, {Row: 2, Kind: KindNameCompany, Company: "<script>x</script>", Name: "@SUM(1)"}},
+			want:    []Lookup{{Row: 1, Kind: domain.InputNameCompany, Company: "=cmd|' /C calc'!A0", Name: "'; DROP TABLE rows; --"}, {Row: 2, Kind: domain.InputNameCompany, Company: "<script>x</script>", Name: "@SUM(1)"}},
 			details: nil,
 		},
 	}

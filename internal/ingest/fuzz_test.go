@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // fuzzLimits are small so the fuzzer reaches every limit.
@@ -111,11 +113,11 @@ func checkLookup(t *testing.T, l Lookup) {
 	t.Helper()
 	ok := l.Row >= 1
 	switch l.Kind {
-	case KindProfileURL:
+	case domain.InputProfileURL:
 		ok = ok && l.ProfileURL != ""
-	case KindEmail:
+	case domain.InputEmail:
 		ok = ok && l.Email != ""
-	case KindNameCompany:
+	case domain.InputNameCompany:
 		ok = ok && l.Name != "" && l.Company != ""
 	default:
 		ok = false
@@ -129,7 +131,7 @@ func checkLookup(t *testing.T, l Lookup) {
 		ok = ok && c == l.Email && msg == ""
 	}
 	if l.Role != "" {
-		ok = ok && l.Kind == KindNameCompany && l.Name == l.Role
+		ok = ok && l.Kind == domain.InputNameCompany && l.Name == l.Role
 	}
 	ok = ok && len(l.Ref) <= maxRefBytes
 	if !ok {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -178,11 +180,11 @@ func TestExpandRows(t *testing.T) {
 			},
 			roles: roles,
 			want: []Lookup{
-				{Row: 1, Ref: "crm-0001", Kind: KindNameCompany, Name: "VP Sales", Company: "Acme GmbH", Role: "VP Sales", Extra: map[string]string{"owner": "anna"}},
-				{Row: 1, Ref: "crm-0001", Kind: KindNameCompany, Name: "CTO", Company: "Acme GmbH", Role: "CTO", Extra: map[string]string{"owner": "anna"}},
-				{Row: 2, Ref: "crm-0002", Kind: KindProfileURL, ProfileURL: "https://platform.example/in/jane-doe"},
-				{Row: 3, Ref: "crm-0003", Kind: KindNameCompany, Name: "John Roe", Company: "Beta AG"},
-				{Row: 4, Kind: KindEmail, Email: "jane@example.com"},
+				{Row: 1, Ref: "crm-0001", Kind: domain.InputNameCompany, Name: "VP Sales", Company: "Acme GmbH", Role: "VP Sales", Extra: map[string]string{"owner": "anna"}},
+				{Row: 1, Ref: "crm-0001", Kind: domain.InputNameCompany, Name: "CTO", Company: "Acme GmbH", Role: "CTO", Extra: map[string]string{"owner": "anna"}},
+				{Row: 2, Ref: "crm-0002", Kind: domain.InputProfileURL, ProfileURL: "https://platform.example/in/jane-doe"},
+				{Row: 3, Ref: "crm-0003", Kind: domain.InputNameCompany, Name: "John Roe", Company: "Beta AG"},
+				{Row: 4, Kind: domain.InputEmail, Email: "jane@example.com"},
 			},
 		},
 		{

@@ -9,13 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
-)
 
-// Lookup kinds.
-const (
-	KindProfileURL  = "profile_url"  // look the profile up by its URL
-	KindEmail       = "email"        // find the profile behind an email address
-	KindNameCompany = "name_company" // search by person (or role) and company
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // Lookup is one vendor lookup to run: one upload row, or one (company row ×
@@ -24,7 +19,7 @@ const (
 type Lookup struct {
 	Row        int               // 1-based data row (CSV: header is row 0; JSON: index in "rows" + 1)
 	Ref        string            // the caller's id, echoed in every result
-	Kind       string            // KindProfileURL, KindEmail or KindNameCompany
+	Kind       domain.InputKind  // domain.InputProfileURL, InputEmail or InputNameCompany
 	ProfileURL string            // canonical: https, lower-case host without "www.", no trailing slash, query or fragment
 	Name       string            // the person; for company+roles rows the role title
 	Company    string            //
@@ -185,13 +180,13 @@ func (x *expander) row(in rowIn, errs []FieldError) error {
 	expand := false
 	switch {
 	case in.profileURL != "":
-		l.Kind = KindProfileURL
+		l.Kind = domain.InputProfileURL
 	case in.email != "":
-		l.Kind = KindEmail
+		l.Kind = domain.InputEmail
 	case in.name != "" && in.company != "":
-		l.Kind = KindNameCompany
+		l.Kind = domain.InputNameCompany
 	case in.company != "" && !in.badCell:
-		l.Kind = KindNameCompany
+		l.Kind = domain.InputNameCompany
 		if len(x.roles) == 0 {
 			bad(colCompany, `a company without a name needs roles (?roles=... or "roles": [...])`)
 		} else {

@@ -11,6 +11,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // Options are what ParseCSV and ExpandRows need of the job options.
@@ -20,27 +22,18 @@ type Options struct {
 	Roles []string
 }
 
-// Lookup stages a job can run, in the order they run.
-const (
-	LookupProfile = "profile"
-	LookupEmail   = "email"
-	LookupPhone   = "phone"
-)
-
 // DefaultMaxAge is max_age when the job does not give one: 30 days.
 const DefaultMaxAge = 720 * time.Hour
-
-var lookupOrder = []string{LookupProfile, LookupEmail, LookupPhone}
 
 // JobOptions are a job's options, from the JSON body or the query parameters
 // of a CSV upload, validated.
 type JobOptions struct {
-	Name          string        // trimmed, at most 200 characters; "" when not given
-	Lookups       []string      // a subset of profile, email, phone, in that order; default [profile]
-	Roles         []string      // trimmed, deduplicated (case-insensitively, first spelling kept), at most Limits.MaxRoles
-	BudgetCredits *int64        // >= 0; nil: the job has no budget of its own
-	MaxAge        time.Duration // reuse results newer than this; default DefaultMaxAge
-	CallbackURL   string        // called when the job ends; an absolute http(s) URL, "" for none
+	Name          string         // trimmed, at most 200 characters; "" when not given
+	Lookups       []domain.Stage // a subset of domain.Stages, in their order; default [profile]
+	Roles         []string       // trimmed, deduplicated (case-insensitively, first spelling kept), at most Limits.MaxRoles
+	BudgetCredits *int64         // >= 0; nil: the job has no budget of its own
+	MaxAge        time.Duration  // reuse results newer than this; default DefaultMaxAge
+	CallbackURL   string         // called when the job ends; an absolute http(s) URL, "" for none
 }
 
 // optionsIn are the options as given, before validation.
@@ -171,22 +164,22 @@ func (in *optionsIn) validate(lim Limits, errs []FieldError) (JobOptions, error)
 		o.Name = strings.TrimSpace(in.name)
 	}
 
-	want := map[string]bool{}
+	want := map[domain.Stage]bool{}
 	for _, it := range in.lookups {
-		v := strings.ToLower(strings.TrimSpace(it.v))
-		if !slices.Contains(lookupOrder, v) {
+		v := domain.Stage(strings.ToLower(strings.TrimSpace(it.v)))
+		if !v.Valid() {
 			bad("lookups", fmt.Sprintf("%s: unknown lookup %q (use profile, email or phone)", it.place, clip(it.v)))
 			continue
 		}
 		want[v] = true
 	}
-	for _, l := range lookupOrder {
+	for _, l := range domain.Stages {
 		if want[l] {
 			o.Lookups = append(o.Lookups, l)
 		}
 	}
 	if len(o.Lookups) == 0 {
-		o.Lookups = []string{LookupProfile}
+		o.Lookups = []domain.Stage{domain.StageProfile}
 	}
 
 	seen := map[string]bool{}

@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 func TestParseOptions(t *testing.T) {
 	t.Parallel()
-	def := JobOptions{Lookups: []string{"profile"}, MaxAge: 720 * time.Hour}
+	def := JobOptions{Lookups: []domain.Stage{domain.StageProfile}, MaxAge: 720 * time.Hour}
 	with := func(f func(*JobOptions)) JobOptions {
 		o := def
 		f(&o)
@@ -29,11 +31,13 @@ func TestParseOptions(t *testing.T) {
 			name:  "the api.md example",
 			query: "lookups=profile,email&roles=VP%20Sales&budget_credits=500",
 			want: with(func(o *JobOptions) {
-				o.Lookups, o.Roles, o.BudgetCredits = []string{"profile", "email"}, []string{"VP Sales"}, ptr[int64](500)
+				o.Lookups, o.Roles, o.BudgetCredits = []domain.Stage{domain.StageProfile, domain.StageEmail}, []string{"VP Sales"}, ptr[int64](500)
 			}),
 		},
-		{name: "lookups ordered and deduplicated", query: "lookups=phone,%20Email%20,profile,email", want: with(func(o *JobOptions) { o.Lookups = []string{"profile", "email", "phone"} })},
-		{name: "lookups repeated", query: "lookups=email&lookups=phone", want: with(func(o *JobOptions) { o.Lookups = []string{"email", "phone"} })},
+		{name: "lookups ordered and deduplicated", query: "lookups=phone,%20Email%20,profile,email", want: with(func(o *JobOptions) {
+			o.Lookups = []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone}
+		})},
+		{name: "lookups repeated", query: "lookups=email&lookups=phone", want: with(func(o *JobOptions) { o.Lookups = []domain.Stage{domain.StageEmail, domain.StagePhone} })},
 		{
 			name:  "roles comma-separated, repeated, trimmed, deduplicated",
 			query: "roles=VP%20Sales,%20Head%20of%20Marketing%20&roles=CTO&roles=vp%20sales",
@@ -100,10 +104,10 @@ func TestJobRequestOptions(t *testing.T) {
 			name: "values",
 			req: JobRequest{Name: "Q4", Roles: []string{"VP Sales", " CTO ", "cto"}, Lookups: []string{"email", "profile"},
 				BudgetCredits: ptr[int64](5000), MaxAge: "7d"},
-			want: JobOptions{Name: "Q4", Roles: []string{"VP Sales", "CTO"}, Lookups: []string{"profile", "email"},
+			want: JobOptions{Name: "Q4", Roles: []string{"VP Sales", "CTO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail},
 				BudgetCredits: ptr[int64](5000), MaxAge: 7 * 24 * time.Hour},
 		},
-		{name: "defaults", want: JobOptions{Lookups: []string{"profile"}, MaxAge: 720 * time.Hour}},
+		{name: "defaults", want: JobOptions{Lookups: []domain.Stage{domain.StageProfile}, MaxAge: 720 * time.Hour}},
 		{
 			name:    "errors name the array index",
 			req:     JobRequest{Roles: []string{"a", ""}, Lookups: []string{"profile", "sms"}, BudgetCredits: ptr[int64](-1), MaxAge: "forever"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -66,11 +67,11 @@ type cachedRaw struct {
 }
 
 // stageRaw is the vendor's record of a stage's answer.
-func stageRaw(stage string, a answer) json.RawMessage {
+func stageRaw(stage domain.Stage, a answer) json.RawMessage {
 	switch stage {
-	case "profile":
+	case domain.StageProfile:
 		return a.profile.Raw
-	case "email":
+	case domain.StageEmail:
 		return a.email.Raw
 	default:
 		return a.phones.Raw
@@ -80,7 +81,7 @@ func stageRaw(stage string, a answer) json.RawMessage {
 // encodeCached is the lookup_cache.result of a stage's matched answer, nil
 // when the answer has no raw record (not the vendor's): such an answer is
 // not cached.
-func encodeCached(stage string, a answer) []byte {
+func encodeCached(stage domain.Stage, a answer) []byte {
 	raw := stageRaw(stage, a)
 	if len(raw) == 0 {
 		return nil
@@ -94,13 +95,13 @@ func encodeCached(stage string, a answer) []byte {
 // EncodeCachedAnswer is the lookup_cache.result a worker writes for a
 // matched answer of stage (profile, email or phone): for a benchmark that
 // writes what the worker writes without the worker.
-func EncodeCachedAnswer(stage string, profile *enrich.Profile, email *enrich.Email, phones *enrich.Phones) []byte {
+func EncodeCachedAnswer(stage domain.Stage, profile *enrich.Profile, email *enrich.Email, phones *enrich.Phones) []byte {
 	return encodeCached(stage, answer{profile: profile, email: email, phones: phones})
 }
 
 // decodeCached reads a cached answer of stage. An entry it cannot read is
 // an error: the caller treats it as a miss and buys the answer again.
-func decodeCached(stage string, e store.CacheEntry) (answer, error) {
+func decodeCached(stage domain.Stage, e store.CacheEntry) (answer, error) {
 	if !e.Matched {
 		return answer{}, nil
 	}
@@ -114,9 +115,9 @@ func decodeCached(stage string, e store.CacheEntry) (answer, error) {
 	var a answer
 	var err error
 	switch stage {
-	case "profile":
+	case domain.StageProfile:
 		a.profile, err = enrich.ParseProfileRaw(c.Raw)
-	case "email":
+	case domain.StageEmail:
 		a.email, err = enrich.ParseEmailRaw(c.Raw)
 	default:
 		a.phones, err = enrich.ParsePhonesRaw(c.Raw)

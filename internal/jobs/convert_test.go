@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -28,14 +29,14 @@ func TestCachedAnswersRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
-		stage string
+		stage domain.Stage
 		a     answer
 	}{
-		{"profile", answer{profile: profile}},
-		{"email", answer{email: email}},
-		{"phone", answer{phones: phones}},
+		{domain.StageProfile, answer{profile: profile}},
+		{domain.StageEmail, answer{email: email}},
+		{domain.StagePhone, answer{phones: phones}},
 	} {
-		t.Run(tc.stage, func(t *testing.T) {
+		t.Run(string(tc.stage), func(t *testing.T) {
 			stored := EncodeCachedAnswer(tc.stage, tc.a.profile, tc.a.email, tc.a.phones)
 			if !strings.HasPrefix(string(stored), `{"raw":`) || !json.Valid(stored) {
 				t.Fatalf("stored as %s", stored)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/store"
@@ -37,12 +38,12 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 	if costs == (enrich.CostTable{}) {
 		costs = enrich.DefaultCosts()
 	}
-	want := map[string]bool{}
+	want := map[domain.Stage]bool{}
 	for _, l := range sub.Options.Lookups {
 		want[l] = true
 	}
 	type input struct {
-		kind      string
+		kind      domain.InputKind
 		url       string // given profile URL
 		profiled  bool   // the profile stage runs
 		cachedURL string // profile URL known from the cache
@@ -53,10 +54,10 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 	err := sub.Feed(func(l ingest.Lookup) error {
 		est.Rows++
 		r := store.Row{Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name, Company: l.Company, Email: l.Email}
-		k := cacheKey("profile", r)
+		k := cacheKey(domain.StageProfile, r)
 		if _, ok := inputs[k]; !ok {
 			inputs[k] = &input{kind: l.Kind, url: l.ProfileURL,
-				profiled: want["profile"] || (l.Kind != ingest.KindProfileURL && (want["email"] || want["phone"]))}
+				profiled: want[domain.StageProfile] || (l.Kind != domain.InputProfileURL && (want[domain.StageEmail] || want[domain.StagePhone]))}
 			order = append(order, k)
 		}
 		return nil
@@ -72,20 +73,20 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 	if sub.Options.MaxAge > 0 {
 		for i := 0; i < len(order); i += estimateBatch {
 			batch := order[i:min(len(order), i+estimateBatch)]
-			hits, err := s.Store.CachedAnswers(ctx, sub.Tenant, "profile", batch, newer)
+			hits, err := s.Store.CachedAnswers(ctx, sub.Tenant, domain.StageProfile, batch, newer)
 			if err != nil {
 				return Estimate{}, err
 			}
 			for k, h := range hits {
 				cachedProfile[k] = true
-				if a, err := decodeCached("profile", h); err == nil && a.profile != nil {
+				if a, err := decodeCached(domain.StageProfile, h); err == nil && a.profile != nil {
 					inputs[k].cachedURL = a.profile.ProfileURL
 				}
 			}
 		}
 	}
 	// Email and phone answers cached for known profile URLs.
-	urlCached := map[string]map[string]bool{"email": {}, "phone": {}}
+	urlCached := map[domain.Stage]map[string]bool{domain.StageEmail: {}, domain.StagePhone: {}}
 	if sub.Options.MaxAge > 0 {
 		var urls []string
 		for _, k := range order {
@@ -93,7 +94,7 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 				urls = append(urls, "url:"+u)
 			}
 		}
-		for _, stage := range []string{"email", "phone"} {
+		for _, stage := range []domain.Stage{domain.StageEmail, domain.StagePhone} {
 			if !want[stage] {
 				continue
 			}
@@ -121,7 +122,7 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 			est.Credits.Max += p
 		}
 		url := knownURL(in.url, in.cachedURL)
-		for _, stage := range []string{"email", "phone"} {
+		for _, stage := range []domain.Stage{domain.StageEmail, domain.StagePhone} {
 			if !want[stage] || (url != "" && urlCached[stage]["url:"+url]) {
 				continue
 			}
@@ -129,7 +130,7 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 				continue // the cache says no profile: nothing to look up
 			}
 			cached = false
-			st := enrich.Stage(stage)
+			st := stage
 			est.Credits.Max += costs.Worst(st)
 			est.Credits.Min += costs.Best(st)
 			if !s.Bulk || !in.profiled || cachedProfile[k] {

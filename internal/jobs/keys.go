@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -14,9 +15,9 @@ import (
 // profileQuery is the vendor query of a row's profile stage.
 func profileQuery(r store.Row) enrich.ProfileQuery {
 	switch r.Kind {
-	case "profile_url":
+	case domain.InputProfileURL:
 		return enrich.ProfileQuery{ProfileURL: r.ProfileURL}
-	case "email":
+	case domain.InputEmail:
 		return enrich.ProfileQuery{Email: r.Email}
 	default:
 		return enrich.ProfileQuery{Name: r.Name, Company: r.Company}
@@ -25,14 +26,14 @@ func profileQuery(r store.Row) enrich.ProfileQuery {
 
 // cacheKey is the normalised input of a lookup: the same key means the same
 // question to the vendor, whose answer we never buy twice.
-func cacheKey(stage string, r store.Row) string {
-	if stage != string(enrich.StageProfile) {
+func cacheKey(stage domain.Stage, r store.Row) string {
+	if stage != domain.StageProfile {
 		return "url:" + r.FoundProfileURL
 	}
 	switch r.Kind {
-	case "profile_url":
+	case domain.InputProfileURL:
 		return "url:" + r.ProfileURL
-	case "email":
+	case domain.InputEmail:
 		return "email:" + strings.ToLower(strings.TrimSpace(r.Email))
 	default:
 		return "nc:" + normName(r.Name) + "|" + normName(r.Company)
@@ -51,7 +52,7 @@ func idempotencyKey(parts ...any) string {
 	return "enrichq-" + hex.EncodeToString(h.Sum(nil))[:40]
 }
 
-func bulkIdempotencyKey(jobID string, keys []string, include []enrich.Stage) string {
+func bulkIdempotencyKey(jobID string, keys []string, include []domain.Stage) string {
 	k := append([]string(nil), keys...)
 	sort.Strings(k)
 	inc := make([]string, len(include))

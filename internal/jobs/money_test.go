@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -36,7 +37,7 @@ func TestFourWorkersShareTheVendorLimit(t *testing.T) {
 	const rows = 120
 	start := time.Now()
 	job := submit(b, t, companies(rows), ingest.JobOptions{Roles: []string{"VP Sales"}})
-	b.WaitJob(t, job.ID, store.JobCompleted)
+	b.WaitJob(t, job.ID, domain.JobCompleted)
 	elapsed := time.Since(start)
 
 	st := b.Vendor.Stats()
@@ -77,7 +78,7 @@ func TestBudgetHoldsUnderConcurrency(t *testing.T) {
 			// 90 searches at 2 credits each: 60 credits cover a third.
 			budget := int64(60)
 			job := submit(b, t, companies(90), ingest.JobOptions{Roles: []string{"CTO"}, BudgetCredits: &budget})
-			paused := b.WaitJob(t, job.ID, store.JobPaused)
+			paused := b.WaitJob(t, job.ID, domain.JobPaused)
 			if !strings.HasPrefix(paused.StateReason, store.BudgetPausePrefix) {
 				t.Fatalf("paused with %q, want the budget named", paused.StateReason)
 			}
@@ -93,7 +94,7 @@ func TestBudgetHoldsUnderConcurrency(t *testing.T) {
 			if _, err := b.Store.UpdateBudget(context.Background(), "acme", job.ID, &more); err != nil {
 				t.Fatal(err)
 			}
-			done := b.WaitJob(t, job.ID, store.JobCompleted)
+			done := b.WaitJob(t, job.ID, domain.JobCompleted)
 			if done.CreditsSpent != 180 {
 				t.Fatalf("spent %d after the raise, want 180 (90 searches at 2)", done.CreditsSpent)
 			}
@@ -117,11 +118,11 @@ func waitSettled(t *testing.T, b *jobstest.Bundle, id string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.CreditsReserved == 0 && counts[store.RowInFlight] == 0 {
+		if j.CreditsReserved == 0 && counts[domain.RowInFlight] == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("still reserved %d, in flight %d", j.CreditsReserved, counts[store.RowInFlight])
+			t.Fatalf("still reserved %d, in flight %d", j.CreditsReserved, counts[domain.RowInFlight])
 		}
 		<-tick.C
 	}
@@ -142,11 +143,11 @@ func TestDuplicatesAreBoughtOnce(t *testing.T) {
 			for range 3 {
 				rows = append(rows, base...)
 			}
-			opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}}
+			opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}}
 			first := submit(b, t, rows, opts)
-			b.WaitJob(t, first.ID, store.JobCompleted)
+			b.WaitJob(t, first.ID, domain.JobCompleted)
 			second := submit(b, t, base, opts)
-			b.WaitJob(t, second.ID, store.JobCompleted)
+			b.WaitJob(t, second.ID, domain.JobCompleted)
 
 			bought := map[string]int{}
 			for _, e := range b.Vendor.Ledger() {
@@ -163,7 +164,7 @@ func TestDuplicatesAreBoughtOnce(t *testing.T) {
 				}
 			}
 			c1, _ := b.Store.RowCounts(context.Background(), first.ID)
-			if c1[store.RowMatched]+c1[store.RowNoMatch] != 120 {
+			if c1[domain.RowMatched]+c1[domain.RowNoMatch] != 120 {
 				t.Fatalf("first job rows %v", c1)
 			}
 			b.CheckMoney(t, first.ID, second.ID)
@@ -178,7 +179,7 @@ func TestEstimate(t *testing.T) {
 	b.Submitter.Bulk, b.Submitter.VendorRPS = true, 10
 	rows := companies(30)
 	rows = append(rows, rows[:10]...) // duplicates are looked up once
-	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}, MaxAge: 720 * time.Hour}
+	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, MaxAge: 720 * time.Hour}
 	feed := func(emit func(ingest.Lookup) error) error {
 		return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
 	}
@@ -196,7 +197,7 @@ func TestEstimate(t *testing.T) {
 	}
 	// After a real run of the same inputs, the estimate is free.
 	job := submit(b, t, rows, opts)
-	b.WaitJob(t, job.ID, store.JobCompleted)
+	b.WaitJob(t, job.ID, domain.JobCompleted)
 	est, err = b.Submitter.Estimate(context.Background(), jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +214,7 @@ func TestEstimate(t *testing.T) {
 		total += c.Credits
 	}
 	j, _ := b.Store.GetJob(context.Background(), "", job.ID)
-	if total != j.CreditsSpent || costs["profile"].Credits != 60 {
+	if total != j.CreditsSpent || costs[domain.StageProfile].Credits != 60 {
 		t.Fatalf("costs by stage %+v (sum %d), job spent %d", costs, total, j.CreditsSpent)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -25,7 +26,7 @@ func companies(n int) []ingest.RowIn {
 func submit(b *jobstest.Bundle, t *testing.T, rows []ingest.RowIn, opts ingest.JobOptions) store.Job {
 	t.Helper()
 	if opts.Lookups == nil {
-		opts.Lookups = []string{"profile"}
+		opts.Lookups = []domain.Stage{domain.StageProfile}
 	}
 	if opts.MaxAge == 0 {
 		opts.MaxAge = 720 * time.Hour
@@ -45,16 +46,16 @@ func submit(b *jobstest.Bundle, t *testing.T, rows []ingest.RowIn, opts ingest.J
 func TestPipelineBulkEndToEnd(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
-	job := submit(b, t, companies(90), ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}})
-	job = b.WaitJob(t, job.ID, store.JobCompleted)
+	job := submit(b, t, companies(90), ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	job = b.WaitJob(t, job.ID, domain.JobCompleted)
 	counts, err := b.Store.RowCounts(context.Background(), job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if counts[store.RowMatched]+counts[store.RowNoMatch] != 90 {
+	if counts[domain.RowMatched]+counts[domain.RowNoMatch] != 90 {
 		t.Fatalf("rows = %v, want 90 matched or no_match", counts)
 	}
-	if counts[store.RowMatched] == 0 || counts[store.RowNoMatch] == 0 {
+	if counts[domain.RowMatched] == 0 || counts[domain.RowNoMatch] == 0 {
 		t.Fatalf("rows = %v: the fake's hit rate should give both outcomes", counts)
 	}
 	if spent := b.CheckMoney(t, job.ID); spent == 0 {
@@ -67,12 +68,12 @@ func TestPipelineBulkEndToEnd(t *testing.T) {
 	}
 	for _, r := range res {
 		switch r.State {
-		case store.RowMatched:
+		case domain.RowMatched:
 			if r.Profile == nil || r.Profile.ProfileURL == "" || r.Profile.Role == "" {
 				t.Fatalf("matched row without a profile: %+v", r)
 			}
-		case store.RowNoMatch:
-			if len(r.NoMatches) == 0 || r.NoMatches[0] != "profile" {
+		case domain.RowNoMatch:
+			if len(r.NoMatches) == 0 || r.NoMatches[0] != domain.StageProfile {
 				t.Fatalf("no_match row without a marker: %+v", r)
 			}
 		}
@@ -88,13 +89,13 @@ func TestPipelineSingleLookupsWithFaults(t *testing.T) {
 		Vendor:    func(o *fakevendor.Options) { o.FailRate = 0.2; o.MalformedRate = 0.05 },
 		Processor: jobs.ProcessorConfig{Bulk: false, MaxAttempts: 20},
 	})
-	job := submit(b, t, companies(40), ingest.JobOptions{Roles: []string{"Head of Marketing"}, Lookups: []string{"profile", "email", "phone"}})
-	job = b.WaitJob(t, job.ID, store.JobCompleted)
+	job := submit(b, t, companies(40), ingest.JobOptions{Roles: []string{"Head of Marketing"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone}})
+	job = b.WaitJob(t, job.ID, domain.JobCompleted)
 	counts, _ := b.Store.RowCounts(context.Background(), job.ID)
-	if counts[store.RowMatched]+counts[store.RowNoMatch]+counts[store.RowFailed] != 40 {
+	if counts[domain.RowMatched]+counts[domain.RowNoMatch]+counts[domain.RowFailed] != 40 {
 		t.Fatalf("rows = %v", counts)
 	}
-	if counts[store.RowFailed] > 0 {
+	if counts[domain.RowFailed] > 0 {
 		t.Fatalf("rows failed despite 20 attempts against 20%% faults: %v", counts)
 	}
 	// Malformed 200 answers were billed by the Vendor: enrichq counts them as spent (unknown outcome),
@@ -115,7 +116,7 @@ func TestPipelineBudgetStopsSpending(t *testing.T) {
 			// 60 searches cost 2 credits each: a budget of 60 covers half.
 			budget := int64(60)
 			job := submit(b, t, companies(60), ingest.JobOptions{Roles: []string{"CTO"}, BudgetCredits: &budget})
-			job = b.WaitJob(t, job.ID, store.JobPaused)
+			job = b.WaitJob(t, job.ID, domain.JobPaused)
 			if !strings.Contains(job.StateReason, "budget") {
 				t.Fatalf("paused with reason %q, want one naming the budget", job.StateReason)
 			}
@@ -127,7 +128,7 @@ func TestPipelineBudgetStopsSpending(t *testing.T) {
 			for {
 				j, _ := b.Store.GetJob(context.Background(), "", job.ID)
 				counts, _ := b.Store.RowCounts(context.Background(), job.ID)
-				if j.CreditsReserved == 0 && counts[store.RowInFlight] == 0 {
+				if j.CreditsReserved == 0 && counts[domain.RowInFlight] == 0 {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -140,7 +141,7 @@ func TestPipelineBudgetStopsSpending(t *testing.T) {
 				t.Fatalf("spent %d of a budget of %d", spent, budget)
 			}
 			counts, _ := b.Store.RowCounts(context.Background(), job.ID)
-			if counts[store.RowPending] == 0 {
+			if counts[domain.RowPending] == 0 {
 				t.Fatalf("rows = %v: rows beyond the budget should wait, pending", counts)
 			}
 		})
@@ -152,8 +153,8 @@ func TestPipelineCacheNeverPaysTwice(t *testing.T) {
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
 	ctx := context.Background()
 	rows := companies(30)
-	first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}})
-	b.WaitJob(t, first.ID, store.JobCompleted)
+	first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	b.WaitJob(t, first.ID, domain.JobCompleted)
 	billed := b.Vendor.TotalCharged()
 	var rawEntries, entries int
 	if err := b.Store.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE result ? 'raw'), count(*) FROM lookup_cache WHERE matched`).
@@ -163,8 +164,8 @@ func TestPipelineCacheNeverPaysTwice(t *testing.T) {
 	if entries == 0 || rawEntries != entries {
 		t.Fatalf("%d of %d matched cache entries in the raw form", rawEntries, entries)
 	}
-	second := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile", "email"}})
-	second = b.WaitJob(t, second.ID, store.JobCompleted)
+	second := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	second = b.WaitJob(t, second.ID, domain.JobCompleted)
 	if again := b.Vendor.TotalCharged(); again != billed {
 		t.Fatalf("the second job of the same inputs was billed %d more credits", again-billed)
 	}
@@ -198,8 +199,8 @@ func TestPipelineUnreadableCacheEntryIsBoughtAgain(t *testing.T) {
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
 	ctx := context.Background()
 	rows := companies(20)
-	first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile"}})
-	b.WaitJob(t, first.ID, store.JobCompleted)
+	first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile}})
+	b.WaitJob(t, first.ID, domain.JobCompleted)
 	billed := b.Vendor.TotalCharged()
 	var key string
 	if err := b.Store.Pool().QueryRow(ctx, `UPDATE lookup_cache SET result = '{"profile": 5}'
@@ -207,8 +208,8 @@ func TestPipelineUnreadableCacheEntryIsBoughtAgain(t *testing.T) {
 		RETURNING input_key`).Scan(&key); err != nil {
 		t.Fatal(err)
 	}
-	second := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []string{"profile"}})
-	second = b.WaitJob(t, second.ID, store.JobCompleted)
+	second := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile}})
+	second = b.WaitJob(t, second.ID, domain.JobCompleted)
 	if second.CreditsSpent == 0 || b.Vendor.TotalCharged()-billed != second.CreditsSpent {
 		t.Fatalf("second job spent %d credits, the vendor billed %d more: want the one unreadable input bought again",
 			second.CreditsSpent, b.Vendor.TotalCharged()-billed)
@@ -232,8 +233,8 @@ func TestPipelinePoisonRowFailsAlone(t *testing.T) {
 	rows := companies(10)
 	rows[3].Company = "poison pill AG"
 	job := submit(b, t, rows, ingest.JobOptions{Roles: []string{"CEO"}})
-	b.WaitJob(t, job.ID, store.JobCompleted)
-	res, err := b.Store.ListResults(context.Background(), job.ID, store.RowFailed, 0, 10)
+	b.WaitJob(t, job.ID, domain.JobCompleted)
+	res, err := b.Store.ListResults(context.Background(), job.ID, domain.RowFailed, 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestLostWorkIsFoundInPostgres(t *testing.T) {
 	// Submit without enqueueing, as if Redis lost every task.
 	b.Submitter.Enqueuer = nil
 	job := submit(b, t, companies(50), ingest.JobOptions{Roles: []string{"CFO"}})
-	b.WaitJob(t, job.ID, store.JobCompleted)
+	b.WaitJob(t, job.ID, domain.JobCompleted)
 	b.CheckMoney(t, job.ID)
 }
 
@@ -275,7 +276,7 @@ func TestDuplicateTaskDoesNothing(t *testing.T) {
 		t.Fatalf("a duplicate task made %d more vendor calls", again-calls)
 	}
 	j, _ := b.Store.GetJob(ctx, "", job.ID)
-	if j.State != store.JobCompleted {
+	if j.State != domain.JobCompleted {
 		t.Fatalf("job %s, want completed", j.State)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/hibiken/asynq"
 	"golang.org/x/oauth2"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/secretbox"
@@ -569,7 +570,7 @@ func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Du
 	if err != nil {
 		return 0, err
 	}
-	if job.State != store.JobQueued && job.State != store.JobRunning {
+	if !job.State.Runnable() {
 		return 0, nil
 	}
 	claim, err := p.store.ClaimPlatformChunk(ctx, ref.JobID, ref.Chunk, p.cfg.Lease, p.cfg.Now())
@@ -635,7 +636,7 @@ func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Du
 		}
 		outs = append(outs, r.out)
 		switch {
-		case r.out.State != store.RowRetryWait:
+		case r.out.State != domain.RowRetryWait:
 		case !r.out.FailedAttempt: // parked until the quotas reset: the scheduler's
 			parked++
 			if r.out.NextAttemptAt.After(parkedUntil) {
@@ -711,7 +712,7 @@ const reasonReconnect = "member needs to reconnect (GET /v1/platform/connect): "
 func (p *Platform) syncRow(ctx context.Context, row store.SyncRow) syncResult {
 	res := syncResult{out: store.SyncOutcome{RowID: row.ID}}
 	failed := func(reason string) syncResult {
-		res.out.State, res.out.Reason, res.out.LastError = store.RowFailed, reason, reason
+		res.out.State, res.out.Reason, res.out.LastError = domain.RowFailed, reason, reason
 		return res
 	}
 	m := row.Member
@@ -750,7 +751,7 @@ func (p *Platform) syncRow(ctx context.Context, row store.SyncRow) syncResult {
 		if prof.ID != m.MemberID {
 			return failed(fmt.Sprintf("the token answered for another member (%s, not %s)", clipText(prof.ID, 100), m.MemberID))
 		}
-		res.out.State = store.RowMatched
+		res.out.State = domain.RowMatched
 		res.out.MemberID = m.ID
 		res.out.FetchedAt = p.cfg.Now()
 		res.out.Profile = &store.ProfileResult{Name: prof.Name, Headline: prof.Headline, Raw: prof.Raw}
@@ -768,7 +769,7 @@ func (p *Platform) syncRow(ctx context.Context, row store.SyncRow) syncResult {
 		// Both daily quotas reset at midnight UTC: retry just after it,
 		// never sooner (a short backoff would burn what is left of the day).
 		jitter := time.Second + time.Duration(p.cfg.Rand()*float64(p.cfg.QuotaJitter))
-		res.out.State = store.RowRetryWait
+		res.out.State = domain.RowRetryWait
 		res.out.NextAttemptAt = enrich.NextQuotaReset(now).Add(jitter)
 		res.out.LastError = pe.Message
 		return res
@@ -800,7 +801,7 @@ func (p *Platform) refreshForRow(ctx context.Context, row store.SyncRow, m store
 		return r, p.transient(res, row, err.Error()), true
 	case r.member.Status != store.MemberActive:
 		p.log.Warn("platform member needs to reconnect", "tenant", m.Tenant, "member", m.ID, "reason", r.member.StatusReason)
-		res.out.State, res.out.Reason = store.RowFailed, reasonReconnect+r.member.StatusReason
+		res.out.State, res.out.Reason = domain.RowFailed, reasonReconnect+r.member.StatusReason
 		res.out.LastError = res.out.Reason
 		return r, res, true
 	}
@@ -813,10 +814,10 @@ func (p *Platform) transient(res syncResult, row store.SyncRow, msg string) sync
 	res.out.LastError = msg
 	res.out.FailedAttempt = true
 	if row.Attempts+1 >= p.cfg.MaxAttempts {
-		res.out.State, res.out.Reason = store.RowFailed, "attempts exhausted: "+msg
+		res.out.State, res.out.Reason = domain.RowFailed, "attempts exhausted: "+msg
 		return res
 	}
-	res.out.State = store.RowRetryWait
+	res.out.State = domain.RowRetryWait
 	res.out.NextAttemptAt = p.cfg.Now().Add(max(ratelimit.Backoff(row.Attempts, p.cfg.RetryBase, p.cfg.RetryMax, p.cfg.Rand), 10*time.Millisecond))
 	return res
 }

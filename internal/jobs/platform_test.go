@@ -18,6 +18,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -178,7 +179,7 @@ func (pb *platformBundle) submit(t *testing.T, req jobs.SyncRequest) store.Job {
 
 // wait runs the scheduler's sweep (with its platform step) until the job is
 // in one of states, or until check reports true when given.
-func (pb *platformBundle) wait(t *testing.T, id string, check func(store.Job, map[string]int) bool) (store.Job, map[string]int) {
+func (pb *platformBundle) wait(t *testing.T, id string, check func(store.Job, map[domain.RowState]int) bool) (store.Job, map[domain.RowState]int) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
@@ -204,10 +205,10 @@ func (pb *platformBundle) wait(t *testing.T, id string, check func(store.Job, ma
 	}
 }
 
-func inState(states ...string) func(store.Job, map[string]int) bool {
-	return func(j store.Job, _ map[string]int) bool {
+func inState(states ...domain.JobState) func(store.Job, map[domain.RowState]int) bool {
+	return func(j store.Job, _ map[domain.RowState]int) bool {
 		for _, s := range states {
-			if j.State == s && (s != store.JobCompleted || j.FinishedAt != nil) {
+			if j.State == s && (s != domain.JobCompleted || j.FinishedAt != nil) {
 				return true
 			}
 		}
@@ -245,15 +246,15 @@ func TestMemberSyncJobEndToEnd(t *testing.T) {
 	if job.TotalRows != 3 || job.ChunkCount != 2 {
 		t.Fatalf("job %+v", job)
 	}
-	job, counts := pb.wait(t, job.ID, inState(store.JobCompleted))
-	if counts[store.RowMatched] != 3 {
+	job, counts := pb.wait(t, job.ID, inState(domain.JobCompleted))
+	if counts[domain.RowMatched] != 3 {
 		t.Fatalf("rows %v", counts)
 	}
 	if got := pb.fp.ProfilesServed() - served; got != 3 {
 		t.Errorf("the platform served %d profiles for 3 members", got)
 	}
 	res := results(t, pb.Store, job.ID)
-	if r := res["m-ann"]; r.Kind != store.KindMember || r.Profile == nil || r.Profile.Name != "Ann Lee" || r.Profile.Headline != "Ann's headline" {
+	if r := res["m-ann"]; r.Kind != domain.InputMember || r.Profile == nil || r.Profile.Name != "Ann Lee" || r.Profile.Headline != "Ann's headline" {
 		t.Errorf("ann's result %+v %+v", r, r.Profile)
 	}
 	var n int
@@ -293,8 +294,8 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb.connect(t, "acme", "m-cat", "Cat", "Kim")
 		pb.fp.Revoke("m-bob")
 		job := pb.submit(t, jobs.SyncRequest{All: true})
-		_, counts := pb.wait(t, job.ID, inState(store.JobCompleted))
-		if counts[store.RowMatched] != 2 || counts[store.RowFailed] != 1 {
+		_, counts := pb.wait(t, job.ID, inState(domain.JobCompleted))
+		if counts[domain.RowMatched] != 2 || counts[domain.RowFailed] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
 		r := results(t, pb.Store, job.ID)["m-bob"]
@@ -307,7 +308,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		// The next sync fails bob at once, without a call.
 		before := pb.fp.Requests(fakeplatform.PathMe)
 		job = pb.submit(t, jobs.SyncRequest{Members: []string{bob.ID}})
-		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowFailed] != 1 {
+		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowFailed] != 1 {
 			t.Errorf("second sync of bob: %v", counts)
 		}
 		if pb.fp.Requests(fakeplatform.PathMe) != before {
@@ -316,7 +317,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		// Reconnecting makes bob syncable again.
 		pb.connect(t, "acme", "m-bob", "Bob", "Roe")
 		job = pb.submit(t, jobs.SyncRequest{Members: []string{"m-bob"}})
-		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowMatched] != 1 {
+		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowMatched] != 1 {
 			t.Errorf("sync after reconnect: %v", counts)
 		}
 	})
@@ -328,8 +329,8 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb.connect(t, "acme", "m-bob", "Bob", "Roe")
 		pb.fp.DropScope("m-ann", "profile")
 		job := pb.submit(t, jobs.SyncRequest{All: true})
-		_, counts := pb.wait(t, job.ID, inState(store.JobCompleted))
-		if counts[store.RowMatched] != 1 || counts[store.RowFailed] != 1 {
+		_, counts := pb.wait(t, job.ID, inState(domain.JobCompleted))
+		if counts[domain.RowMatched] != 1 || counts[domain.RowFailed] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
 		if r := results(t, pb.Store, job.ID)["m-ann"]; !strings.Contains(r.StateReason, "scope not held") {
@@ -346,13 +347,13 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb.fp.Retire("202611")
 		job := pb.submit(t, jobs.SyncRequest{All: true})
 		// Paused, and the chunk that hit the 426 has put its rows back.
-		job, counts := pb.wait(t, job.ID, func(j store.Job, c map[string]int) bool {
-			return inState(store.JobPaused)(j, c) && c[store.RowInFlight] == 0
+		job, counts := pb.wait(t, job.ID, func(j store.Job, c map[domain.RowState]int) bool {
+			return inState(domain.JobPaused)(j, c) && c[domain.RowInFlight] == 0
 		})
 		if job.StateReason != "platform version 202611 is retired; set a newer one" {
 			t.Errorf("reason %q", job.StateReason)
 		}
-		if counts[store.RowPending] != 3 {
+		if counts[domain.RowPending] != 3 {
 			t.Errorf("rows %v: a retired version must leave every row to do", counts)
 		}
 		// Never retried: the paused job gets no more calls.
@@ -370,7 +371,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		if err := pb.Store.ResumeJob(ctx, job.ID); err != nil {
 			t.Fatal(err)
 		}
-		if _, counts := newer.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowMatched] != 3 {
+		if _, counts := newer.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowMatched] != 3 {
 			t.Errorf("after resume: %v", counts)
 		}
 	})
@@ -381,7 +382,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		broken := newPlatformBundleOn(t, pb, "", stripHeader{"Platform-Version"})
 		job := broken.submit(t, jobs.SyncRequest{All: true})
-		job, _ = broken.wait(t, job.ID, inState(store.JobPaused))
+		job, _ = broken.wait(t, job.ID, inState(domain.JobPaused))
 		if job.StateReason != "request rejected; check that Platform-Version is set" {
 			t.Errorf("reason %q", job.StateReason)
 		}
@@ -394,11 +395,11 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb.fp.FailNext(503, 503)
 		job := pb.submit(t, jobs.SyncRequest{All: true})
 		// The retry is due on the shared fake clock: move it along while waiting.
-		_, counts := pb.wait(t, job.ID, func(j store.Job, c map[string]int) bool {
+		_, counts := pb.wait(t, job.ID, func(j store.Job, c map[domain.RowState]int) bool {
 			pb.clock.Advance(time.Second)
-			return inState(store.JobCompleted)(j, c)
+			return inState(domain.JobCompleted)(j, c)
 		})
-		if counts[store.RowMatched] != 1 {
+		if counts[domain.RowMatched] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
 		if r := results(t, pb.Store, job.ID)["m-ann"]; r.Attempts != 2 || !strings.Contains(r.LastError, "503") {
@@ -413,7 +414,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb.clock.Advance(2 * time.Hour)
 		calls := pb.fp.Requests(fakeplatform.PathMe)
 		job := pb.submit(t, jobs.SyncRequest{All: true})
-		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowFailed] != 1 {
+		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowFailed] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
 		if pb.fp.Requests(fakeplatform.PathMe) != calls {
@@ -430,7 +431,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		pb.fp.ExpireAccess("m-ann")
 		job := pb.submit(t, jobs.SyncRequest{All: true})
-		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowMatched] != 1 {
+		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowMatched] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
 		if m, _ := pb.Store.GetPlatformMember(ctx, "acme", ann.ID); m.RefreshedAt == nil || m.Status != store.MemberActive {
@@ -446,7 +447,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		pb.clock.Advance(2 * time.Hour)
 		job := pb.submit(t, jobs.SyncRequest{All: true})
-		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowMatched] != 1 {
+		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowMatched] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
 		m, _ := pb.Store.GetPlatformMember(ctx, "acme", ann.ID)
@@ -517,7 +518,7 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 		pb.connect(t, "acme", "m-ann", "Ann", "Lee") // reads /rest/me once: the member's quota for the day
 		pb.clock.Set(time.Date(2026, 11, 20, 23, 59, 50, 0, time.UTC))
 		job := pb.submit(t, jobs.SyncRequest{All: true})
-		job, _ = pb.wait(t, job.ID, func(_ store.Job, c map[string]int) bool { return c[store.RowRetryWait] == 1 })
+		job, _ = pb.wait(t, job.ID, func(_ store.Job, c map[domain.RowState]int) bool { return c[domain.RowRetryWait] == 1 })
 		next, err := pb.Store.NextAttempt(ctx, job.ID)
 		want := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC).Add(jitter)
 		if err != nil || next == nil || !next.Equal(want) {
@@ -542,8 +543,8 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 			t.Fatal("the parked row was retried before midnight")
 		}
 		pb.clock.Set(*next)
-		job, counts := pb.wait(t, job.ID, inState(store.JobCompleted))
-		if counts[store.RowMatched] != 1 {
+		job, counts := pb.wait(t, job.ID, inState(domain.JobCompleted))
+		if counts[domain.RowMatched] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
 		var fetched time.Time
@@ -560,7 +561,7 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 		pb.connect(t, "acme", "m-ann", "Ann", "Lee") // the app's quota for the day
 		pb.clock.Set(time.Date(2026, 11, 21, 0, 0, 10, 0, time.UTC))
 		job := pb.submit(t, jobs.SyncRequest{All: true})
-		job, _ = pb.wait(t, job.ID, func(_ store.Job, c map[string]int) bool { return c[store.RowRetryWait] == 1 })
+		job, _ = pb.wait(t, job.ID, func(_ store.Job, c map[domain.RowState]int) bool { return c[domain.RowRetryWait] == 1 })
 		next, _ := pb.Store.NextAttempt(ctx, job.ID)
 		want := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).Add(jitter)
 		if next == nil || !next.Equal(want) {
@@ -574,11 +575,11 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if c, _ := pb.Store.RowCounts(ctx, job.ID); c[store.RowRetryWait] != 1 || pb.fp.Requests(fakeplatform.PathMe) != calls {
+		if c, _ := pb.Store.RowCounts(ctx, job.ID); c[domain.RowRetryWait] != 1 || pb.fp.Requests(fakeplatform.PathMe) != calls {
 			t.Fatalf("before the next midnight: rows %v, %d calls", c, pb.fp.Requests(fakeplatform.PathMe)-calls)
 		}
 		pb.clock.Set(*next)
-		if _, counts := pb.wait(t, job.ID, inState(store.JobCompleted)); counts[store.RowMatched] != 1 {
+		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowMatched] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
 	})

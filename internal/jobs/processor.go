@@ -12,6 +12,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/metrics"
@@ -23,7 +24,7 @@ type Vendor interface {
 	Profile(ctx context.Context, q enrich.ProfileQuery, idempotencyKey string) (enrich.ProfileResult, error)
 	Email(ctx context.Context, profileURL, idempotencyKey string) (enrich.EmailResult, error)
 	Phone(ctx context.Context, profileURL, idempotencyKey string) (enrich.PhoneResult, error)
-	Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []enrich.Stage, idempotencyKey string) (enrich.BulkResult, error)
+	Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, idempotencyKey string) (enrich.BulkResult, error)
 }
 
 // Limiter paces vendor calls (*ratelimit.Limiter, shared by every worker).
@@ -181,18 +182,18 @@ var (
 // rowWork is a claimed row as it moves through the stages of one run.
 type rowWork struct {
 	row   store.Row
-	done  map[string]bool
+	done  map[domain.Stage]bool
 	found string
 	match bool
 
 	// changes since the last save
 	out   store.Outcome
 	dirty bool
-	end   string // "" while active; else the state the row leaves in
+	end   domain.RowState // "" while active; else the state the row leaves in
 }
 
 func newRowWork(r store.Row) *rowWork {
-	w := &rowWork{row: r, done: map[string]bool{}, found: r.FoundProfileURL, match: r.AnyMatch}
+	w := &rowWork{row: r, done: map[domain.Stage]bool{}, found: r.FoundProfileURL, match: r.AnyMatch}
 	for _, s := range r.StagesDone {
 		w.done[s] = true
 	}
@@ -200,9 +201,9 @@ func newRowWork(r store.Row) *rowWork {
 	return w
 }
 
-func (w *rowWork) stagesDone() []string {
-	var out []string
-	for _, s := range []string{"profile", "email", "phone"} {
+func (w *rowWork) stagesDone() []domain.Stage {
+	var out []domain.Stage
+	for _, s := range domain.Stages {
 		if w.done[s] {
 			out = append(out, s)
 		}
@@ -216,7 +217,7 @@ type chunkRun struct {
 	job   store.Job
 	token string
 	rows  []*rowWork
-	want  map[string]bool
+	want  map[domain.Stage]bool
 	stop  error // errStopBudget or errStopJob once set
 
 	mu      sync.Mutex // guards stop
@@ -233,20 +234,20 @@ type chunkRun struct {
 }
 
 // needs reports whether a row still needs stage.
-func (c *chunkRun) needs(w *rowWork, stage string) bool {
+func (c *chunkRun) needs(w *rowWork, stage domain.Stage) bool {
 	if w.end != "" || w.done[stage] {
 		return false
 	}
 	switch stage {
-	case "profile":
-		return c.want["profile"] || (w.found == "" && (c.want["email"] || c.want["phone"]))
+	case domain.StageProfile:
+		return c.want[domain.StageProfile] || (w.found == "" && (c.want[domain.StageEmail] || c.want[domain.StagePhone]))
 	default:
 		return c.want[stage] && w.found != ""
 	}
 }
 
 func (c *chunkRun) complete(w *rowWork) bool {
-	return w.end == "" && !c.needs(w, "profile") && !c.needs(w, "email") && !c.needs(w, "phone")
+	return w.end == "" && !c.needs(w, domain.StageProfile) && !c.needs(w, domain.StageEmail) && !c.needs(w, domain.StagePhone)
 }
 
 // ProcessChunk processes one chunk. It returns a positive duration when
@@ -260,7 +261,7 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 	if err != nil {
 		return 0, err
 	}
-	if job.State != store.JobQueued && job.State != store.JobRunning {
+	if !job.State.Runnable() {
 		return 0, nil // paused, canceled or finished: the scheduler re-enqueues on resume
 	}
 	if p.isDraining() {
@@ -271,7 +272,7 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 		return 0, err
 	}
 	if len(claim.Rows) > 0 {
-		if job.State == store.JobQueued { // else running already: no write
+		if job.State == domain.JobQueued { // else running already: no write
 			if err := p.store.StartJob(ctx, job.ID); err != nil {
 				return 0, err
 			}
@@ -307,7 +308,7 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 }
 
 func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) error {
-	c := &chunkRun{p: p, job: job, token: claim.Token, want: map[string]bool{}}
+	c := &chunkRun{p: p, job: job, token: claim.Token, want: map[domain.Stage]bool{}}
 	for _, l := range job.Lookups {
 		c.want[l] = true
 	}
@@ -318,7 +319,7 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 	defer stopHeartbeat()
 	start := p.cfg.Now()
 
-	for _, stage := range []string{"profile", "email", "phone"} {
+	for _, stage := range domain.Stages {
 		if c.stop != nil || ctx.Err() != nil || p.isDraining() {
 			break
 		}
@@ -337,7 +338,7 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 		todo = c.claimLookups(ctx, stage, todo)
 		t2 := time.Now()
 		if len(todo) > 0 {
-			if stage == "profile" && p.cfg.Bulk {
+			if stage == domain.StageProfile && p.cfg.Bulk {
 				c.bulk(ctx, todo)
 			} else {
 				c.single(ctx, stage, todo)
@@ -354,13 +355,13 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 		return err
 	}
 	c.tSave += time.Since(t)
-	counts := map[string]int{}
+	counts := map[domain.RowState]int{}
 	for _, w := range c.rows {
 		counts[w.end]++
 	}
 	p.log.Info("chunk processed", "job_id", job.ID, "chunk", claim.Rows[0].Chunk, "rows", len(c.rows),
-		"matched", counts[store.RowMatched], "no_match", counts[store.RowNoMatch], "failed", counts[store.RowFailed],
-		"retry_wait", counts[store.RowRetryWait], "released", counts[store.RowPending], "duration", p.cfg.Now().Sub(start),
+		"matched", counts[domain.RowMatched], "no_match", counts[domain.RowNoMatch], "failed", counts[domain.RowFailed],
+		"retry_wait", counts[domain.RowRetryWait], "released", counts[domain.RowPending], "duration", p.cfg.Now().Sub(start),
 		// cache lookups, lookup claims, vendor calls (with their reservations and settlements), saves
 		"cache", c.tCache, "claims", c.tClaims, "calls", c.tVendor, "saves", c.tSave,
 		"calls_ledger", time.Duration(c.nsLedger.Load()), "calls_vendor", time.Duration(c.nsVendor.Load()))
@@ -402,19 +403,19 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 	for _, w := range c.rows {
 		if w.end == "" && (final || c.complete(w)) {
 			if c.complete(w) {
-				w.end = store.RowNoMatch
+				w.end = domain.RowNoMatch
 				if w.match {
-					w.end = store.RowMatched
+					w.end = domain.RowMatched
 				}
 			} else {
-				w.end = store.RowPending // stopped before it was done
+				w.end = domain.RowPending // stopped before it was done
 			}
 			w.dirty = true
 		}
 		if !w.dirty {
 			continue
 		}
-		if w.end == store.RowPending && len(w.out.NoMatches) == 0 && w.out.Profile == nil && w.out.Email == nil && w.out.Phone == nil {
+		if w.end == domain.RowPending && len(w.out.NoMatches) == 0 && w.out.Profile == nil && w.out.Email == nil && w.out.Phone == nil {
 			release = append(release, w.row.ID)
 			w.dirty = false
 			continue
@@ -426,7 +427,7 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 		o.AnyMatch = w.match
 		o.State = w.end
 		if o.State == "" {
-			o.State = store.RowInFlight
+			o.State = domain.RowInFlight
 		}
 		if o.Prov.FetchedAt.IsZero() {
 			o.Prov.FetchedAt = c.p.cfg.Now()
@@ -448,9 +449,8 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 	}
 	saved := len(outs) > 0 || len(cache) > 0 // and the lookup claims given up with them
 	for _, o := range outs {
-		switch o.State {
-		case store.RowMatched, store.RowNoMatch, store.RowFailed, store.RowSkipped:
-			c.p.cfg.Metrics.RowFinished(o.State)
+		if o.State.Terminal() {
+			c.p.cfg.Metrics.RowFinished(string(o.State))
 		}
 	}
 	if c.claimed {
@@ -474,7 +474,7 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 
 // fromCache serves rows whose answer we already hold (newer than the job's
 // max_age) and returns the rows still to look up.
-func (c *chunkRun) fromCache(ctx context.Context, stage string, todo []*rowWork) []*rowWork {
+func (c *chunkRun) fromCache(ctx context.Context, stage domain.Stage, todo []*rowWork) []*rowWork {
 	if c.job.MaxAge <= 0 {
 		return todo
 	}
@@ -509,7 +509,7 @@ func (c *chunkRun) fromCache(ctx context.Context, stage string, todo []*rowWork)
 // the inputs of todo for this run. Rows whose input another worker is
 // buying right now wait a moment and then find its answer in the cache.
 // It returns the rows to look up.
-func (c *chunkRun) claimLookups(ctx context.Context, stage string, todo []*rowWork) []*rowWork {
+func (c *chunkRun) claimLookups(ctx context.Context, stage domain.Stage, todo []*rowWork) []*rowWork {
 	if c.job.MaxAge <= 0 || len(todo) == 0 {
 		return todo // no reuse asked: every row buys its own answer
 	}
@@ -544,9 +544,9 @@ func (c *chunkRun) claimLookups(ctx context.Context, stage string, todo []*rowWo
 			mine = append(mine, w)
 			continue
 		}
-		w.end = store.RowRetryWait
+		w.end = domain.RowRetryWait
 		w.dirty = true
-		w.out.LastError = "waiting for another worker's lookup of the same " + stage + " input"
+		w.out.LastError = "waiting for another worker's lookup of the same " + string(stage) + " input"
 		w.out.NextAttemptAt = due
 	}
 	// An answer saved between our cache check and our claim is served now.
@@ -566,11 +566,11 @@ type answer struct {
 	phones  *enrich.Phones
 }
 
-func (a answer) matched(stage string) bool {
+func (a answer) matched(stage domain.Stage) bool {
 	switch stage {
-	case "profile":
+	case domain.StageProfile:
 		return a.profile != nil
-	case "email":
+	case domain.StageEmail:
 		return a.email != nil
 	default:
 		return a.phones != nil && len(a.phones.Numbers) > 0
@@ -578,7 +578,7 @@ func (a answer) matched(stage string) bool {
 }
 
 // apply records a stage's answer on a row; remember adds it to the cache.
-func (c *chunkRun) apply(w *rowWork, stage string, a answer, remember bool) {
+func (c *chunkRun) apply(w *rowWork, stage domain.Stage, a answer, remember bool) {
 	w.done[stage] = true
 	w.dirty = true
 	now := c.p.cfg.Now()
@@ -588,12 +588,12 @@ func (c *chunkRun) apply(w *rowWork, stage string, a answer, remember bool) {
 	if a.matched(stage) {
 		w.match = true
 		switch stage {
-		case "profile":
+		case domain.StageProfile:
 			w.found = a.profile.ProfileURL
 			w.out.Profile = toStoreProfile(a.profile)
-		case "email":
+		case domain.StageEmail:
 			w.out.Email = toStoreEmail(w.found, a.email)
-		case "phone":
+		case domain.StagePhone:
 			w.out.Phone = toStorePhone(w.found, a.phones)
 		}
 	} else {
@@ -601,7 +601,7 @@ func (c *chunkRun) apply(w *rowWork, stage string, a answer, remember bool) {
 	}
 	if remember {
 		key := cacheKey(stage, w.rowWithFound())
-		if stage == "profile" {
+		if stage == domain.StageProfile {
 			key = cacheKey(stage, w.row)
 		}
 		entry := store.CacheEntry{Stage: stage, Key: key, Matched: a.matched(stage), FetchedAt: now}
@@ -628,7 +628,7 @@ func (c *chunkRun) fail(w *rowWork, err error) {
 	w.dirty = true
 	var ve *enrich.Error
 	if errors.As(err, &ve) && !ve.Retryable() {
-		w.end = store.RowFailed
+		w.end = domain.RowFailed
 		w.out.Reason = "vendor rejected the input: " + ve.Error()
 		w.out.LastError = ve.Error()
 		return
@@ -638,7 +638,7 @@ func (c *chunkRun) fail(w *rowWork, err error) {
 		// enrichq's own database failed before the call (unavailable, a
 		// conflict that outlived its retries): the vendor was never asked, so
 		// this is not one of the row's attempts. It is tried again shortly.
-		w.end = store.RowRetryWait
+		w.end = domain.RowRetryWait
 		w.out.LastError = err.Error()
 		w.out.NextAttemptAt = c.p.cfg.Now().Add(time.Second + time.Duration(c.p.cfg.Rand()*float64(2*time.Second)))
 		return
@@ -646,7 +646,7 @@ func (c *chunkRun) fail(w *rowWork, err error) {
 	var notYet *ratelimit.NotYetError
 	if errors.As(err, &notYet) {
 		// The shared limiter says "not yet" for longer than a task should wait: not a failed attempt.
-		w.end = store.RowRetryWait
+		w.end = domain.RowRetryWait
 		w.out.LastError = err.Error()
 		w.out.NextAttemptAt = c.p.cfg.Now().Add(notYet.RetryIn + time.Duration(c.p.cfg.Rand()*float64(time.Second)))
 		return
@@ -655,7 +655,7 @@ func (c *chunkRun) fail(w *rowWork, err error) {
 	w.out.FailedAttempt = true
 	w.out.LastError = err.Error()
 	if attempts >= c.p.cfg.MaxAttempts {
-		w.end = store.RowFailed
+		w.end = domain.RowFailed
 		w.out.Reason = fmt.Sprintf("attempts exhausted (%d): %v", attempts, err)
 		return
 	}
@@ -664,7 +664,7 @@ func (c *chunkRun) fail(w *rowWork, err error) {
 		// Honour Retry-After, clamped so a wild value cannot park a row for days.
 		delay = min(ve.RetryAfter, time.Hour) + time.Duration(c.p.cfg.Rand()*float64(c.p.cfg.RetryBase))
 	}
-	w.end = store.RowRetryWait
+	w.end = domain.RowRetryWait
 	w.out.NextAttemptAt = c.p.cfg.Now().Add(max(delay, 100*time.Millisecond))
 }
 
@@ -721,7 +721,7 @@ func (c *chunkRun) stopped() bool {
 // again says that an earlier send of the same Idempotency-Key may exist
 // (a row of the call was attempted before): a fresh answer then settles the
 // earlier sends at 0, when the vendor marks its replays.
-func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, fn func(ctx context.Context) (enrich.Charge, map[string]int64, error)) error {
+func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, fn func(ctx context.Context) (enrich.Charge, map[domain.Stage]int64, error)) error {
 	if c.p.isDraining() {
 		return errDraining
 	}
@@ -837,7 +837,7 @@ func (c *chunkRun) replayed(ctx context.Context, res store.Reservation, id int64
 }
 
 // countCredits adds a call's charge to the credits metric, a bulk call's by its split.
-func (c *chunkRun) countCredits(stage string, charged int64, split map[string]int64) {
+func (c *chunkRun) countCredits(stage domain.Stage, charged int64, split map[domain.Stage]int64) {
 	m := c.p.cfg.Metrics
 	if m == nil {
 		return
@@ -846,9 +846,9 @@ func (c *chunkRun) countCredits(stage string, charged int64, split map[string]in
 	for st, n := range split {
 		n = min(n, rest)
 		rest -= n
-		m.Credits(st, n)
+		m.Credits(string(st), n)
 	}
-	m.Credits(stage, rest)
+	m.Credits(string(stage), rest)
 }
 
 // outcome is the metric label of a vendor error.
@@ -885,7 +885,7 @@ func settlement(ch enrich.Charge, errText string) store.Settlement {
 }
 
 // single runs one lookup per distinct input of stage, concurrently.
-func (c *chunkRun) single(ctx context.Context, stage string, todo []*rowWork) {
+func (c *chunkRun) single(ctx context.Context, stage domain.Stage, todo []*rowWork) {
 	groups := map[string][]*rowWork{}
 	var order []string
 	for _, w := range todo {
@@ -912,20 +912,20 @@ func (c *chunkRun) single(ctx context.Context, stage string, todo []*rowWork) {
 }
 
 // lookup makes the single call of stage for rows sharing one input.
-func (c *chunkRun) lookup(ctx context.Context, stage string, rows []*rowWork) {
+func (c *chunkRun) lookup(ctx context.Context, stage domain.Stage, rows []*rowWork) {
 	w := rows[0]
 	rowID := w.row.ID
 	key := idempotencyKey(c.job.ID, rowID, stage)
 	var a answer
-	endpoint := "/v1/" + stage
+	endpoint := "/v1/" + string(stage)
 	err := c.call(ctx, store.Reservation{RowID: &rowID, RowCount: 1, Stage: stage, Endpoint: endpoint, IdempotencyKey: key,
-		Credits: c.p.cfg.Costs.Worst(enrich.Stage(stage))}, w.row.Attempts > 0, func(ctx context.Context) (enrich.Charge, map[string]int64, error) {
+		Credits: c.p.cfg.Costs.Worst(stage)}, w.row.Attempts > 0, func(ctx context.Context) (enrich.Charge, map[domain.Stage]int64, error) {
 		switch stage {
-		case "profile":
+		case domain.StageProfile:
 			r, err := c.p.vendor.Profile(ctx, profileQuery(w.row), key)
 			a.profile = r.Profile
 			return r.Charge, nil, err
-		case "email":
+		case domain.StageEmail:
 			r, err := c.p.vendor.Email(ctx, w.found, key)
 			a.email = r.Email
 			return r.Charge, nil, err
@@ -964,10 +964,10 @@ func (c *chunkRun) settleRows(ctx context.Context, rows []*rowWork, err error, o
 // bulk runs the profile stage (and the later stages the job wants) with
 // POST /v1/bulk, one call per BulkSize distinct inputs.
 func (c *chunkRun) bulk(ctx context.Context, todo []*rowWork) {
-	var include []enrich.Stage
-	perRow := c.p.cfg.Costs.Worst(enrich.StageProfile)
-	for _, s := range []enrich.Stage{enrich.StageEmail, enrich.StagePhone} {
-		if c.want[string(s)] {
+	var include []domain.Stage
+	perRow := c.p.cfg.Costs.Worst(domain.StageProfile)
+	for _, s := range []domain.Stage{domain.StageEmail, domain.StagePhone} {
+		if c.want[s] {
 			include = append(include, s)
 			perRow += c.p.cfg.Costs.Worst(s)
 		}
@@ -975,7 +975,7 @@ func (c *chunkRun) bulk(ctx context.Context, todo []*rowWork) {
 	groups := map[string][]*rowWork{}
 	var order []string
 	for _, w := range todo {
-		k := cacheKey("profile", w.row)
+		k := cacheKey(domain.StageProfile, w.row)
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -1006,12 +1006,12 @@ func (c *chunkRun) alignRetries(rows []*rowWork) {
 	defer c.rowsMu.Unlock()
 	var due time.Time
 	for _, w := range rows {
-		if w.end == store.RowRetryWait && w.out.NextAttemptAt.After(due) {
+		if w.end == domain.RowRetryWait && w.out.NextAttemptAt.After(due) {
 			due = w.out.NextAttemptAt
 		}
 	}
 	for _, w := range rows {
-		if w.end == store.RowRetryWait {
+		if w.end == domain.RowRetryWait {
 			w.out.NextAttemptAt = due
 		}
 	}
@@ -1019,23 +1019,23 @@ func (c *chunkRun) alignRetries(rows []*rowWork) {
 
 // bulkSplit estimates a bulk call's charge by stage with the cost table, for
 // the ledger's "what did the job cost, by stage".
-func (c *chunkRun) bulkSplit(queries []enrich.ProfileQuery, include []enrich.Stage, res enrich.BulkResult) map[string]int64 {
+func (c *chunkRun) bulkSplit(queries []enrich.ProfileQuery, include []domain.Stage, res enrich.BulkResult) map[domain.Stage]int64 {
 	costs := c.p.cfg.Costs
-	split := map[string]int64{}
+	split := map[domain.Stage]int64{}
 	for i, it := range res.Items {
 		if it.Err != nil || i >= len(queries) {
 			continue
 		}
-		split["profile"] += costs.ProfileCost(queries[i].Kind())
+		split[domain.StageProfile] += costs.ProfileCost(queries[i].Kind())
 		if it.Profile == nil {
 			continue
 		}
 		for _, s := range include {
 			switch s {
-			case enrich.StageEmail:
-				split["email"] += costs.EmailCost(it.Email)
-			case enrich.StagePhone:
-				split["phone"] += costs.PhoneCost(it.Phones)
+			case domain.StageEmail:
+				split[domain.StageEmail] += costs.EmailCost(it.Email)
+			case domain.StagePhone:
+				split[domain.StagePhone] += costs.PhoneCost(it.Phones)
 			}
 		}
 	}
@@ -1054,7 +1054,7 @@ func (c *chunkRun) budgetError(ctx context.Context, wanted int64) *store.BudgetE
 	return be
 }
 
-func (c *chunkRun) bulkCall(ctx context.Context, keys []string, groups map[string][]*rowWork, include []enrich.Stage, perRow int64) {
+func (c *chunkRun) bulkCall(ctx context.Context, keys []string, groups map[string][]*rowWork, include []domain.Stage, perRow int64) {
 	queries := make([]enrich.ProfileQuery, len(keys))
 	for i, k := range keys {
 		queries[i] = profileQuery(groups[k][0].row)
@@ -1067,8 +1067,8 @@ func (c *chunkRun) bulkCall(ctx context.Context, keys []string, groups map[strin
 			again = again || w.row.Attempts > 0
 		}
 	}
-	err := c.call(ctx, store.Reservation{RowCount: len(keys), Stage: "bulk", Endpoint: "/v1/bulk", IdempotencyKey: idem,
-		Credits: int64(len(keys)) * perRow}, again, func(ctx context.Context) (enrich.Charge, map[string]int64, error) {
+	err := c.call(ctx, store.Reservation{RowCount: len(keys), Stage: domain.StageBulk, Endpoint: "/v1/bulk", IdempotencyKey: idem,
+		Credits: int64(len(keys)) * perRow}, again, func(ctx context.Context) (enrich.Charge, map[domain.Stage]int64, error) {
 		var err error
 		res, err = c.p.vendor.Bulk(ctx, queries, include, idem)
 		if err != nil {
@@ -1084,7 +1084,7 @@ func (c *chunkRun) bulkCall(ctx context.Context, keys []string, groups map[strin
 		for _, k := range keys {
 			rows = append(rows, groups[k]...)
 		}
-		c.single(ctx, "profile", rows)
+		c.single(ctx, domain.StageProfile, rows)
 		return
 	}
 	if err != nil {
@@ -1108,12 +1108,12 @@ func (c *chunkRun) bulkCall(ctx context.Context, keys []string, groups map[strin
 			continue
 		}
 		c.settleRows(ctx, rows, nil, func(w *rowWork, remember bool) {
-			c.apply(w, "profile", answer{profile: item.Profile}, remember)
+			c.apply(w, domain.StageProfile, answer{profile: item.Profile}, remember)
 			if item.Profile == nil {
 				return // the later stages were not looked up
 			}
 			for _, s := range include {
-				c.apply(w, string(s), answer{email: item.Email, phones: item.Phones}, remember)
+				c.apply(w, s, answer{email: item.Email, phones: item.Phones}, remember)
 			}
 		})
 	}

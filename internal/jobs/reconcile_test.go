@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -34,7 +35,7 @@ func (v *losingVendor) first(key string) bool {
 
 var errLost = &enrich.Error{Class: enrich.ClassTransient, Code: "timeout", Message: "answer lost", OutcomeUnknown: true}
 
-func (v *losingVendor) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []enrich.Stage, key string) (enrich.BulkResult, error) {
+func (v *losingVendor) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, key string) (enrich.BulkResult, error) {
 	if v.first(key) {
 		if v.billed {
 			_, _ = v.Vendor.Bulk(ctx, rows, include, key)
@@ -88,7 +89,7 @@ func TestUnknownOutcomesAreReconciledByTheRetry(t *testing.T) {
 					}
 				}
 			}
-			if j, _ = b.Store.GetJob(ctx, "", job.ID); j.State != store.JobCompleted {
+			if j, _ = b.Store.GetJob(ctx, "", job.ID); j.State != domain.JobCompleted {
 				t.Fatalf("job %s after 5 rounds", j.State)
 			}
 			led, err := b.Store.JobLedger(ctx, job.ID)

@@ -9,6 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -133,16 +134,16 @@ func TestSmallJobIsNotStarvedByABigOne(t *testing.T) {
 		t.Fatalf("%d chunks of the big job queued at submit, want at most %d", n, window)
 	}
 	small := submit(b, t, companies(10), ingest.JobOptions{Roles: []string{"CEO"}})
-	b.WaitJob(t, small.ID, store.JobCompleted)
+	b.WaitJob(t, small.ID, domain.JobCompleted)
 	counts, err := b.Store.RowCounts(context.Background(), big.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := counts[store.RowMatched] + counts[store.RowNoMatch] + counts[store.RowFailed]
+	done := counts[domain.RowMatched] + counts[domain.RowNoMatch] + counts[domain.RowFailed]
 	t.Logf("the small job finished when the big one had %d of 2000 rows done", done)
 	if done >= 2000 {
 		t.Fatalf("the small job finished only after the big one")
 	}
-	b.WaitJob(t, big.ID, store.JobCompleted)
+	b.WaitJob(t, big.ID, domain.JobCompleted)
 	b.CheckMoney(t, big.ID, small.ID)
 }

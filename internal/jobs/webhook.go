@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -198,15 +199,15 @@ type WebhookPayload struct {
 
 // WebhookJob is the finished job as a callback describes it.
 type WebhookJob struct {
-	ID          string         `json:"id"`
-	Name        string         `json:"name"`
-	State       string         `json:"state"`
-	StateReason string         `json:"state_reason"`
-	Rows        map[string]int `json:"rows"`
-	Credits     map[string]any `json:"credits"`
-	CreatedAt   time.Time      `json:"created_at"`
-	FinishedAt  *time.Time     `json:"finished_at"`
-	ResultsURL  string         `json:"results_path"`
+	ID          string          `json:"id"`
+	Name        string          `json:"name"`
+	State       domain.JobState `json:"state"`
+	StateReason string          `json:"state_reason"`
+	Rows        map[string]int  `json:"rows"` // a count per row state, and "total"
+	Credits     map[string]any  `json:"credits"`
+	CreatedAt   time.Time       `json:"created_at"`
+	FinishedAt  *time.Time      `json:"finished_at"`
+	ResultsURL  string          `json:"results_path"`
 }
 
 // DeliverDue sends the deliveries that are due, concurrently, and records
@@ -272,9 +273,13 @@ func (w *Webhooks) post(ctx context.Context, d store.WebhookDelivery) (int, erro
 	if err != nil {
 		return 0, fmt.Errorf("count rows: %w", err)
 	}
-	counts["total"] = job.TotalRows
+	rows := make(map[string]int, len(counts)+1)
+	for st, n := range counts {
+		rows[string(st)] = n
+	}
+	rows["total"] = job.TotalRows
 	body, err := json.Marshal(WebhookPayload{Event: d.Event, DeliveryID: d.ID, Job: WebhookJob{
-		ID: job.ID, Name: job.Name, State: job.State, StateReason: job.StateReason, Rows: counts,
+		ID: job.ID, Name: job.Name, State: job.State, StateReason: job.StateReason, Rows: rows,
 		Credits:   map[string]any{"budget": job.BudgetCredits, "spent": job.CreditsSpent, "reserved": job.CreditsReserved},
 		CreatedAt: job.CreatedAt, FinishedAt: job.FinishedAt, ResultsURL: "/v1/jobs/" + job.ID + "/results",
 	}})

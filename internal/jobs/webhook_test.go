@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // A finished job calls its callback_url with a signed body; a 500 is
@@ -46,7 +46,7 @@ func TestWebhookSignedAndRetried(t *testing.T) {
 	b.Sweeper.Webhooks = jobs.NewWebhooks(b.Store, jobs.WebhookConfig{Secret: secret, AllowPrivate: true,
 		RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond}, b.Log)
 	job := submit(b, t, companies(5), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: recv.URL + "/hook"})
-	b.WaitJob(t, job.ID, store.JobCompleted)
+	b.WaitJob(t, job.ID, domain.JobCompleted)
 
 	deadline := time.Now().Add(30 * time.Second)
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -97,7 +97,7 @@ func TestWebhookRefusesPrivateNetworks(t *testing.T) {
 	b.Submitter.WebhooksEnabled = true
 	for _, u := range []string{"http://127.0.0.1:9/x", "http://localhost/x", "https://10.1.2.3/x", "http://[::1]/x", "http://192.168.0.10/x"} {
 		_, _, err := b.Submitter.Submit(context.Background(), jobs.Submission{Tenant: "acme", Format: "json",
-			Options: ingest.JobOptions{Lookups: []string{"profile"}, Roles: []string{"CEO"}, CallbackURL: u},
+			Options: ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile}, Roles: []string{"CEO"}, CallbackURL: u},
 			Feed: func(emit func(ingest.Lookup) error) error {
 				return ingest.ExpandRows(companies(1), ingest.Options{Roles: []string{"CEO"}}, ingest.DefaultLimits(), emit)
 			}})

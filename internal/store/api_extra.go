@@ -3,17 +3,18 @@ package store
 import (
 	"context"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/jackc/pgx/v5"
 )
 
 // RowCountsByJob returns, for each of the given jobs, the number of its rows
 // in each state (every state present), in one query. Jobs with no rows get
 // all zeros.
-func (s *Store) RowCountsByJob(ctx context.Context, jobIDs []string) (map[string]map[string]int, error) {
-	out := make(map[string]map[string]int, len(jobIDs))
+func (s *Store) RowCountsByJob(ctx context.Context, jobIDs []string) (map[string]map[domain.RowState]int, error) {
+	out := make(map[string]map[domain.RowState]int, len(jobIDs))
 	for _, id := range jobIDs {
-		counts := make(map[string]int, len(RowStates))
-		for _, st := range RowStates {
+		counts := make(map[domain.RowState]int, len(domain.RowStates))
+		for _, st := range domain.RowStates {
 			counts[st] = 0
 		}
 		out[id] = counts
@@ -40,7 +41,7 @@ func (s *Store) RowCountsByJob(ctx context.Context, jobIDs []string) (map[string
 
 // ResultExtraKeys returns the keys of the extra columns of a job's rows,
 // sorted, optionally only of rows in state.
-func (s *Store) ResultExtraKeys(ctx context.Context, jobID, state string) ([]string, error) {
+func (s *Store) ResultExtraKeys(ctx context.Context, jobID string, state domain.RowState) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT DISTINCT k FROM job_rows r, jsonb_object_keys(r.extra) AS k
 		WHERE r.job_id = $1 AND r.extra IS NOT NULL AND ($2 = '' OR r.state = $2)
 		ORDER BY k`, jobID, state)

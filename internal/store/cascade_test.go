@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -22,14 +23,14 @@ func saveTenRows(t *testing.T, st *store.Store, job store.Job) {
 	now := time.Now()
 	outs := make([]store.Outcome, 0, len(claim.Rows))
 	for i, r := range claim.Rows {
-		o := store.Outcome{RowID: r.ID, Prov: store.Provenance{FetchedAt: now}, StagesDone: []string{"profile", "email", "phone"},
-			State: store.RowMatched, AnyMatch: true, FoundProfileURL: fmt.Sprint("https://p.example/in/", r.ID)}
+		o := store.Outcome{RowID: r.ID, Prov: store.Provenance{FetchedAt: now}, StagesDone: domain.Stages,
+			State: domain.RowMatched, AnyMatch: true, FoundProfileURL: fmt.Sprint("https://p.example/in/", r.ID)}
 		if i%2 == 0 {
 			o.Profile = &store.ProfileResult{ProfileURL: o.FoundProfileURL, Name: "Jane"}
 			o.Email = &store.EmailResult{ProfileURL: o.FoundProfileURL, Email: "jane@example.com"}
 			o.Phone = &store.PhoneResult{ProfileURL: o.FoundProfileURL, Phones: []byte(`[{"number":"+1"}]`)}
 		} else {
-			o.NoMatches, o.State, o.AnyMatch, o.FoundProfileURL = []string{"profile"}, store.RowNoMatch, false, ""
+			o.NoMatches, o.State, o.AnyMatch, o.FoundProfileURL = []domain.Stage{domain.StageProfile}, domain.RowNoMatch, false, ""
 		}
 		outs = append(outs, o)
 	}

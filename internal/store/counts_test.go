@@ -9,15 +9,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 // countRows counts a job's rows by state the slow way, for comparison.
-func countRows(t *testing.T, st *store.Store, jobID string) map[string]int {
+func countRows(t *testing.T, st *store.Store, jobID string) map[domain.RowState]int {
 	t.Helper()
-	counts := map[string]int{}
-	for _, s := range store.RowStates {
+	counts := map[domain.RowState]int{}
+	for _, s := range domain.RowStates {
 		counts[s] = 0
 	}
 	rows, err := st.Pool().Query(context.Background(), `SELECT state, count(*) FROM job_rows WHERE job_id = $1 GROUP BY state`, jobID)
@@ -26,7 +27,7 @@ func countRows(t *testing.T, st *store.Store, jobID string) map[string]int {
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var s string
+		var s domain.RowState
 		var n int
 		if err := rows.Scan(&s, &n); err != nil {
 			t.Fatal(err)
@@ -36,7 +37,7 @@ func countRows(t *testing.T, st *store.Store, jobID string) map[string]int {
 	return counts
 }
 
-func checkCounts(t *testing.T, st *store.Store, jobID, when string) map[string]int {
+func checkCounts(t *testing.T, st *store.Store, jobID, when string) map[domain.RowState]int {
 	t.Helper()
 	got, err := st.RowCounts(context.Background(), jobID)
 	if err != nil {
@@ -67,8 +68,8 @@ func TestRowCountsFollowEveryChange(t *testing.T) {
 	st := storetest.New(t)
 	ctx := context.Background()
 	job := createJob(t, st, store.NewJob{ChunkSize: 10}, 95)
-	if c := checkCounts(t, st, job.ID, "after COPY"); c[store.RowPending] != 95 {
-		t.Fatalf("pending = %d, want 95", c[store.RowPending])
+	if c := checkCounts(t, st, job.ID, "after COPY"); c[domain.RowPending] != 95 {
+		t.Fatalf("pending = %d, want 95", c[domain.RowPending])
 	}
 
 	claim, err := st.ClaimChunk(ctx, job.ID, 0, time.Minute)
@@ -84,19 +85,19 @@ func TestRowCountsFollowEveryChange(t *testing.T) {
 	now := time.Now()
 	var outs []store.Outcome
 	for i, r := range claim.Rows {
-		o := store.Outcome{RowID: r.ID, Prov: store.Provenance{FetchedAt: now}, StagesDone: []string{"profile"}}
+		o := store.Outcome{RowID: r.ID, Prov: store.Provenance{FetchedAt: now}, StagesDone: []domain.Stage{domain.StageProfile}}
 		switch i % 5 {
 		case 0:
-			o.State, o.AnyMatch = store.RowMatched, true
+			o.State, o.AnyMatch = domain.RowMatched, true
 			o.Profile = &store.ProfileResult{ProfileURL: fmt.Sprint("https://p.example/in/", i), Raw: []byte(`{}`)}
 		case 1:
-			o.State, o.NoMatches = store.RowNoMatch, []string{"profile"}
+			o.State, o.NoMatches = domain.RowNoMatch, []domain.Stage{domain.StageProfile}
 		case 2:
-			o.State, o.Reason, o.LastError = store.RowFailed, "vendor rejected the input", "400"
+			o.State, o.Reason, o.LastError = domain.RowFailed, "vendor rejected the input", "400"
 		case 3:
-			o.State, o.LastError, o.NextAttemptAt, o.FailedAttempt = store.RowRetryWait, "503", now.Add(time.Hour), true
+			o.State, o.LastError, o.NextAttemptAt, o.FailedAttempt = domain.RowRetryWait, "503", now.Add(time.Hour), true
 		default:
-			o.State, o.StagesDone = store.RowInFlight, nil // more stages to go
+			o.State, o.StagesDone = domain.RowInFlight, nil // more stages to go
 		}
 		outs = append(outs, o)
 	}
@@ -143,8 +144,8 @@ func TestRowCountsFollowEveryChange(t *testing.T) {
 			}
 			var outs []store.Outcome
 			for _, r := range cl.Rows {
-				outs = append(outs, store.Outcome{RowID: r.ID, State: store.RowNoMatch, NoMatches: []string{"profile"},
-					StagesDone: []string{"profile"}, Prov: store.Provenance{FetchedAt: now}})
+				outs = append(outs, store.Outcome{RowID: r.ID, State: domain.RowNoMatch, NoMatches: []domain.Stage{domain.StageProfile},
+					StagesDone: []domain.Stage{domain.StageProfile}, Prov: store.Provenance{FetchedAt: now}})
 			}
 			if _, err := st.SaveOutcomes(ctx, "acme", cl.Token, outs, nil); err != nil {
 				errs <- err
@@ -164,12 +165,12 @@ func TestRowCountsFollowEveryChange(t *testing.T) {
 	if _, err := st.FinishJobs(ctx, job.ID); err != nil {
 		t.Fatal(err)
 	}
-	if c := checkCounts(t, st, job.ID, "after cancel"); c[store.RowPending] != 0 || c[store.RowSkipped] == 0 {
+	if c := checkCounts(t, st, job.ID, "after cancel"); c[domain.RowPending] != 0 || c[domain.RowSkipped] == 0 {
 		t.Fatalf("after cancel: %v", c)
 	}
 
 	// A job nobody knows has all zeros; deleting rows subtracts them.
-	if c, err := st.RowCounts(ctx, "00000000-0000-0000-0000-000000000000"); err != nil || c[store.RowPending] != 0 || len(c) != len(store.RowStates) {
+	if c, err := st.RowCounts(ctx, "00000000-0000-0000-0000-000000000000"); err != nil || c[domain.RowPending] != 0 || len(c) != len(domain.RowStates) {
 		t.Fatalf("unknown job: %v, %v", c, err)
 	}
 	if _, err := st.Pool().Exec(ctx, `DELETE FROM job_rows WHERE job_id = $1 AND state = 'skipped'`, job.ID); err != nil {
@@ -224,7 +225,7 @@ func TestDispatchChunksWindow(t *testing.T) {
 	}
 	var outs []store.Outcome
 	for _, r := range claim.Rows {
-		outs = append(outs, store.Outcome{RowID: r.ID, State: store.RowNoMatch, NoMatches: []string{"profile"}, StagesDone: []string{"profile"},
+		outs = append(outs, store.Outcome{RowID: r.ID, State: domain.RowNoMatch, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile},
 			Prov: store.Provenance{FetchedAt: time.Now()}})
 	}
 	if _, err := st.SaveOutcomes(ctx, "acme", claim.Token, outs, nil); err != nil {

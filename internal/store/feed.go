@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -22,13 +23,13 @@ const (
 type FeedItem struct {
 	Seq       int64  // the feed position
 	Kind      string // profile, email, phone, no_match
-	Stage     string // profile, email or phone
+	Stage     domain.Stage
 	JobID     string
 	RowID     int64
 	SourceSeq int64 // seq in the kind's table
 	InputRow  int
 	Ref       string
-	InputKind string
+	InputKind domain.InputKind
 	// The row's input ("" when not given).
 	ProfileURL, Name, Company, Email, Role string
 	Extra                                  map[string]string

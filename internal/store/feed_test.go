@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -22,10 +23,10 @@ import (
 func feedJob(t *testing.T, st *store.Store, tenant string, n int) (store.Job, store.Claim) {
 	t.Helper()
 	ctx := context.Background()
-	job, _, err := st.CreateJob(ctx, store.NewJob{Tenant: tenant, Lookups: []string{"profile", "email"}, ChunkSize: 1000},
+	job, _, err := st.CreateJob(ctx, store.NewJob{Tenant: tenant, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, ChunkSize: 1000},
 		func(add func(store.NewRow) error) error {
 			for i := range n {
-				if err := add(store.NewRow{InputRow: i + 1, Ref: fmt.Sprint("ref-", i), Kind: "name_company",
+				if err := add(store.NewRow{InputRow: i + 1, Ref: fmt.Sprint("ref-", i), Kind: domain.InputNameCompany,
 					Name: "VP Sales", Company: fmt.Sprint("Co ", i), Extra: map[string]string{"owner": "kim"}}); err != nil {
 					return err
 				}
@@ -45,19 +46,19 @@ func feedJob(t *testing.T, st *store.Store, tenant string, n int) (store.Job, st
 // profileOutcome is a matched row with a profile and, when withEmail, an email.
 func profileOutcome(r store.Row, withEmail bool) store.Outcome {
 	url := "https://platform.example/in/" + r.Ref
-	o := store.Outcome{RowID: r.ID, State: store.RowMatched, StagesDone: []string{"profile"}, AnyMatch: true, FoundProfileURL: url,
+	o := store.Outcome{RowID: r.ID, State: domain.RowMatched, StagesDone: []domain.Stage{domain.StageProfile}, AnyMatch: true, FoundProfileURL: url,
 		Profile: &store.ProfileResult{ProfileURL: url, Name: "Person " + r.Ref, Role: "VP Sales", Company: r.Company,
 			Technographics: []string{"go", "postgres"}, Raw: []byte(`{"unknown_field": 1}`)},
 		Prov: store.Provenance{FetchedAt: time.Now()}}
 	if withEmail {
-		o.StagesDone = append(o.StagesDone, "email")
+		o.StagesDone = append(o.StagesDone, domain.StageEmail)
 		o.Email = &store.EmailResult{ProfileURL: url, Email: r.Ref + "@example.com", Confidence: 0.9, Verified: true, Raw: []byte(`{}`)}
 	}
 	return o
 }
 
 func noMatchOutcome(r store.Row) store.Outcome {
-	return store.Outcome{RowID: r.ID, State: store.RowNoMatch, StagesDone: []string{"profile"}, NoMatches: []string{"profile"},
+	return store.Outcome{RowID: r.ID, State: domain.RowNoMatch, StagesDone: []domain.Stage{domain.StageProfile}, NoMatches: []domain.Stage{domain.StageProfile},
 		Prov: store.Provenance{FetchedAt: time.Now()}}
 }
 
@@ -201,7 +202,7 @@ func TestResultsFeedExactlyOnce(t *testing.T) {
 	if e := first[1].FoundEmail; e == nil || e.Email != "ref-0@example.com" || !e.Verified || e.ProfileURL == "" {
 		t.Fatalf("email line: %+v", first[1])
 	}
-	if first[2].Stage != "profile" || first[2].Profile != nil {
+	if first[2].Stage != domain.StageProfile || first[2].Profile != nil {
 		t.Fatalf("no-match line: %+v", first[2])
 	}
 

@@ -7,42 +7,19 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
-
-// Job states.
-const (
-	JobQueued    = "queued"
-	JobRunning   = "running"
-	JobPaused    = "paused"
-	JobCompleted = "completed"
-	JobCanceled  = "canceled"
-	JobFailed    = "failed"
-)
-
-// Row states. pending, in_flight and retry_wait are open; the others are terminal.
-const (
-	RowPending   = "pending"
-	RowInFlight  = "in_flight"
-	RowRetryWait = "retry_wait"
-	RowMatched   = "matched"
-	RowNoMatch   = "no_match"
-	RowFailed    = "failed"
-	RowSkipped   = "skipped"
-)
-
-// RowStates lists every row state, open ones first, in lifecycle order.
-var RowStates = []string{RowPending, RowInFlight, RowRetryWait, RowMatched, RowNoMatch, RowFailed, RowSkipped}
 
 // Job is one submitted list.
 type Job struct {
 	ID              string
 	Tenant          string
 	Name            string
-	State           string
+	State           domain.JobState
 	StateReason     string
-	Lookups         []string
+	Lookups         []domain.Stage
 	Roles           []string
 	BudgetCredits   *int64
 	CreditsReserved int64
@@ -85,7 +62,7 @@ func jobDest(j *Job, maxAge *int64) []any {
 type NewJob struct {
 	Tenant         string
 	Name           string
-	Lookups        []string
+	Lookups        []domain.Stage
 	Roles          []string
 	BudgetCredits  *int64
 	MaxAge         time.Duration
@@ -99,7 +76,7 @@ type NewJob struct {
 type NewRow struct {
 	InputRow   int
 	Ref        string
-	Kind       string // profile_url, email, name_company
+	Kind       domain.InputKind
 	ProfileURL string
 	Name       string
 	Company    string
@@ -282,7 +259,7 @@ func (s *Store) GetJob(ctx context.Context, tenant, id string) (Job, error) {
 // present). It sums the job's per-chunk counts (job_chunk_counts, kept by
 // triggers on job_rows in the same transactions as the rows): a status poll
 // reads one small row per chunk instead of counting every row of the job.
-func (s *Store) RowCounts(ctx context.Context, jobID string) (map[string]int, error) {
+func (s *Store) RowCounts(ctx context.Context, jobID string) (map[domain.RowState]int, error) {
 	var n [7]int
 	err := s.pool.QueryRow(ctx, `SELECT `+sumCounts+` FROM job_chunk_counts WHERE job_id = $1`, jobID).
 		Scan(&n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &n[6])
@@ -303,7 +280,7 @@ const openChunk = `SELECT 1 FROM job_chunk_counts oc WHERE oc.job_id = j.id AND 
 
 // GetJobStatus is GetJob and RowCounts in one round trip: what a status
 // poll needs.
-func (s *Store) GetJobStatus(ctx context.Context, tenant, id string) (Job, map[string]int, error) {
+func (s *Store) GetJobStatus(ctx context.Context, tenant, id string) (Job, map[domain.RowState]int, error) {
 	if _, err := uuid.Parse(id); err != nil {
 		return Job{}, nil, ErrNotFound
 	}
@@ -321,14 +298,14 @@ func (s *Store) GetJobStatus(ctx context.Context, tenant, id string) (Job, map[s
 	return j, countsMap(n), nil
 }
 
-// sumCounts sums job_chunk_counts' columns in RowStates order.
+// sumCounts sums job_chunk_counts' columns in domain.RowStates order.
 const sumCounts = `coalesce(sum(pending), 0), coalesce(sum(in_flight), 0), coalesce(sum(retry_wait), 0),
 	coalesce(sum(matched), 0), coalesce(sum(no_match), 0), coalesce(sum(failed), 0), coalesce(sum(skipped), 0)`
 
-// countsMap turns counts in RowStates order into a map by state.
-func countsMap(n [7]int) map[string]int {
-	counts := make(map[string]int, len(RowStates))
-	for i, st := range RowStates {
+// countsMap turns counts in domain.RowStates order into a map by state.
+func countsMap(n [7]int) map[domain.RowState]int {
+	counts := make(map[domain.RowState]int, len(domain.RowStates))
+	for i, st := range domain.RowStates {
 		counts[st] = n[i]
 	}
 	return counts
@@ -377,9 +354,9 @@ func (s *Store) CancelJob(ctx context.Context, tenant, id string) (Job, error) {
 		return Job{}, err
 	}
 	switch j.State {
-	case JobCanceled:
+	case domain.JobCanceled:
 		return j, nil
-	case JobCompleted, JobFailed:
+	case domain.JobCompleted, domain.JobFailed:
 		return j, fmt.Errorf("%w: job is already %s", ErrConflict, j.State)
 	}
 	tx, err := s.pool.Begin(ctx)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -20,10 +21,10 @@ func BenchmarkCreateJob(b *testing.B) {
 	extra := map[string]string{"crm_owner": "owner-1"}
 	b.ResetTimer()
 	for range b.N {
-		_, _, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []string{"profile", "email"}, Roles: []string{"VP Sales"},
+		_, _, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, Roles: []string{"VP Sales"},
 			MaxAge: time.Hour, ChunkSize: 100}, func(add func(store.NewRow) error) error {
 			for i := range rows {
-				if err := add(store.NewRow{InputRow: i + 2, Ref: "crm-" + strconv.Itoa(i), Kind: "name_company", Name: "VP Sales",
+				if err := add(store.NewRow{InputRow: i + 2, Ref: "crm-" + strconv.Itoa(i), Kind: domain.InputNameCompany, Name: "VP Sales",
 					Company: "Acme GmbH " + strconv.Itoa(i), Role: "VP Sales", Extra: extra}); err != nil {
 					return err
 				}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -44,7 +45,7 @@ type Reservation struct {
 	JobID          string
 	RowID          *int64 // single lookups
 	RowCount       int
-	Stage          string // profile, email, phone, bulk
+	Stage          domain.Stage // a stage, or domain.StageBulk
 	Endpoint       string
 	IdempotencyKey string
 	Credits        int64         // worst-case cost of the call
@@ -167,7 +168,7 @@ type Settlement struct {
 	Remaining *int64 // X-Credits-Remaining
 	Error     string
 	// StageCredits splits a bulk call's charge by stage, by the cost table.
-	StageCredits map[string]int64
+	StageCredits map[domain.Stage]int64
 }
 
 // Settle records the actual charge of a reserved call and moves the job's

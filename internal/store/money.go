@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -23,7 +24,7 @@ func (s *Store) UpdateBudget(ctx context.Context, tenant, id string, budget *int
 		return Job{}, interpretError(err)
 	}
 	room := budget == nil || *budget > j.CreditsSpent+j.CreditsReserved
-	if j.State == JobPaused && strings.HasPrefix(j.StateReason, BudgetPausePrefix) && !strings.Contains(j.StateReason, "monthly allowance") && room {
+	if j.State == domain.JobPaused && strings.HasPrefix(j.StateReason, BudgetPausePrefix) && !strings.Contains(j.StateReason, "monthly allowance") && room {
 		if err := s.ResumeJob(ctx, id); err != nil {
 			return Job{}, err
 		}
@@ -39,25 +40,26 @@ type StageCost struct {
 
 // JobCosts answers "what did job J cost, by stage". A bulk call's charge is
 // split by stage with the cost table's figures recorded on its ledger row;
-// what the split does not explain is reported as stage "bulk".
-func (s *Store) JobCosts(ctx context.Context, jobID string) (map[string]StageCost, error) {
+// what the split does not explain is reported as stage domain.StageBulk.
+func (s *Store) JobCosts(ctx context.Context, jobID string) (map[domain.Stage]StageCost, error) {
 	rows, err := s.pool.Query(ctx, `SELECT stage, coalesce(charged, 0), coalesce(stage_credits::text, '') FROM credit_ledger
 		WHERE job_id = $1 AND status IN ('settled', 'unknown')`, jobID)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	out := map[string]StageCost{}
-	var stage, split string
+	out := map[domain.Stage]StageCost{}
+	var stage domain.Stage
+	var split string
 	var charged int64
 	_, err = pgx.ForEachRow(rows, []any{&stage, &charged, &split}, func() error {
-		if stage != "bulk" || split == "" {
+		if stage != domain.StageBulk || split == "" {
 			c := out[stage]
 			c.Calls++
 			c.Credits += charged
 			out[stage] = c
 			return nil
 		}
-		var m map[string]int64
+		var m map[domain.Stage]int64
 		if err := json.Unmarshal([]byte(split), &m); err != nil {
 			return err
 		}
@@ -69,10 +71,10 @@ func (s *Store) JobCosts(ctx context.Context, jobID string) (map[string]StageCos
 			c.Credits += n
 			out[st] = c
 		}
-		c := out["bulk"]
+		c := out[domain.StageBulk]
 		c.Calls++
 		c.Credits += rest
-		out["bulk"] = c
+		out[domain.StageBulk] = c
 		return nil
 	})
 	return out, interpretError(err)
@@ -102,7 +104,7 @@ func (s *Store) AccountMonth(ctx context.Context, account string, month time.Tim
 // it returns the keys this token won. A key held by another live claim is
 // not won: its holder is calling the vendor, and its answer will be in
 // lookup_cache. Expired claims (a lost worker) are taken over.
-func (s *Store) ClaimLookups(ctx context.Context, tenant, stage string, keys []string, token string, ttl time.Duration) ([]string, error) {
+func (s *Store) ClaimLookups(ctx context.Context, tenant string, stage domain.Stage, keys []string, token string, ttl time.Duration) ([]string, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}

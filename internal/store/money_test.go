@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -27,7 +28,7 @@ func TestAccountAllowanceHoldsAcrossJobs(t *testing.T) {
 			job = b.ID
 		}
 		wg.Go(func() {
-			id, err := st.Reserve(ctx, store.Reservation{JobID: job, Stage: "email", Endpoint: "/v1/email", IdempotencyKey: "k",
+			id, err := st.Reserve(ctx, store.Reservation{JobID: job, Stage: domain.StageEmail, Endpoint: "/v1/email", IdempotencyKey: "k",
 				Credits: 10, TTL: time.Minute, Account: "acct1", Allowance: &allowance})
 			var be *store.BudgetError
 			if errors.As(err, &be) {
@@ -61,7 +62,7 @@ func TestAccountAllowanceHoldsAcrossJobs(t *testing.T) {
 	// A failed reservation of the job leaves the account untouched.
 	small := int64(0)
 	c := createJob(t, st, store.NewJob{BudgetCredits: &small}, 1)
-	if _, err := st.Reserve(ctx, store.Reservation{JobID: c.ID, Stage: "email", Endpoint: "/v1/email", IdempotencyKey: "k",
+	if _, err := st.Reserve(ctx, store.Reservation{JobID: c.ID, Stage: domain.StageEmail, Endpoint: "/v1/email", IdempotencyKey: "k",
 		Credits: 10, TTL: time.Minute, Account: "acct1", Allowance: &allowance}); !errors.Is(err, store.ErrBudgetExhausted) {
 		t.Fatalf("err = %v", err)
 	}
@@ -75,29 +76,29 @@ func TestLookupClaimsAreExclusive(t *testing.T) {
 	st := storetest.New(t)
 	ctx := context.Background()
 	keys := []string{"a", "b", "c"}
-	won1, err := st.ClaimLookups(ctx, "acme", "profile", keys, "00000000-0000-0000-0000-000000000001", time.Minute)
+	won1, err := st.ClaimLookups(ctx, "acme", domain.StageProfile, keys, "00000000-0000-0000-0000-000000000001", time.Minute)
 	if err != nil || len(won1) != 3 {
 		t.Fatalf("first claim won %v (%v)", won1, err)
 	}
-	won2, err := st.ClaimLookups(ctx, "acme", "profile", []string{"c", "d"}, "00000000-0000-0000-0000-000000000002", time.Minute)
+	won2, err := st.ClaimLookups(ctx, "acme", domain.StageProfile, []string{"c", "d"}, "00000000-0000-0000-0000-000000000002", time.Minute)
 	if err != nil || len(won2) != 1 || won2[0] != "d" {
 		t.Fatalf("second claim won %v (%v), want only d", won2, err)
 	}
 	if err := st.ReleaseLookups(ctx, "00000000-0000-0000-0000-000000000001"); err != nil {
 		t.Fatal(err)
 	}
-	won3, err := st.ClaimLookups(ctx, "acme", "profile", []string{"c"}, "00000000-0000-0000-0000-000000000002", time.Minute)
+	won3, err := st.ClaimLookups(ctx, "acme", domain.StageProfile, []string{"c"}, "00000000-0000-0000-0000-000000000002", time.Minute)
 	if err != nil || len(won3) != 1 {
 		t.Fatalf("after release: won %v (%v)", won3, err)
 	}
 	// An expired claim is taken over.
-	if _, err := st.ClaimLookups(ctx, "acme", "email", []string{"x"}, "00000000-0000-0000-0000-000000000003", time.Millisecond); err != nil {
+	if _, err := st.ClaimLookups(ctx, "acme", domain.StageEmail, []string{"x"}, "00000000-0000-0000-0000-000000000003", time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Pool().Exec(ctx, `UPDATE lookup_claims SET expires_at = now() - interval '1 second' WHERE input_key = 'x'`); err != nil {
 		t.Fatal(err)
 	}
-	won4, err := st.ClaimLookups(ctx, "acme", "email", []string{"x"}, "00000000-0000-0000-0000-000000000004", time.Minute)
+	won4, err := st.ClaimLookups(ctx, "acme", domain.StageEmail, []string{"x"}, "00000000-0000-0000-0000-000000000004", time.Minute)
 	if err != nil || len(won4) != 1 {
 		t.Fatalf("expired claim not taken over: %v (%v)", won4, err)
 	}
@@ -119,7 +120,7 @@ func TestReserveAndSettleNeverDeadlock(t *testing.T) {
 		wg.Go(func() {
 			job := jobs[w%2]
 			for i := range calls {
-				id, err := st.Reserve(ctx, store.Reservation{JobID: job, Stage: "email", Endpoint: "/v1/email",
+				id, err := st.Reserve(ctx, store.Reservation{JobID: job, Stage: domain.StageEmail, Endpoint: "/v1/email",
 					IdempotencyKey: "k", Credits: 10, TTL: time.Minute, Account: "acct-deadlock"})
 				if err != nil {
 					t.Error(err)
@@ -178,7 +179,7 @@ func TestReconcileReplay(t *testing.T) {
 	ctx := context.Background()
 	reserve := func(job, key string) int64 {
 		t.Helper()
-		id, err := st.Reserve(ctx, store.Reservation{JobID: job, Stage: "bulk", Endpoint: "/v1/bulk", IdempotencyKey: key,
+		id, err := st.Reserve(ctx, store.Reservation{JobID: job, Stage: domain.StageBulk, Endpoint: "/v1/bulk", IdempotencyKey: key,
 			Credits: 100, TTL: time.Minute, Account: "acct-replay"})
 		if err != nil {
 			t.Fatal(err)
@@ -258,10 +259,10 @@ func TestSaveOutcomesGivesUpTheTokensLookupClaims(t *testing.T) {
 	claim := claimChunkAndLookups(t, st, other, time.Minute)
 	now := time.Now()
 	outs := []store.Outcome{
-		{RowID: claim.Rows[0].ID, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}, State: store.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
-		{RowID: claim.Rows[1].ID, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}, State: store.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
+		{RowID: claim.Rows[0].ID, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}, State: domain.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
+		{RowID: claim.Rows[1].ID, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}, State: domain.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
 	}
-	cache := []store.CacheEntry{{Stage: "profile", Key: "k0", FetchedAt: now}, {Stage: "profile", Key: "k1", FetchedAt: now}}
+	cache := []store.CacheEntry{{Stage: domain.StageProfile, Key: "k0", FetchedAt: now}, {Stage: domain.StageProfile, Key: "k1", FetchedAt: now}}
 	if ids, err := st.SaveOutcomes(ctx, "acme", claim.Token, outs, cache); err != nil || len(ids) != 2 {
 		t.Fatalf("save: %v, %v", ids, err)
 	}
@@ -274,10 +275,10 @@ func TestSaveOutcomesGivesUpTheTokensLookupClaims(t *testing.T) {
 		t.Fatalf("after the save: %d claims of the token left (want 0), %d of another (want 1)", mine, others)
 	}
 	// The inputs are free to claim again, and found in the cache.
-	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k0", "k1", "k2"}, other, time.Minute); err != nil || len(won) != 3 {
+	if won, err := st.ClaimLookups(ctx, "acme", domain.StageProfile, []string{"k0", "k1", "k2"}, other, time.Minute); err != nil || len(won) != 3 {
 		t.Fatalf("claims after the save: %v, %v", won, err)
 	}
-	if hits, err := st.CachedAnswers(ctx, "acme", "profile", []string{"k0", "k1"}, now.Add(-time.Minute)); err != nil || len(hits) != 2 {
+	if hits, err := st.CachedAnswers(ctx, "acme", domain.StageProfile, []string{"k0", "k1"}, now.Add(-time.Minute)); err != nil || len(hits) != 2 {
 		t.Fatalf("cache after the save: %v, %v", hits, err)
 	}
 }
@@ -297,7 +298,7 @@ func TestExtendLeaseExtendsTheTokensLookupClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	late := "00000000-0000-0000-0000-0000000000cc"
-	won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k0", "k1", "k2"}, late, time.Minute)
+	won, err := st.ClaimLookups(ctx, "acme", domain.StageProfile, []string{"k0", "k1", "k2"}, late, time.Minute)
 	if err != nil || len(won) != 1 || won[0] != "k2" {
 		t.Fatalf("a late claim won %v (%v): want only k2, the claim nobody extended", won, err)
 	}
@@ -314,10 +315,10 @@ func claimChunkAndLookups(t *testing.T, st *store.Store, other string, ttl time.
 	if err != nil || len(claim.Rows) != 2 {
 		t.Fatalf("claim: %d rows, %v", len(claim.Rows), err)
 	}
-	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k0", "k1"}, claim.Token, ttl); err != nil || len(won) != 2 {
+	if won, err := st.ClaimLookups(ctx, "acme", domain.StageProfile, []string{"k0", "k1"}, claim.Token, ttl); err != nil || len(won) != 2 {
 		t.Fatalf("claims: %v, %v", won, err)
 	}
-	if won, err := st.ClaimLookups(ctx, "acme", "profile", []string{"k2"}, other, ttl); err != nil || len(won) != 1 {
+	if won, err := st.ClaimLookups(ctx, "acme", domain.StageProfile, []string{"k2"}, other, ttl); err != nil || len(won) != 1 {
 		t.Fatalf("other claims: %v, %v", won, err)
 	}
 	return claim

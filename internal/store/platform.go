@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -17,9 +18,6 @@ const (
 	MemberActive      = "active"
 	MemberNeedsReauth = "needs_reauth"
 )
-
-// KindMember is the input kind of a member sync row.
-const KindMember = "member"
 
 // SourcePlatform is profile_results.source for profiles read from the platform.
 const SourcePlatform = "platform"
@@ -448,7 +446,7 @@ func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job
 	}
 	rows := make([][]any, len(members))
 	for i, m := range members {
-		rows[i] = []any{jobID, i / ns.ChunkSize, i + 1, m.memberID, KindMember, nullIfEmpty(m.name), nullIfEmpty(m.email), m.id}
+		rows[i] = []any{jobID, i / ns.ChunkSize, i + 1, m.memberID, domain.InputMember, nullIfEmpty(m.name), nullIfEmpty(m.email), m.id}
 	}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_rows"},
 		[]string{"job_id", "chunk", "input_row", "ref", "input_kind", "name", "email", "platform_member"}, pgx.CopyFromRows(rows)); err != nil {
@@ -595,8 +593,8 @@ type SyncOutcome struct {
 	Profile   *ProfileResult
 	FetchedAt time.Time
 
-	State         string // pending (released), retry_wait, matched, failed
-	Reason        string // for failed
+	State         domain.RowState // pending (released), retry_wait, matched, failed
+	Reason        string          // for failed
 	LastError     string
 	NextAttemptAt time.Time // retry_wait
 	FailedAttempt bool      // count one more failed attempt
@@ -619,7 +617,10 @@ func (s *Store) SavePlatformOutcomes(ctx context.Context, token string, outs []S
 	inc := make([]int32, n)
 	matched := make([]bool, n)
 	for i, o := range outs {
-		ids[i], states[i], reasons[i], lastErrors[i] = o.RowID, o.State, o.Reason, o.LastError
+		if !domain.RowInFlight.CanBecome(o.State) {
+			return nil, fmt.Errorf("store: save platform outcomes: row %d: a claimed row cannot become %q", o.RowID, o.State)
+		}
+		ids[i], states[i], reasons[i], lastErrors[i] = o.RowID, string(o.State), o.Reason, o.LastError
 		if !o.NextAttemptAt.IsZero() {
 			t := o.NextAttemptAt
 			next[i] = &t

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -184,7 +185,7 @@ func TestPlatformSyncJob(t *testing.T) {
 	// By enrichq id and by platform id, duplicates once.
 	job, created, err := st.CreatePlatformSync(ctx, store.NewPlatformSync{Tenant: "acme", Name: "refresh reps",
 		Members: []string{members[3].ID, "m-1", "m-3"}, IdempotencyKey: "k1", ChunkSize: 2})
-	if err != nil || !created || job.TotalRows != 2 || job.ChunkCount != 1 || job.SourceFormat != "platform" || job.State != store.JobQueued {
+	if err != nil || !created || job.TotalRows != 2 || job.ChunkCount != 1 || job.SourceFormat != "platform" || job.State != domain.JobQueued {
 		t.Fatalf("create: %+v %v %v", job, created, err)
 	}
 	again, created, err := st.CreatePlatformSync(ctx, store.NewPlatformSync{Tenant: "acme", Members: []string{"m-0"}, IdempotencyKey: "k1", ChunkSize: 2})
@@ -228,9 +229,9 @@ func TestPlatformSyncJob(t *testing.T) {
 	}
 	midnight := time.Date(now.Year(), now.Month(), now.Day()+1, 0, 0, 30, 0, time.UTC)
 	written, err := st.SavePlatformOutcomes(ctx, claim.Token, []store.SyncOutcome{
-		{RowID: r0.ID, MemberID: r0.Member.ID, State: store.RowMatched, FetchedAt: now,
+		{RowID: r0.ID, MemberID: r0.Member.ID, State: domain.RowMatched, FetchedAt: now,
 			Profile: &store.ProfileResult{Name: "Ann Lee", Headline: "VP", Raw: []byte(`{"id":"m-0","extra":1}`)}},
-		{RowID: r1.ID, State: store.RowRetryWait, NextAttemptAt: midnight, LastError: "daily quota"},
+		{RowID: r1.ID, State: domain.RowRetryWait, NextAttemptAt: midnight, LastError: "daily quota"},
 	})
 	if err != nil || len(written) != 2 {
 		t.Fatalf("save: %v %v", written, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -12,14 +13,14 @@ type Result struct {
 	RowID       int64
 	InputRow    int
 	Ref         string
-	Kind        string
+	Kind        domain.InputKind
 	ProfileURL  string // input
 	Name        string // input
 	Company     string // input
 	Email       string // input
 	Role        string
 	Extra       map[string]string
-	State       string
+	State       domain.RowState
 	StateReason string
 	LastError   string
 	Attempts    int
@@ -27,12 +28,12 @@ type Result struct {
 	Profile     *ProfileResult
 	FoundEmail  *EmailResult
 	FoundPhones *PhoneResult
-	NoMatches   []string
+	NoMatches   []domain.Stage
 }
 
 // ListResults returns up to limit results of a job in row order, after row
 // id afterID, optionally only rows in state.
-func (s *Store) ListResults(ctx context.Context, jobID string, state string, afterID int64, limit int) ([]Result, error) {
+func (s *Store) ListResults(ctx context.Context, jobID string, state domain.RowState, afterID int64, limit int) ([]Result, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT r.id, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''), coalesce(r.company, ''),
 			coalesce(r.email, ''), coalesce(r.role, ''), coalesce(r.extra::text, ''), r.state, r.state_reason, r.last_error, r.attempts,

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
@@ -19,21 +20,21 @@ type Row struct {
 	Chunk           int
 	InputRow        int
 	Ref             string
-	Kind            string
+	Kind            domain.InputKind
 	ProfileURL      string
 	Name            string
 	Company         string
 	Email           string
 	Role            string
-	State           string
+	State           domain.RowState
 	Attempts        int
 	FoundProfileURL string
-	StagesDone      []string
+	StagesDone      []domain.Stage
 	AnyMatch        bool
 }
 
 // Done reports whether the row already has an outcome for stage.
-func (r Row) Done(stage string) bool {
+func (r Row) Done(stage domain.Stage) bool {
 	for _, s := range r.StagesDone {
 		if s == stage {
 			return true
@@ -141,7 +142,7 @@ type Provenance struct {
 
 // CacheEntry is a paid answer to remember: a hit (Result set) or a no-match.
 type CacheEntry struct {
-	Stage     string
+	Stage     domain.Stage
 	Key       string
 	Matched   bool
 	Result    []byte
@@ -157,15 +158,15 @@ type Outcome struct {
 	Profile   *ProfileResult
 	Email     *EmailResult
 	Phone     *PhoneResult
-	NoMatches []string // stages looked up that found nothing
+	NoMatches []domain.Stage // stages looked up that found nothing
 	Prov      Provenance
 
-	StagesDone      []string // the full new list
+	StagesDone      []domain.Stage // the full new list
 	FoundProfileURL string
 	AnyMatch        bool // some stage found something
 
-	State         string // in_flight, pending (released), retry_wait, or terminal
-	Reason        string // for failed and skipped
+	State         domain.RowState // in_flight, pending (released), retry_wait, or terminal
+	Reason        string          // for failed and skipped
 	LastError     string
 	NextAttemptAt time.Time // retry_wait
 	FailedAttempt bool      // count one more failed attempt
@@ -187,6 +188,13 @@ type Outcome struct {
 func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []Outcome, cache []CacheEntry) ([]int64, error) {
 	if len(outs) == 0 && len(cache) == 0 {
 		return nil, nil
+	}
+	// The rows written are in_flight (the statement takes no other): an
+	// outcome must be a state the row lifecycle lets a claimed row move to.
+	for _, o := range outs {
+		if !domain.RowInFlight.CanBecome(o.State) {
+			return nil, fmt.Errorf("store: save outcomes: row %d: a claimed row cannot become %q", o.RowID, o.State)
+		}
 	}
 	var a saveArgs
 	a.rows(outs)
@@ -344,6 +352,19 @@ type saveArgs struct {
 	}
 }
 
+// joinStages is the stages as one comma-separated text (SaveOutcomes splits
+// it again in SQL: a text[] per row does not fit an unnest of one array per column).
+func joinStages(stages []domain.Stage) string {
+	var b strings.Builder
+	for i, s := range stages {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(string(s))
+	}
+	return b.String()
+}
+
 func (a *saveArgs) rows(outs []Outcome) {
 	n := len(outs)
 	a.ids = make([]int64, n)
@@ -357,7 +378,7 @@ func (a *saveArgs) rows(outs []Outcome) {
 	a.anyMatch = make([]bool, n)
 	for i, o := range outs {
 		a.ids[i] = o.RowID
-		a.states[i] = o.State
+		a.states[i] = string(o.State)
 		a.reasons[i] = o.Reason
 		a.lastErrors[i] = o.LastError
 		if !o.NextAttemptAt.IsZero() {
@@ -368,7 +389,7 @@ func (a *saveArgs) rows(outs []Outcome) {
 			a.inc[i] = 1
 		}
 		a.found[i] = o.FoundProfileURL
-		a.stages[i] = strings.Join(o.StagesDone, ",")
+		a.stages[i] = joinStages(o.StagesDone)
 		a.anyMatch[i] = o.AnyMatch
 
 		src := o.Prov.Source
@@ -421,7 +442,7 @@ func (a *saveArgs) rows(outs []Outcome) {
 		}
 		for _, st := range o.NoMatches {
 			a.n.rowID = append(a.n.rowID, o.RowID)
-			a.n.stage = append(a.n.stage, st)
+			a.n.stage = append(a.n.stage, string(st))
 			a.n.source = append(a.n.source, src)
 			a.n.fromCache = append(a.n.fromCache, o.Prov.FromCache)
 			a.n.checked = append(a.n.checked, o.Prov.FetchedAt)
@@ -454,7 +475,7 @@ func (a *saveArgs) cache(cache []CacheEntry) {
 			r := string(jsonOrEmpty(c.Result))
 			result = &r
 		}
-		a.c.stage = append(a.c.stage, c.Stage)
+		a.c.stage = append(a.c.stage, string(c.Stage))
 		a.c.key = append(a.c.key, c.Key)
 		a.c.matched = append(a.c.matched, c.Matched)
 		a.c.result = append(a.c.result, result)
@@ -491,7 +512,7 @@ func jsonOrArray(b []byte) []byte {
 
 // CachedAnswers returns the cached answers of a tenant for a stage and keys,
 // fetched after newerThan, by key.
-func (s *Store) CachedAnswers(ctx context.Context, tenant, stage string, keys []string, newerThan time.Time) (map[string]CacheEntry, error) {
+func (s *Store) CachedAnswers(ctx context.Context, tenant string, stage domain.Stage, keys []string, newerThan time.Time) (map[string]CacheEntry, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}

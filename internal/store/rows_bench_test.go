@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -64,7 +65,7 @@ func BenchmarkRowCounts(b *testing.B) {
 	b.Run("chunk_counts", func(b *testing.B) {
 		for b.Loop() {
 			counts, err := st.RowCounts(ctx, job.ID)
-			if err != nil || counts[store.RowPending] != rows/2 {
+			if err != nil || counts[domain.RowPending] != rows/2 {
 				b.Fatalf("counts %v, %v", counts, err)
 			}
 		}
@@ -82,10 +83,10 @@ func BenchmarkRowCounts(b *testing.B) {
 
 func benchJob(b *testing.B, st *store.Store, rows, chunkSize int) store.Job {
 	b.Helper()
-	job, _, err := st.CreateJob(context.Background(), store.NewJob{Tenant: "acme", Lookups: []string{"profile", "email"}, MaxAge: time.Hour,
+	job, _, err := st.CreateJob(context.Background(), store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, MaxAge: time.Hour,
 		ChunkSize: chunkSize}, func(add func(store.NewRow) error) error {
 		for i := range rows {
-			if err := add(store.NewRow{InputRow: i + 1, Ref: fmt.Sprint("r", i), Kind: "name_company", Name: "VP Sales",
+			if err := add(store.NewRow{InputRow: i + 1, Ref: fmt.Sprint("r", i), Kind: domain.InputNameCompany, Name: "VP Sales",
 				Company: fmt.Sprint("Company ", i), Role: "VP Sales", Extra: map[string]string{"owner": "kim"}}); err != nil {
 				return err
 			}
@@ -105,7 +106,7 @@ func benchOutcomes(claim store.Claim, now time.Time) ([]store.Outcome, []store.C
 	outs := make([]store.Outcome, 0, len(claim.Rows))
 	var cache []store.CacheEntry
 	for i, r := range claim.Rows {
-		o := store.Outcome{RowID: r.ID, Prov: store.Provenance{Source: "vendor", FetchedAt: now}, StagesDone: []string{"profile"}, State: store.RowNoMatch}
+		o := store.Outcome{RowID: r.ID, Prov: store.Provenance{Source: "vendor", FetchedAt: now}, StagesDone: []domain.Stage{domain.StageProfile}, State: domain.RowNoMatch}
 		key := fmt.Sprint("nc:vp sales|company ", r.InputRow)
 		if i%5 != 0 {
 			url := fmt.Sprint("https://platform.example/in/jane-doe-", r.ID)
@@ -113,12 +114,12 @@ func benchOutcomes(claim store.Claim, now time.Time) ([]store.Outcome, []store.C
 				Role: "VP Sales", Location: "Berlin, DE", CompanySize: "51-200", Industry: "Software", Technographics: []string{"Salesforce", "AWS"}, Raw: raw}
 			o.Email = &store.EmailResult{ProfileURL: url, Email: "jane@company.example", Confidence: 0.9, Verified: true,
 				Raw: []byte(`{"email":"jane@company.example","confidence":0.9,"verified":true}`)}
-			o.StagesDone, o.FoundProfileURL, o.AnyMatch, o.State = []string{"profile", "email"}, url, true, store.RowMatched
-			cache = append(cache, store.CacheEntry{Stage: "profile", Key: key, Matched: true, Result: raw, FetchedAt: now},
-				store.CacheEntry{Stage: "email", Key: "url:" + url, Matched: true, Result: o.Email.Raw, FetchedAt: now})
+			o.StagesDone, o.FoundProfileURL, o.AnyMatch, o.State = []domain.Stage{domain.StageProfile, domain.StageEmail}, url, true, domain.RowMatched
+			cache = append(cache, store.CacheEntry{Stage: domain.StageProfile, Key: key, Matched: true, Result: raw, FetchedAt: now},
+				store.CacheEntry{Stage: domain.StageEmail, Key: "url:" + url, Matched: true, Result: o.Email.Raw, FetchedAt: now})
 		} else {
-			o.NoMatches = []string{"profile"}
-			cache = append(cache, store.CacheEntry{Stage: "profile", Key: key, FetchedAt: now})
+			o.NoMatches = []domain.Stage{domain.StageProfile}
+			cache = append(cache, store.CacheEntry{Stage: domain.StageProfile, Key: key, FetchedAt: now})
 		}
 		outs = append(outs, o)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -20,14 +21,14 @@ func createJob(t *testing.T, st *store.Store, nj store.NewJob, n int) store.Job 
 		nj.Tenant = "acme"
 	}
 	if nj.Lookups == nil {
-		nj.Lookups = []string{"profile"}
+		nj.Lookups = []domain.Stage{domain.StageProfile}
 	}
 	if nj.ChunkSize == 0 {
 		nj.ChunkSize = 10
 	}
 	job, created, err := st.CreateJob(context.Background(), nj, func(add func(store.NewRow) error) error {
 		for i := range n {
-			if err := add(store.NewRow{InputRow: i + 1, Ref: fmt.Sprint("r", i), Kind: "name_company", Name: "VP Sales", Company: fmt.Sprint("Co ", i),
+			if err := add(store.NewRow{InputRow: i + 1, Ref: fmt.Sprint("r", i), Kind: domain.InputNameCompany, Name: "VP Sales", Company: fmt.Sprint("Co ", i),
 				Extra: map[string]string{"crm": "x"}}); err != nil {
 				return err
 			}
@@ -45,10 +46,10 @@ func TestCreateJobIdempotentAndAtomic(t *testing.T) {
 	st := storetest.New(t)
 	ctx := context.Background()
 	job := createJob(t, st, store.NewJob{IdempotencyKey: "k1"}, 25)
-	if job.TotalRows != 25 || job.ChunkCount != 3 || job.State != store.JobQueued {
+	if job.TotalRows != 25 || job.ChunkCount != 3 || job.State != domain.JobQueued {
 		t.Fatalf("job = %+v", job)
 	}
-	again, created, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []string{"profile"}, ChunkSize: 10, IdempotencyKey: "k1"},
+	again, created, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10, IdempotencyKey: "k1"},
 		func(add func(store.NewRow) error) error { t.Fatal("feed called on a replay"); return nil })
 	if err != nil || created || again.ID != job.ID {
 		t.Fatalf("replay: id=%s created=%v err=%v, want %s", again.ID, created, err, job.ID)
@@ -63,10 +64,10 @@ func TestCreateJobIdempotentAndAtomic(t *testing.T) {
 	}
 	// A feed that fails stores nothing.
 	boom := errors.New("row 7 is bad")
-	_, _, err = st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []string{"profile"}, ChunkSize: 10, IdempotencyKey: "k2"},
+	_, _, err = st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10, IdempotencyKey: "k2"},
 		func(add func(store.NewRow) error) error {
 			for i := range 6000 { // more than one COPY batch
-				if err := add(store.NewRow{InputRow: i + 1, Kind: "email", Email: "a@b.c"}); err != nil {
+				if err := add(store.NewRow{InputRow: i + 1, Kind: domain.InputEmail, Email: "a@b.c"}); err != nil {
 					return err
 				}
 			}
@@ -122,14 +123,14 @@ func TestOutcomesGuardedByLease(t *testing.T) {
 	now := time.Now()
 	outs := []store.Outcome{
 		{RowID: c.Rows[0].ID, Profile: &store.ProfileResult{ProfileURL: "https://platform.example/in/a", Name: "A", Raw: []byte(`{"x":1}`)},
-			StagesDone: []string{"profile"}, State: store.RowMatched, Prov: store.Provenance{FetchedAt: now}},
-		{RowID: c.Rows[1].ID, NoMatches: []string{"profile"}, StagesDone: []string{"profile"}, State: store.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
+			StagesDone: []domain.Stage{domain.StageProfile}, State: domain.RowMatched, Prov: store.Provenance{FetchedAt: now}},
+		{RowID: c.Rows[1].ID, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}, State: domain.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
 	}
 	// A stale token writes nothing.
 	if ids, err := st.SaveOutcomes(ctx, "acme", "00000000-0000-0000-0000-000000000000", outs, nil); err != nil || len(ids) != 0 {
 		t.Fatalf("stale token wrote %v (err %v)", ids, err)
 	}
-	ids, err := st.SaveOutcomes(ctx, "acme", c.Token, outs, []store.CacheEntry{{Stage: "profile", Key: "k", Matched: true, Result: []byte(`{}`), FetchedAt: now}})
+	ids, err := st.SaveOutcomes(ctx, "acme", c.Token, outs, []store.CacheEntry{{Stage: domain.StageProfile, Key: "k", Matched: true, Result: []byte(`{}`), FetchedAt: now}})
 	if err != nil || len(ids) != 2 {
 		t.Fatalf("save: %v %v", ids, err)
 	}
@@ -140,14 +141,14 @@ func TestOutcomesGuardedByLease(t *testing.T) {
 	if res[0].Profile == nil || res[0].Profile.Name != "A" || res[0].Extra["crm"] != "x" {
 		t.Fatalf("result 0 = %+v", res[0])
 	}
-	if res[1].State != store.RowNoMatch || len(res[1].NoMatches) != 1 {
+	if res[1].State != domain.RowNoMatch || len(res[1].NoMatches) != 1 {
 		t.Fatalf("result 1 = %+v", res[1])
 	}
 	done, err := st.FinishJobs(ctx, job.ID)
-	if err != nil || len(done) != 1 || done[0].State != store.JobCompleted {
+	if err != nil || len(done) != 1 || done[0].State != domain.JobCompleted {
 		t.Fatalf("finish: %v %+v", err, done)
 	}
-	cached, err := st.CachedAnswers(ctx, "acme", "profile", []string{"k", "missing"}, now.Add(-time.Hour))
+	cached, err := st.CachedAnswers(ctx, "acme", domain.StageProfile, []string{"k", "missing"}, now.Add(-time.Hour))
 	if err != nil || len(cached) != 1 || !cached["k"].Matched {
 		t.Fatalf("cache: %v %+v", err, cached)
 	}
@@ -163,7 +164,7 @@ func TestReserveNeverExceedsBudget(t *testing.T) {
 	var granted []int64
 	for range 40 {
 		wg.Go(func() {
-			id, err := st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: "profile", Endpoint: "/v1/profile", IdempotencyKey: "k", Credits: 7, TTL: time.Minute})
+			id, err := st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile", IdempotencyKey: "k", Credits: 7, TTL: time.Minute})
 			if err != nil {
 				if !errors.Is(err, store.ErrBudgetExhausted) {
 					t.Error(err)
@@ -218,11 +219,11 @@ func TestCancelSkipsUnclaimedRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	j, err := st.CancelJob(ctx, "acme", job.ID)
-	if err != nil || j.State != store.JobCanceled || j.FinishedAt != nil {
+	if err != nil || j.State != domain.JobCanceled || j.FinishedAt != nil {
 		t.Fatalf("cancel: %v %+v", err, j)
 	}
 	counts, _ := st.RowCounts(ctx, job.ID)
-	if counts[store.RowSkipped] != 10 || counts[store.RowInFlight] != 10 {
+	if counts[domain.RowSkipped] != 10 || counts[domain.RowInFlight] != 10 {
 		t.Fatalf("counts = %v", counts)
 	}
 	if c2, _ := st.ClaimChunk(ctx, job.ID, 1, time.Minute); len(c2.Rows) != 0 {

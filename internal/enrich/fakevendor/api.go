@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 )
 
@@ -408,16 +409,16 @@ func (v *Vendor) checkProfileURL(s string) *apiError {
 
 func inputOf(q enrich.ProfileQuery) string {
 	switch q.Kind() {
-	case enrich.KindProfileURL:
+	case domain.InputProfileURL:
 		return "profile_url=" + q.ProfileURL
-	case enrich.KindEmail:
+	case domain.InputEmail:
 		return "email=" + q.Email
 	}
 	return "name=" + q.Name + "&company=" + q.Company
 }
 
 func profileCost(q enrich.ProfileQuery) int64 {
-	if q.Kind() == enrich.KindProfileURL {
+	if q.Kind() == domain.InputProfileURL {
 		return CostProfileByURL
 	}
 	return CostProfileBySearch

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 )
@@ -221,7 +222,7 @@ func TestLedgerEqualsChargesSeen(t *testing.T) {
 	rows = append(rows, enrich.ProfileQuery{ProfileURL: "https://platform.example/in/POISON"})
 	_, err = c.Profile(ctx, enrich.ProfileQuery{Email: "POISON@x.example"}, "poison")
 	add(enrich.Charge{}, err)
-	b, err := c.Bulk(ctx, rows, []enrich.Stage{enrich.StageEmail, enrich.StagePhone}, "bulk")
+	b, err := c.Bulk(ctx, rows, []domain.Stage{domain.StageEmail, domain.StagePhone}, "bulk")
 	add(b.Charge, err)
 
 	var ledger int64

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 )
 
@@ -45,11 +46,11 @@ func normText(s string) string { return strings.Join(strings.Fields(strings.ToLo
 // profileHash is the hash of a profile query by kind; false for an invalid query.
 func profileHash(q enrich.ProfileQuery) (uint64, bool) {
 	switch q.Kind() {
-	case enrich.KindProfileURL:
+	case domain.InputProfileURL:
 		return hash("profile", "url", normURL(q.ProfileURL)), true
-	case enrich.KindEmail:
+	case domain.InputEmail:
 		return hash("profile", "email", normText(q.Email)), true
-	case enrich.KindNameCompany:
+	case domain.InputNameCompany:
 		return hash("profile", "name_company", normText(q.Name), normText(q.Company)), true
 	}
 	return 0, false
@@ -91,14 +92,14 @@ func makeProfile(q enrich.ProfileQuery) profileRecord {
 	h, _ := profileHash(q)
 	var name, company, role, profileURL string
 	switch q.Kind() {
-	case enrich.KindProfileURL:
+	case domain.InputProfileURL:
 		profileURL = strings.TrimSpace(q.ProfileURL)
 		name = nameFromSlug(slugOf(profileURL))
 		if name == "" {
 			name = pick(firstNames, h>>3) + " " + pick(lastNames, h>>7)
 		}
 		company, role = pick(companies, h>>11), pick(roles, h>>15)
-	case enrich.KindEmail:
+	case domain.InputEmail:
 		local, domain, _ := strings.Cut(strings.TrimSpace(q.Email), "@")
 		name = titleWords(strings.FieldsFunc(local, func(r rune) bool { return !unicode.IsLetter(r) }))
 		if name == "" {
@@ -108,7 +109,7 @@ func makeProfile(q enrich.ProfileQuery) profileRecord {
 		company = titleWords([]string{label})
 		role = pick(roles, h>>15)
 		profileURL = "https://platform.example/in/" + slugify(name) + "-" + hex6(h)
-	case enrich.KindNameCompany:
+	case domain.InputNameCompany:
 		name = pick(firstNames, h>>3) + " " + pick(lastNames, h>>7)
 		company, role = strings.TrimSpace(q.Company), strings.TrimSpace(q.Name)
 		profileURL = "https://platform.example/in/" + slugify(name) + "-" + hex6(h)

@@ -18,6 +18,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
@@ -157,7 +158,7 @@ func New(t *testing.T, o Options) *Bundle {
 
 // WaitJob runs the scheduler's sweep until the job reaches one of states.
 // The sweep is what makes progress observable without sleeping on a guess.
-func (b *Bundle) WaitJob(t *testing.T, id string, states ...string) store.Job {
+func (b *Bundle) WaitJob(t *testing.T, id string, states ...domain.JobState) store.Job {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(60 * time.Second)
@@ -172,7 +173,7 @@ func (b *Bundle) WaitJob(t *testing.T, id string, states ...string) store.Job {
 			t.Fatal(err)
 		}
 		for _, s := range states {
-			if job.State == s && (s != store.JobCompleted || job.FinishedAt != nil) {
+			if job.State == s && (s != domain.JobCompleted || job.FinishedAt != nil) {
 				return job
 			}
 		}
