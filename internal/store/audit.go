@@ -10,7 +10,7 @@ import (
 type LedgerEntry struct {
 	ID             int64
 	IdempotencyKey string
-	Status         string // reserved, settled, released or unknown
+	Status         string // LedgerReserved, LedgerSettled, LedgerReleased or LedgerUnknown
 	Reserved       int64
 	Charged        int64 // 0 while reserved
 	Error          string
