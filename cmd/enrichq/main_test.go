@@ -17,6 +17,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 const apiKey = "cli-test-key-0001"
@@ -218,9 +219,8 @@ func TestSubmitBadFile(t *testing.T) {
 	if strings.Contains(msg, "\n") || !strings.Contains(msg, "bad.csv refused: 422 invalid_rows") || !strings.Contains(msg, "row 2, column profile_url: ") {
 		t.Fatalf("want one line with the server's row and column: %q", msg)
 	}
-	var n int
-	if err := s.b.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM jobs`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("%d jobs stored (err %v)", n, err)
+	if n, _ := storetest.JobsAndRows(t, s.b.Store); n != 0 {
+		t.Fatalf("%d jobs stored", n)
 	}
 
 	// An option the server refuses, also one line.
@@ -257,9 +257,8 @@ func TestEstimate(t *testing.T) {
 		!strings.Contains(r.stdout, "the job would pause") {
 		t.Fatalf("estimate:\n%v", r)
 	}
-	var n int
-	if err := s.b.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM jobs`).Scan(&n); err != nil || n != 0 {
-		t.Fatalf("an estimate stored %d jobs (err %v)", n, err)
+	if n, _ := storetest.JobsAndRows(t, s.b.Store); n != 0 {
+		t.Fatalf("an estimate stored %d jobs", n)
 	}
 	r = cli(t, s.url, "estimate", file, "--roles", "VP Sales", "--json")
 	var est map[string]any

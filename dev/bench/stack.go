@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/enrichq/enrichq/internal/store"
 )
 
 // The benchmark runs the real binaries from -bin (the fake vendor, the API,
@@ -287,23 +287,17 @@ func (b *bench) serverURL(db string) (string, error) {
 
 // createDatabase creates an empty database (the API migrates it) and returns its URL.
 func (b *bench) createDatabase(ctx context.Context, name string) (string, error) {
-	admin, err := b.admin(ctx)
+	admin, err := b.serverURL("postgres")
 	if err != nil {
 		return "", err
 	}
-	defer admin.Close(context.Background())
-	create := `CREATE DATABASE ` + pgx.Identifier{name}.Sanitize()
-	if b.opts.locale != "" {
-		// The locale is a literal here (CREATE DATABASE takes no parameters).
-		create += ` TEMPLATE template0 LOCALE '` + strings.ReplaceAll(b.opts.locale, "'", "''") + `'`
-	}
-	if _, err := admin.Exec(ctx, create); err != nil {
-		return "", fmt.Errorf("create database %s: %w", name, err)
+	if err := store.CreateDatabase(ctx, admin, name, b.opts.locale); err != nil {
+		return "", fmt.Errorf("Postgres at %s (run `make services`): %w", redact(admin), err)
 	}
 	// Every run starts from a checkpoint, so that none pays for the dirty
 	// pages the run before it left. Best effort: CHECKPOINT needs superuser
 	// or pg_checkpoint.
-	if _, err := admin.Exec(ctx, `CHECKPOINT`); err != nil {
+	if err := store.Checkpoint(ctx, admin); err != nil {
 		b.logf("no CHECKPOINT before the run (%v): its figures may carry the last run's writes", err)
 	}
 	if waited := settle(ctx, b.opts.settle); waited > 2*time.Second {
@@ -315,25 +309,11 @@ func (b *bench) createDatabase(ctx context.Context, name string) (string, error)
 func (b *bench) dropDatabase(ctx context.Context, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	admin, err := b.admin(ctx)
+	admin, err := b.serverURL("postgres")
 	if err != nil {
 		return err
 	}
-	defer admin.Close(context.Background())
-	_, err = admin.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{name}.Sanitize()+` WITH (FORCE)`)
-	return err
-}
-
-func (b *bench) admin(ctx context.Context) (*pgx.Conn, error) {
-	u, err := b.serverURL("postgres")
-	if err != nil {
-		return nil, err
-	}
-	c, err := pgx.Connect(ctx, u)
-	if err != nil {
-		return nil, fmt.Errorf("connect to Postgres at %s (run `make services`): %w", redact(u), err)
-	}
-	return c, nil
+	return store.DropDatabase(ctx, admin, name)
 }
 
 // redact hides a password in a URL.

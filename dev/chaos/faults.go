@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/jobs"
 )
 
@@ -313,23 +314,26 @@ func (e *env) tag(ph *phase) string {
 
 // progress is where a job stands.
 type progress struct {
-	state                       string
-	finished                    bool
-	total, terminal, inFlight   int
-	pending, retryWait, expired int
+	state                     string
+	finished                  bool
+	total, terminal, inFlight int
+	pending, retryWait        int
 }
 
 func (e *env) progress(ctx context.Context, jobID string) (progress, error) {
-	var p progress
-	err := e.db.QueryRow(ctx, `SELECT j.state, j.finished_at IS NOT NULL, count(r.id),
-			count(r.id) FILTER (WHERE r.state IN ('matched', 'no_match', 'failed', 'skipped')),
-			count(r.id) FILTER (WHERE r.state = 'in_flight'),
-			count(r.id) FILTER (WHERE r.state = 'pending'),
-			count(r.id) FILTER (WHERE r.state = 'retry_wait'),
-			count(r.id) FILTER (WHERE r.last_error LIKE 'lease expired%')
-		FROM jobs j LEFT JOIN job_rows r ON r.job_id = j.id WHERE j.id = $1 GROUP BY j.state, j.finished_at`, jobID).
-		Scan(&p.state, &p.finished, &p.total, &p.terminal, &p.inFlight, &p.pending, &p.retryWait, &p.expired)
-	return p, err
+	job, counts, err := e.db.GetJobStatus(ctx, "", jobID)
+	if err != nil {
+		return progress{}, err
+	}
+	p := progress{state: string(job.State), finished: job.FinishedAt != nil,
+		inFlight: counts[domain.RowInFlight], pending: counts[domain.RowPending], retryWait: counts[domain.RowRetryWait]}
+	for state, n := range counts {
+		p.total += n
+		if !state.Open() {
+			p.terminal += n
+		}
+	}
+	return p, nil
 }
 
 func (p progress) done() bool {
@@ -402,11 +406,7 @@ func (e *env) waitJob(ctx context.Context, ph *phase) error {
 }
 
 func (e *env) waitReservations(ctx context.Context, stdout io.Writer) error {
-	count := func() (int, error) {
-		var n int
-		err := e.db.QueryRow(ctx, `SELECT count(*) FROM credit_ledger WHERE status = 'reserved'`).Scan(&n)
-		return n, err
-	}
+	count := func() (int, error) { return e.db.OpenReservations(ctx) }
 	n, err := count()
 	if err != nil || n == 0 {
 		return err
@@ -605,15 +605,13 @@ func (e *env) sigterm(ctx context.Context, ph *phase) error {
 	took, clean := e.workers[0].Term(bound)
 	// The calls whose reservation is open when the worker is gone: its own
 	// cut calls are among them (the other worker's settle in a moment).
-	var open []int64
-	if rows, err := e.db.Query(ctx, `SELECT id FROM credit_ledger WHERE job_id = $1 AND status = 'reserved'`, ph.jobID); err == nil {
-		for rows.Next() {
-			var id int64
-			if rows.Scan(&id) == nil {
-				open = append(open, id)
+	open := map[int64]bool{}
+	if entries, err := e.db.LedgerEntries(ctx, ph.jobID); err == nil {
+		for _, le := range entries {
+			if le.Status == "reserved" {
+				open[le.ID] = true
 			}
 		}
-		rows.Close()
 	}
 	exit := "exit 0"
 	if !clean {
@@ -630,7 +628,12 @@ func (e *env) sigterm(ctx context.Context, ph *phase) error {
 	ph.post = func(ph *phase) {
 		f := ph.figures
 		var cut int
-		_ = e.db.QueryRow(context.Background(), `SELECT count(*) FROM credit_ledger WHERE id = ANY($1) AND error LIKE 'reservation expired%'`, open).Scan(&cut)
+		entries, _ := e.db.LedgerEntries(context.Background(), ph.jobID)
+		for _, le := range entries {
+			if open[le.ID] && strings.HasPrefix(le.Error, "reservation expired") {
+				cut++
+			}
+		}
 		ph.note("rows it left behind to lease expiry: %d; calls open when it was gone and never settled (counted as spent at expiry): %d of %d",
 			f.LeaseExpired, cut, len(open))
 		if f.LeaseExpired > 0 || cut > 0 {
@@ -643,17 +646,35 @@ func (e *env) sigterm(ctx context.Context, ph *phase) error {
 
 func (e *env) checkPoison(ctx context.Context, ph *phase) error {
 	var total, rejected, others, maxAtt int
-	err := e.db.QueryRow(ctx, `SELECT
-			count(*) FILTER (WHERE company LIKE $2),
-			count(*) FILTER (WHERE company LIKE $2 AND state = 'failed' AND state_reason LIKE 'vendor rejected%'),
-			count(*) FILTER (WHERE company NOT LIKE $2 AND state_reason LIKE 'vendor rejected%' OR company IS NULL AND state_reason LIKE 'vendor rejected%'),
-			coalesce(max(attempts) FILTER (WHERE company LIKE $2), 0)
-		FROM job_rows WHERE job_id = $1`, ph.jobID, poison+"%").Scan(&total, &rejected, &others, &maxAtt)
-	if err != nil {
-		return err
-	}
 	var reason string
-	_ = e.db.QueryRow(ctx, `SELECT state_reason FROM job_rows WHERE job_id = $1 AND company LIKE $2 LIMIT 1`, ph.jobID, poison+"%").Scan(&reason)
+	const page = 1000
+	for after := int64(0); ; {
+		rows, err := e.db.ListResults(ctx, ph.jobID, "", after, page)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			after = r.RowID
+			byVendor := strings.HasPrefix(r.StateReason, "vendor rejected")
+			if !strings.HasPrefix(r.Company, poison) {
+				if byVendor {
+					others++
+				}
+				continue
+			}
+			if total == 0 {
+				reason = r.StateReason
+			}
+			total++
+			maxAtt = max(maxAtt, r.Attempts)
+			if r.State == domain.RowFailed && byVendor {
+				rejected++
+			}
+		}
+		if len(rows) < page {
+			break
+		}
+	}
 	ph.note("%d/%d poison rows failed at once with the vendor's message (%q), retried at most %d times; other rows failed by them: %d",
 		rejected, total, reason, maxAtt, others)
 	if rejected != total || maxAtt > 0 || others > 0 {
@@ -722,19 +743,8 @@ func (e *env) retriedSubmit(ctx context.Context, ph *phase) error {
 	wg.Wait()
 	send()
 
-	var jobs []string
-	rows, err := e.db.Query(ctx, `SELECT id::text FROM jobs WHERE idempotency_key = $1`, key)
+	jobs, err := e.db.JobsWithIdempotencyKey(ctx, key)
 	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		jobs = append(jobs, id)
-	}
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	var got []string

@@ -16,12 +16,11 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/enrichq/enrichq/internal/chaos"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/store"
 )
 
 const (
@@ -36,10 +35,10 @@ type env struct {
 	dir     string
 	stamp   string
 	dbName  string
-	adminDB string // URL of the server's postgres database, to create and drop ours
-	dbURL   string // our database, direct (for the checks)
-	procURL string // our database through the proxy (for the processes)
-	db      *pgxpool.Pool
+	adminDB string       // URL of the server's postgres database, to create and drop ours
+	dbURL   string       // our database, direct (for the checks)
+	procURL string       // our database through the proxy (for the processes)
+	db      *store.Store // direct, for the checks
 	proxy   *chaos.Proxy
 
 	redis     *chaos.Redis
@@ -151,7 +150,7 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 	if _, err := e.start(ctx, &e.scheduler, "scheduler", "scheduler started", e.procEnv); err != nil {
 		return nil, err
 	}
-	if e.db, err = pgxpool.New(ctx, e.dbURL); err != nil {
+	if e.db, err = store.Open(ctx, e.dbURL, store.Options{MaxConns: 4}); err != nil {
 		return nil, err
 	}
 	if err := waitReady(ctx, e.apiURL, 30*time.Second); err != nil {
@@ -192,25 +191,16 @@ func (e *env) startWorker(ctx context.Context, i int) error {
 }
 
 func (e *env) createDatabase(ctx context.Context) error {
-	c, err := pgx.Connect(ctx, e.adminDB)
-	if err != nil {
-		return fmt.Errorf("connect to Postgres at DATABASE_URL's server (run `make services`): %w", err)
+	if err := store.CreateDatabase(ctx, e.adminDB, e.dbName, ""); err != nil {
+		return fmt.Errorf("Postgres at DATABASE_URL's server (run `make services`): %w", err)
 	}
-	defer c.Close(ctx)
-	_, err = c.Exec(ctx, `CREATE DATABASE `+pgx.Identifier{e.dbName}.Sanitize())
-	return err
+	return nil
 }
 
 func (e *env) dropDatabase() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := pgx.Connect(ctx, e.adminDB)
-	if err != nil {
-		return err
-	}
-	defer c.Close(ctx)
-	_, err = c.Exec(ctx, `DROP DATABASE IF EXISTS `+pgx.Identifier{e.dbName}.Sanitize()+` WITH (FORCE)`)
-	return err
+	return store.DropDatabase(ctx, e.adminDB, e.dbName)
 }
 
 // teardown stops everything it started, newest first.

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -106,11 +107,7 @@ func (a *apiRig) post(t *testing.T, ctype, query string, body io.Reader, header 
 
 func (a *apiRig) counts(t *testing.T) (jobsN, rowsN int) {
 	t.Helper()
-	err := a.st.Pool().QueryRow(context.Background(), `SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM job_rows)`).Scan(&jobsN, &rowsN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jobsN, rowsN
+	return storetest.JobsAndRows(t, a.st)
 }
 
 // healthy checks that the server still works: /healthz, and a good upload.
@@ -510,15 +507,14 @@ func TestFormulasAndSQLAreData(t *testing.T) {
 		ID string `json:"id"`
 	}
 	_ = json.Unmarshal(got.body, &st)
-	var refs []string
-	rows, err := a.st.Pool().Query(context.Background(), `SELECT ref FROM job_rows WHERE job_id = $1 ORDER BY input_row`, st.ID)
+	stored, err := a.st.ListResults(context.Background(), st.ID, "", 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for rows.Next() {
-		var r string
-		_ = rows.Scan(&r)
-		refs = append(refs, r)
+	sort.SliceStable(stored, func(i, j int) bool { return stored[i].InputRow < stored[j].InputRow })
+	var refs []string
+	for _, r := range stored {
+		refs = append(refs, r.Ref)
 	}
 	if len(refs) != 3 || refs[1] != sqlRef || !strings.HasPrefix(refs[0], "=HYPERLINK") {
 		t.Fatalf("stored refs %q, want them as sent", refs)

@@ -8,17 +8,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/store"
 )
-
-// Querier is what the checks need of Postgres (*pgxpool.Pool, *pgx.Conn).
-type Querier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
 
 // Figures are the invariants of one job after a fault, from Postgres and
 // from the fake vendor's ledger.
@@ -165,48 +158,30 @@ func VendorLedger(ctx context.Context, vendorURL string) (fakevendor.LedgerSumma
 	return s, nil
 }
 
-// ledgerRow is one row of enrichq's credit_ledger.
-type ledgerRow struct {
-	key      string
-	status   string
-	reserved int64
-	charged  int64
-	errText  string
-}
-
 // CheckJob computes the figures of one job. expected is the number of
 // lookups the upload asked for (0: not checked); vendor is the fake vendor's
 // whole ledger (entries of other jobs are ignored: calls are matched to the
 // job by Idempotency-Key).
-func CheckJob(ctx context.Context, db Querier, jobID string, expected int, vendor []fakevendor.LedgerEntry) (Figures, error) {
+func CheckJob(ctx context.Context, st *store.Store, jobID string, expected int, vendor []fakevendor.LedgerEntry) (Figures, error) {
 	f := Figures{JobID: jobID, Expected: expected, States: map[string]int{}, FailedReasons: map[string]int{}, DoubleCauses: map[string]int{}}
-	err := db.QueryRow(ctx, `SELECT state, state_reason, credits_spent, credits_reserved FROM jobs WHERE id = $1`, jobID).
-		Scan(&f.State, &f.Reason, &f.JobSpent, &f.JobReserved)
+	job, err := st.GetJob(ctx, "", jobID)
 	if err != nil {
 		return f, fmt.Errorf("chaos: job %s: %w", jobID, err)
 	}
-	rows, err := db.Query(ctx, `SELECT state, count(*), max(attempts),
-			count(*) FILTER (WHERE last_error LIKE 'lease expired%')
-		FROM job_rows WHERE job_id = $1 GROUP BY state`, jobID)
-	if err != nil {
-		return f, err
-	}
-	var state string
-	var n, maxAtt, expired int
-	_, err = pgx.ForEachRow(rows, []any{&state, &n, &maxAtt, &expired}, func() error {
-		f.States[state] = n
-		f.Stored += n
-		f.MaxAttempts = max(f.MaxAttempts, maxAtt)
-		f.LeaseExpired += expired
-		if domain.RowState(state).Open() {
-			f.Open += n
-		} else {
-			f.Terminal += n
+	f.State, f.Reason, f.JobSpent, f.JobReserved = string(job.State), job.StateReason, job.CreditsSpent, job.CreditsReserved
+	const page = 1000
+	for after := int64(0); ; {
+		rows, err := st.ListResults(ctx, jobID, "", after, page)
+		if err != nil {
+			return f, fmt.Errorf("chaos: rows of job %s: %w", jobID, err)
 		}
-		return nil
-	})
-	if err != nil {
-		return f, err
+		for _, r := range rows {
+			countRow(&f, r)
+			after = r.RowID
+		}
+		if len(rows) < page {
+			break
+		}
 	}
 	if expected > 0 {
 		f.Missing = max(0, expected-f.Stored)
@@ -214,51 +189,47 @@ func CheckJob(ctx context.Context, db Querier, jobID string, expected int, vendo
 	}
 	f.Lost = f.Open + f.Missing
 
-	var badMatched, badNoMatch, noReason int
-	err = db.QueryRow(ctx, `
-		SELECT
-			count(*) FILTER (WHERE r.state = 'matched' AND p.row_id IS NULL AND e.row_id IS NULL AND ph.row_id IS NULL),
-			count(*) FILTER (WHERE r.state = 'no_match' AND (p.row_id IS NOT NULL OR e.row_id IS NOT NULL OR ph.row_id IS NOT NULL
-				OR NOT EXISTS (SELECT 1 FROM no_matches n WHERE n.row_id = r.id))),
-			count(*) FILTER (WHERE r.state IN ('failed', 'skipped') AND r.state_reason = '')
-		FROM job_rows r
-		LEFT JOIN profile_results p ON p.row_id = r.id
-		LEFT JOIN email_results e ON e.row_id = r.id
-		LEFT JOIN phone_results ph ON ph.row_id = r.id
-		WHERE r.job_id = $1`, jobID).Scan(&badMatched, &badNoMatch, &noReason)
+	ledger, err := st.LedgerEntries(ctx, jobID)
 	if err != nil {
-		return f, err
-	}
-	f.Inconsistent = badMatched + badNoMatch + noReason
-
-	rows, err = db.Query(ctx, `SELECT left(state_reason, 60), count(*) FROM job_rows WHERE job_id = $1 AND state = 'failed' GROUP BY 1`, jobID)
-	if err != nil {
-		return f, err
-	}
-	var reason string
-	_, err = pgx.ForEachRow(rows, []any{&reason, &n}, func() error {
-		f.FailedReasons[reason] = n
-		return nil
-	})
-	if err != nil {
-		return f, err
-	}
-
-	rows, err = db.Query(ctx, `SELECT idempotency_key, status, reserved, coalesce(charged, 0), error FROM credit_ledger WHERE job_id = $1`, jobID)
-	if err != nil {
-		return f, err
-	}
-	var lr ledgerRow
-	var ledger []ledgerRow
-	_, err = pgx.ForEachRow(rows, []any{&lr.key, &lr.status, &lr.reserved, &lr.charged, &lr.errText}, func() error {
-		ledger = append(ledger, lr)
-		return nil
-	})
-	if err != nil {
-		return f, err
+		return f, fmt.Errorf("chaos: ledger of job %s: %w", jobID, err)
 	}
 	reconcile(&f, ledger, vendor)
 	return f, nil
+}
+
+// countRow adds one stored row to the figures: its state, attempts, lease
+// expiries, failure reason, and whether its results agree with its state.
+func countRow(f *Figures, r store.Result) {
+	f.States[string(r.State)]++
+	f.Stored++
+	f.MaxAttempts = max(f.MaxAttempts, r.Attempts)
+	if strings.HasPrefix(r.LastError, "lease expired") {
+		f.LeaseExpired++
+	}
+	if r.State.Open() {
+		f.Open++
+	} else {
+		f.Terminal++
+	}
+	if r.State == domain.RowFailed {
+		reason := []rune(r.StateReason)
+		f.FailedReasons[string(reason[:min(len(reason), 60)])]++
+	}
+	found := r.Profile != nil || r.FoundEmail != nil || r.FoundPhones != nil
+	switch r.State {
+	case domain.RowMatched:
+		if !found {
+			f.Inconsistent++
+		}
+	case domain.RowNoMatch:
+		if found || len(r.NoMatches) == 0 {
+			f.Inconsistent++
+		}
+	case domain.RowFailed, domain.RowSkipped:
+		if r.StateReason == "" {
+			f.Inconsistent++
+		}
+	}
 }
 
 // keyMoney is enrichq's and the vendor's account of one Idempotency-Key.
@@ -271,34 +242,34 @@ type keyMoney struct {
 	billedErr string // error of a call under the key that was billed anyway (a malformed answer)
 }
 
-func reconcile(f *Figures, ledger []ledgerRow, vendor []fakevendor.LedgerEntry) {
+func reconcile(f *Figures, ledger []store.LedgerEntry, vendor []fakevendor.LedgerEntry) {
 	keys := map[string]*keyMoney{}
 	for _, r := range ledger {
 		f.Calls++
-		k := keys[r.key]
+		k := keys[r.IdempotencyKey]
 		if k == nil {
 			k = &keyMoney{}
-			keys[r.key] = k
+			keys[r.IdempotencyKey] = k
 		}
-		if r.status == "settled" && r.charged > 0 && r.errText != "" && k.billedErr == "" {
-			k.billedErr = r.errText
+		if r.Status == "settled" && r.Charged > 0 && r.Error != "" && k.billedErr == "" {
+			k.billedErr = r.Error
 		}
-		switch r.status {
+		switch r.Status {
 		case "settled":
-			f.Settled += r.charged
-			k.ours += r.charged
+			f.Settled += r.Charged
+			k.ours += r.Charged
 		case "unknown":
-			f.Unknown += r.charged
+			f.Unknown += r.Charged
 			f.UnknownCalls++
-			k.ours += r.charged
+			k.ours += r.Charged
 			k.unknown = true
-			if strings.HasPrefix(r.errText, "reservation expired") {
+			if strings.HasPrefix(r.Error, "reservation expired") {
 				f.ExpiredReservations++
 			}
 		case "reserved":
-			f.Reserved += r.reserved
+			f.Reserved += r.Reserved
 			f.ReservedCalls++
-			k.reserved += r.reserved
+			k.reserved += r.Reserved
 			k.open = true
 		}
 	}
@@ -395,28 +366,15 @@ type Totals struct {
 }
 
 // CheckTotals sums every job's ledger against the vendor's whole ledger.
-func CheckTotals(ctx context.Context, db Querier, vendor []fakevendor.LedgerEntry) (Totals, error) {
-	var t Totals
-	rows, err := db.Query(ctx, `SELECT DISTINCT idempotency_key FROM credit_ledger`)
+func CheckTotals(ctx context.Context, st *store.Store, vendor []fakevendor.LedgerEntry) (Totals, error) {
+	book, err := st.LedgerBook(ctx)
 	if err != nil {
-		return t, err
+		return Totals{}, fmt.Errorf("chaos: ledger: %w", err)
 	}
-	known := map[string]bool{}
-	var k string
-	if _, err := pgx.ForEachRow(rows, []any{&k}, func() error { known[k] = true; return nil }); err != nil {
-		return t, err
-	}
-	err = db.QueryRow(ctx, `SELECT
-			coalesce(sum(charged) FILTER (WHERE status IN ('settled', 'unknown')), 0),
-			coalesce(sum(charged) FILTER (WHERE status = 'unknown'), 0),
-			coalesce(sum(reserved) FILTER (WHERE status = 'reserved'), 0)
-		FROM credit_ledger`).Scan(&t.Ours, &t.Unknown, &t.Reserved)
-	if err != nil {
-		return t, err
-	}
+	t := Totals{Ours: book.Charged, Unknown: book.Unknown, Reserved: book.Reserved}
 	for _, e := range vendor {
 		t.Vendor += e.Credits
-		if !known[e.IdempotencyKey] {
+		if !book.Keys[e.IdempotencyKey] {
 			t.Orphan += e.Credits
 			t.OrphanCalls++
 		}

@@ -88,9 +88,10 @@ func TestWorkerKilledMidChunk(t *testing.T) {
 			// retry got (same Idempotency-Key), else counted at expiry.
 			expired := r.expireReservations()
 			var reconciled int
-			if err := r.direct.Pool().QueryRow(context.Background(), `SELECT count(*) FROM credit_ledger
-				WHERE job_id = $1 AND error LIKE 'reconciled by call%'`, id).Scan(&reconciled); err != nil {
-				t.Fatal(err)
+			for _, e := range r.ledger(id) {
+				if strings.HasPrefix(e.Error, "reconciled by call") {
+					reconciled++
+				}
 			}
 			t.Logf("killed calls: %d reconciled by a replay, %d counted at expiry (%d calls billed before the kill)", reconciled, expired, billed)
 			if expired+reconciled == 0 {
@@ -315,10 +316,11 @@ func TestVendorFaults(t *testing.T) {
 			f := r.check(id, n)
 			requireRows(t, f)
 			var rejected, attempts int
-			err := r.direct.Pool().QueryRow(context.Background(), `SELECT count(*), coalesce(max(attempts), 0) FROM job_rows
-				WHERE job_id = $1 AND company LIKE 'POISON%' AND state = 'failed' AND state_reason LIKE 'vendor rejected%'`, id).Scan(&rejected, &attempts)
-			if err != nil {
-				t.Fatal(err)
+			for _, row := range r.rows(id) {
+				if strings.HasPrefix(row.Company, "POISON") && row.State == domain.RowFailed && strings.HasPrefix(row.StateReason, "vendor rejected") {
+					rejected++
+					attempts = max(attempts, row.Attempts)
+				}
 			}
 			// A poison row may have had transient failures before (its bulk call answered 503):
 			// the rejection itself is final, never retried to exhaustion.
@@ -359,9 +361,11 @@ func TestGracefulShutdownReleasesRows(t *testing.T) {
 	}
 	t.Logf("graceful stop took %s", took)
 	p := r.progress(id)
-	var open int64
-	if err := r.direct.Pool().QueryRow(context.Background(), `SELECT count(*) FROM credit_ledger WHERE job_id = $1 AND status = 'reserved'`, id).Scan(&open); err != nil {
-		t.Fatal(err)
+	var open int
+	for _, e := range r.ledger(id) {
+		if e.Status == "reserved" {
+			open++
+		}
 	}
 	if p.inFlight > 0 || open > 0 {
 		t.Fatalf("after a graceful stop, %d rows are left in flight until their lease (%s) expires and %d calls' reservations stay open",

@@ -127,7 +127,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.proxy.Close() })
-	r.direct = r.openStore(r.dbURL)
+	r.direct = storetest.Open(t, r.dbURL)
 	r.st = r.openStore(r.proxiedURL(r.proxy))
 
 	ropt, err := redis.ParseURL(jobstest.RedisURL())
@@ -302,15 +302,17 @@ func (p jobProgress) done() bool { return (p.state != "queued" && p.state != "ru
 
 func (r *rig) progress(id string) jobProgress {
 	r.t.Helper()
-	var p jobProgress
-	err := r.direct.Pool().QueryRow(context.Background(), `SELECT j.state, j.finished_at IS NOT NULL, count(r.id),
-			count(r.id) FILTER (WHERE r.state IN ('matched', 'no_match', 'failed', 'skipped')),
-			count(r.id) FILTER (WHERE r.state = 'in_flight'), count(r.id) FILTER (WHERE r.state = 'retry_wait'),
-			count(r.id) FILTER (WHERE r.state = 'pending')
-		FROM jobs j LEFT JOIN job_rows r ON r.job_id = j.id WHERE j.id = $1 GROUP BY j.state, j.finished_at`, id).
-		Scan(&p.state, &p.finished, &p.total, &p.terminal, &p.inFlight, &p.retry, &p.pending)
+	job, counts, err := r.direct.GetJobStatus(context.Background(), "", id)
 	if err != nil {
 		r.t.Fatalf("progress: %v", err)
+	}
+	p := jobProgress{state: string(job.State), finished: job.FinishedAt != nil,
+		inFlight: counts[domain.RowInFlight], retry: counts[domain.RowRetryWait], pending: counts[domain.RowPending]}
+	for state, n := range counts {
+		p.total += n
+		if !state.Open() {
+			p.terminal += n
+		}
 	}
 	return p
 }
@@ -376,20 +378,50 @@ func (r *rig) waitDone(id string, within time.Duration) jobProgress {
 func (r *rig) expireReservations() int {
 	r.t.Helper()
 	ctx := context.Background()
-	tag, err := r.direct.Pool().Exec(ctx, `UPDATE credit_ledger SET expires_at = now() - interval '1 second' WHERE status = 'reserved'`)
-	if err != nil {
-		r.t.Fatal(err)
-	}
+	n := storetest.LapseReservations(r.t, r.direct)
 	if _, err := r.sweeper.Sweep(ctx); err != nil {
 		r.t.Fatal(err)
 	}
-	return int(tag.RowsAffected())
+	return n
+}
+
+// ledger is the job's calls in the credit ledger.
+func (r *rig) ledger(id string) []store.LedgerEntry {
+	r.t.Helper()
+	entries, err := r.direct.LedgerEntries(context.Background(), id)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return entries
+}
+
+// rows is every row of the job, in row order.
+func (r *rig) rows(id string) []store.Result {
+	r.t.Helper()
+	var all []store.Result
+	for {
+		page, err := r.direct.ListResults(context.Background(), id, "", lastRowID(all), 1000)
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		all = append(all, page...)
+		if len(page) < 1000 {
+			return all
+		}
+	}
+}
+
+func lastRowID(rows []store.Result) int64 {
+	if len(rows) == 0 {
+		return 0
+	}
+	return rows[len(rows)-1].RowID
 }
 
 // check computes the figures of a job against the fake vendor's ledger.
 func (r *rig) check(id string, expected int) chaos.Figures {
 	r.t.Helper()
-	f, err := chaos.CheckJob(context.Background(), r.direct.Pool(), id, expected, r.vendor.Ledger())
+	f, err := chaos.CheckJob(context.Background(), r.direct, id, expected, r.vendor.Ledger())
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -142,11 +142,7 @@ func (b *bundle) mustCreate(t *testing.T, key, query, body string) jobStatus {
 // counts returns the jobs and job rows in the database.
 func (b *bundle) counts(t *testing.T) (jobsN, rowsN int) {
 	t.Helper()
-	err := b.st.Pool().QueryRow(context.Background(), `SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM job_rows)`).Scan(&jobsN, &rowsN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return jobsN, rowsN
+	return storetest.JobsAndRows(t, b.st)
 }
 
 func decode[T any](t *testing.T, data []byte) T {

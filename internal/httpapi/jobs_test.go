@@ -144,9 +144,7 @@ func TestGetJobProgressAndETA(t *testing.T) {
 			return store.Outcome{State: domain.RowInFlight, StagesDone: nil}
 		}
 	})
-	if _, err := b.st.Pool().Exec(context.Background(), `UPDATE jobs SET state = 'running', started_at = $2 WHERE id = $1`, job.ID, started); err != nil {
-		t.Fatal(err)
-	}
+	storetest.StartJobAt(t, b.st, job.ID, started)
 	resp, data := b.call(t, http.MethodGet, "/v1/jobs/"+job.ID, keyA, nil)
 	st := decode[jobStatus](t, data)
 	want := rowCounts{Total: 4, InFlight: 2, RetryWait: 1, NoMatch: 1}

@@ -19,6 +19,7 @@ import (
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 // platformBundle is the API with the platform's routes on, against the fake
@@ -135,7 +136,6 @@ func (pb *platformBundle) connect(t *testing.T, key, id, name string) memberJSON
 func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 	t.Parallel()
 	pb := platformSetup(t, nil)
-	ctx := context.Background()
 
 	m := pb.connect(t, keyA, "m-ann", "Ann")
 	if m.Name != "Ann Doe" || m.Status != store.MemberActive || m.TokenExpiresAt == nil || m.ExpiresInSeconds == nil ||
@@ -143,12 +143,8 @@ func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 		t.Errorf("member %+v", m)
 	}
 	// The token is stored encrypted; the state and verifier are used up.
-	var sealed []byte
-	var states int
-	if err := pb.st.Pool().QueryRow(ctx, `SELECT token, (SELECT count(*) FROM platform_connect_states) FROM platform_members WHERE id = $1`, m.ID).
-		Scan(&sealed, &states); err != nil {
-		t.Fatal(err)
-	}
+	sealed := storetest.SealedMemberToken(t, pb.st, m.ID)
+	states := storetest.ConnectStates(t, pb.st)
 	if bytes.Contains(sealed, []byte("AQ")) || bytes.Contains(sealed, []byte("access_token")) || states != 0 {
 		t.Errorf("token stored as %q, %d connect states left", sealed, states)
 	}

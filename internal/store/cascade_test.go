@@ -53,7 +53,7 @@ func TestDeleteCascades(t *testing.T) {
 		if table == "job_rows" {
 			q = `SELECT count(*) FROM job_rows WHERE job_id = $1`
 		}
-		if err := st.Pool().QueryRow(ctx, q, jobID).Scan(&n); err != nil {
+		if err := store.PoolForTest(st).QueryRow(ctx, q, jobID).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -61,7 +61,7 @@ func TestDeleteCascades(t *testing.T) {
 	orphans := func(table string) int {
 		t.Helper()
 		var n int
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+table+` x WHERE NOT EXISTS (SELECT 1 FROM job_rows r WHERE r.id = x.row_id)`).Scan(&n); err != nil {
+		if err := store.PoolForTest(st).QueryRow(ctx, `SELECT count(*) FROM `+table+` x WHERE NOT EXISTS (SELECT 1 FROM job_rows r WHERE r.id = x.row_id)`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -77,13 +77,13 @@ func TestDeleteCascades(t *testing.T) {
 	}
 
 	// One row of the job first: its results go, the others stay.
-	if _, err := st.Pool().Exec(ctx, `DELETE FROM job_rows WHERE id = (SELECT min(id) FROM job_rows WHERE job_id = $1)`, gone.ID); err != nil {
+	if _, err := store.PoolForTest(st).Exec(ctx, `DELETE FROM job_rows WHERE id = (SELECT min(id) FROM job_rows WHERE job_id = $1)`, gone.ID); err != nil {
 		t.Fatal(err)
 	}
 	if got := count("profile_results", gone.ID) + count("no_matches", gone.ID); got != 9 {
 		t.Fatalf("after deleting one row: %d profiles and no-matches, want 9", got)
 	}
-	if _, err := st.Pool().Exec(ctx, `DELETE FROM jobs WHERE id = $1`, gone.ID); err != nil {
+	if _, err := store.PoolForTest(st).Exec(ctx, `DELETE FROM jobs WHERE id = $1`, gone.ID); err != nil {
 		t.Fatal(err)
 	}
 	for table := range want {
@@ -123,7 +123,7 @@ func TestTruncateJobsCascades(t *testing.T) {
 	rows := func(relation string) int {
 		t.Helper()
 		var n int
-		if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM `+relation).Scan(&n); err != nil {
+		if err := store.PoolForTest(st).QueryRow(ctx, `SELECT count(*) FROM `+relation).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		return n
@@ -137,7 +137,7 @@ func TestTruncateJobsCascades(t *testing.T) {
 	}
 
 	// Every table with a chain of foreign keys to jobs.
-	tr, err := st.Pool().Query(ctx, `WITH RECURSIVE hangs(rel) AS (
+	tr, err := store.PoolForTest(st).Query(ctx, `WITH RECURSIVE hangs(rel) AS (
 			SELECT 'jobs'::regclass
 			UNION SELECT c.conrelid::regclass FROM pg_constraint c JOIN hangs h ON c.confrelid = h.rel WHERE c.contype = 'f')
 		SELECT rel::text FROM hangs WHERE rel <> 'jobs'::regclass`)
@@ -162,7 +162,7 @@ func TestTruncateJobsCascades(t *testing.T) {
 		}
 	}
 
-	if _, err := st.Pool().Exec(ctx, `TRUNCATE jobs CASCADE`); err != nil {
+	if _, err := store.PoolForTest(st).Exec(ctx, `TRUNCATE jobs CASCADE`); err != nil {
 		t.Fatal(err)
 	}
 	for rel := range dependent {

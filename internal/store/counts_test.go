@@ -21,7 +21,7 @@ func countRows(t *testing.T, st *store.Store, jobID string) map[domain.RowState]
 	for _, s := range domain.RowStates {
 		counts[s] = 0
 	}
-	rows, err := st.Pool().Query(context.Background(), `SELECT state, count(*) FROM job_rows WHERE job_id = $1 GROUP BY state`, jobID)
+	rows, err := store.PoolForTest(st).Query(context.Background(), `SELECT state, count(*) FROM job_rows WHERE job_id = $1 GROUP BY state`, jobID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,18 +173,18 @@ func TestRowCountsFollowEveryChange(t *testing.T) {
 	if c, err := st.RowCounts(ctx, "00000000-0000-0000-0000-000000000000"); err != nil || c[domain.RowPending] != 0 || len(c) != len(domain.RowStates) {
 		t.Fatalf("unknown job: %v, %v", c, err)
 	}
-	if _, err := st.Pool().Exec(ctx, `DELETE FROM job_rows WHERE job_id = $1 AND state = 'skipped'`, job.ID); err != nil {
+	if _, err := store.PoolForTest(st).Exec(ctx, `DELETE FROM job_rows WHERE job_id = $1 AND state = 'skipped'`, job.ID); err != nil {
 		t.Fatal(err)
 	}
 	checkCounts(t, st, job.ID, "after a delete")
 	if _, _, err := st.GetJobStatus(ctx, "beta", job.ID); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("another tenant's job: %v", err)
 	}
-	if _, err := st.Pool().Exec(ctx, `DELETE FROM jobs WHERE id = $1`, job.ID); err != nil {
+	if _, err := store.PoolForTest(st).Exec(ctx, `DELETE FROM jobs WHERE id = $1`, job.ID); err != nil {
 		t.Fatal(err)
 	}
 	var left int
-	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM job_chunk_counts WHERE job_id = $1`, job.ID).Scan(&left); err != nil || left != 0 {
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT count(*) FROM job_chunk_counts WHERE job_id = $1`, job.ID).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("counts of a deleted job: %d rows, %v", left, err)
 	}
 }

@@ -1,8 +1,16 @@
 package store
 
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
 // HotStatements are the statements a worker runs for every chunk (or every
-// few), by what they do: the plan test reads their generic plans.
-var HotStatements = map[string]string{
+// few), by what they do, as Postgres receives them (named arguments
+// numbered): the plan test reads their generic plans.
+var HotStatements = numbered(map[string]string{
 	"claim chunk":     claimChunkSQL,
 	"cached answers":  cachedAnswersSQL,
 	"claim lookups":   claimLookupsSQL,
@@ -13,4 +21,20 @@ var HotStatements = map[string]string{
 	"finish job":      finishJobSQL,
 	"dispatch next":   dispatchNextSQL,
 	"next due":        nextDueSQL,
+})
+
+// numbered rewrites @name placeholders to $n, as pgx does for NamedArgs.
+func numbered(stmts map[string]string) map[string]string {
+	for name, sql := range stmts {
+		rewritten, _, err := pgx.NamedArgs{}.RewriteQuery(context.Background(), nil, sql, nil)
+		if err != nil {
+			panic("store: number the placeholders of " + name + ": " + err.Error())
+		}
+		stmts[name] = rewritten
+	}
+	return stmts
 }
+
+// PoolForTest is the store's pool, for this package's tests: they check the
+// schema, plans and rows with SQL of their own.
+func PoolForTest(s *Store) *pgxpool.Pool { return s.pool }

@@ -125,7 +125,7 @@ func (fr *feedReader) read(t *testing.T) []store.FeedItem {
 // stored lists every result row and no-match marker of tenant's jobs.
 func stored(t *testing.T, st *store.Store, tenant string) map[feedKey]bool {
 	t.Helper()
-	rows, err := st.Pool().Query(context.Background(), `
+	rows, err := store.PoolForTest(st).Query(context.Background(), `
 		SELECT x.kind, x.seq FROM (
 			SELECT 'profile' AS kind, seq, job_id FROM profile_results
 			UNION ALL SELECT 'email', seq, job_id FROM email_results
@@ -207,7 +207,7 @@ func TestResultsFeedExactlyOnce(t *testing.T) {
 	}
 
 	// A worker's transaction takes a seq for row 3 and stays open...
-	late, err := st.Pool().Begin(ctx)
+	late, err := store.PoolForTest(st).Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestResultsFeedExactlyOnce(t *testing.T) {
 	// ...while later rows commit.
 	save(t, st, "acme", claim, profileOutcome(r[4], false), profileOutcome(r[5], false))
 	var naiveLast int64
-	if err := st.Pool().QueryRow(ctx, `SELECT max(seq) FROM profile_results WHERE job_id = $1`, job.ID).Scan(&naiveLast); err != nil {
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT max(seq) FROM profile_results WHERE job_id = $1`, job.ID).Scan(&naiveLast); err != nil {
 		t.Fatal(err)
 	}
 	if naiveLast <= lateSeq {
@@ -239,7 +239,7 @@ func TestResultsFeedExactlyOnce(t *testing.T) {
 	save(t, st, "beta", otherClaim, noMatchOutcome(otherClaim.Rows[1]))
 	// Where "seq > last" over profile_results would have resumed: row 3 is behind it.
 	var naive int
-	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FROM profile_results WHERE job_id = $1 AND seq > $2 AND row_id = $3`,
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT count(*) FROM profile_results WHERE job_id = $1 AND seq > $2 AND row_id = $3`,
 		job.ID, naiveLast, r[3].ID).Scan(&naive); err != nil || naive != 0 {
 		t.Fatalf("naive read finds the late row %d times (err %v); the hazard is gone?", naive, err)
 	}
@@ -287,7 +287,7 @@ func TestResultsFeedConcurrentWriters(t *testing.T) {
 		wg.Go(func() {
 			for i := range perWriter {
 				row := claim.Rows[w*perWriter+i]
-				tx, err := st.Pool().Begin(ctx)
+				tx, err := store.PoolForTest(st).Begin(ctx)
 				if err != nil {
 					t.Error(err)
 					return
@@ -352,7 +352,7 @@ func TestAdvanceNeedsReadCommitted(t *testing.T) {
 	ctx := context.Background()
 	_, claim := feedJob(t, st, "acme", 2)
 	save(t, st, "acme", claim, profileOutcome(claim.Rows[0], true), noMatchOutcome(claim.Rows[1]))
-	tx, err := st.Pool().BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	tx, err := store.PoolForTest(st).BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
@@ -22,7 +23,7 @@ func TestRowStateChangesTouchNoIndex(t *testing.T) {
 	t.Parallel()
 	st := storetest.New(t)
 	ctx := context.Background()
-	rows, err := st.Pool().Query(ctx, `SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index
+	rows, err := store.PoolForTest(st).Query(ctx, `SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index
 		WHERE indrelid = 'job_rows'::regclass`)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +52,7 @@ func TestRowStateChangesTouchNoIndex(t *testing.T) {
 		}
 	}
 	var fill int
-	if err := st.Pool().QueryRow(ctx, `SELECT coalesce((SELECT split_part(o, '=', 2)::int FROM unnest(reloptions) o
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT coalesce((SELECT split_part(o, '=', 2)::int FROM unnest(reloptions) o
 		WHERE o LIKE 'fillfactor=%'), 100) FROM pg_class WHERE oid = 'job_rows'::regclass`).Scan(&fill); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +69,7 @@ func TestCacheAndClaimKeysCompareBytes(t *testing.T) {
 	t.Parallel()
 	st := storetest.New(t)
 	ctx := context.Background()
-	rows, err := st.Pool().Query(ctx, `SELECT a.attrelid::regclass::text || '.' || a.attname, coalesce(c.collname, '')
+	rows, err := store.PoolForTest(st).Query(ctx, `SELECT a.attrelid::regclass::text || '.' || a.attname, coalesce(c.collname, '')
 		FROM pg_attribute a LEFT JOIN pg_collation c ON c.oid = a.attcollation
 		WHERE a.attrelid IN ('lookup_cache'::regclass, 'lookup_claims'::regclass) AND a.attname IN ('tenant', 'stage', 'input_key')
 		UNION ALL

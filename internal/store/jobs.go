@@ -119,10 +119,11 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	var jobID string
 	err = tx.QueryRow(ctx, `
 		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key, callback_url)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+		VALUES (@tenant, @name, @lookups, @roles, @budget, @max_age, @format, @idempotency_key, @callback_url)
 		ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING id::text`,
-		nj.Tenant, nj.Name, nj.Lookups, roles, nj.BudgetCredits, int64(nj.MaxAge/time.Second), nj.SourceFormat, idem, nullIfEmpty(nj.CallbackURL),
+		pgx.StrictNamedArgs{"tenant": nj.Tenant, "name": nj.Name, "lookups": nj.Lookups, "roles": roles, "budget": nj.BudgetCredits,
+			"max_age": int64(nj.MaxAge / time.Second), "format": nj.SourceFormat, "idempotency_key": idem, "callback_url": nullIfEmpty(nj.CallbackURL)},
 	).Scan(&jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The key was used before: the first job is the answer.

@@ -116,8 +116,9 @@ func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
 		spent, reserved, budget *int64
 	)
 	err := s.pool.QueryRow(ctx, `SELECT outcome, ledger_id, state, spent, reserved, budget
-		FROM enrichq_reserve($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		r.JobID, r.RowID, r.RowCount, r.Stage, r.Endpoint, r.IdempotencyKey, r.Credits, r.TTL.Milliseconds(), account, r.Allowance).
+		FROM enrichq_reserve(@job_id, @row_id, @row_count, @stage, @endpoint, @idempotency_key, @credits, @ttl_ms, @account, @allowance)`,
+		pgx.StrictNamedArgs{"job_id": r.JobID, "row_id": r.RowID, "row_count": r.RowCount, "stage": r.Stage, "endpoint": r.Endpoint,
+			"idempotency_key": r.IdempotencyKey, "credits": r.Credits, "ttl_ms": r.TTL.Milliseconds(), "account": account, "allowance": r.Allowance}).
 		Scan(&outcome, &id, &state, &spent, &reserved, &budget)
 	if err != nil {
 		return 0, err
@@ -206,8 +207,9 @@ func (s *Store) MarkUnknown(ctx context.Context, ledgerID int64, reason string) 
 // settlement that is lost leaves the call counted at its worst case.
 func (s *Store) closeReservation(ctx context.Context, id int64, status string, charged *int64, reported bool, remaining *int64, errText string, split any) error {
 	return s.retry(ctx, true, func() error {
-		_, err := s.pool.Exec(ctx, `SELECT enrichq_close_reservation($1, $2, $3, $4, $5, $6, $7::jsonb)`,
-			id, status, charged, reported, remaining, errText, split)
+		_, err := s.pool.Exec(ctx, `SELECT enrichq_close_reservation(@id, @status, @charged, @reported, @remaining, @error, @split::jsonb)`,
+			pgx.StrictNamedArgs{"id": id, "status": status, "charged": charged, "reported": reported, "remaining": remaining,
+				"error": errText, "split": split})
 		return err
 	})
 }

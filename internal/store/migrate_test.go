@@ -58,7 +58,7 @@ func migrationProvider(t *testing.T) (*store.Store, *sql.DB, *goose.Provider) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	db := stdlib.OpenDBFromPool(st.Pool())
+	db := stdlib.OpenDBFromPool(store.PoolForTest(st))
 	t.Cleanup(func() { db.Close() })
 	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
 	if err != nil {

@@ -95,7 +95,7 @@ func TestLookupClaimsAreExclusive(t *testing.T) {
 	if _, err := st.ClaimLookups(ctx, "acme", domain.StageEmail, []string{"x"}, "00000000-0000-0000-0000-000000000003", time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Pool().Exec(ctx, `UPDATE lookup_claims SET expires_at = now() - interval '1 second' WHERE input_key = 'x'`); err != nil {
+	if _, err := store.PoolForTest(st).Exec(ctx, `UPDATE lookup_claims SET expires_at = now() - interval '1 second' WHERE input_key = 'x'`); err != nil {
 		t.Fatal(err)
 	}
 	won4, err := st.ClaimLookups(ctx, "acme", domain.StageEmail, []string{"x"}, "00000000-0000-0000-0000-000000000004", time.Minute)
@@ -267,7 +267,7 @@ func TestSaveOutcomesGivesUpTheTokensLookupClaims(t *testing.T) {
 		t.Fatalf("save: %v, %v", ids, err)
 	}
 	var mine, others int
-	if err := st.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE token = $1), count(*) FILTER (WHERE token <> $1) FROM lookup_claims`,
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT count(*) FILTER (WHERE token = $1), count(*) FILTER (WHERE token <> $1) FROM lookup_claims`,
 		claim.Token).Scan(&mine, &others); err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestExtendLeaseExtendsTheTokensLookupClaims(t *testing.T) {
 	ctx := context.Background()
 	claim := claimChunkAndLookups(t, st, "00000000-0000-0000-0000-0000000000bb", time.Millisecond)
 	// Both tokens' claims have run out; the heartbeat comes for the first.
-	if _, err := st.Pool().Exec(ctx, `UPDATE lookup_claims SET expires_at = now() - interval '1 second'`); err != nil {
+	if _, err := store.PoolForTest(st).Exec(ctx, `UPDATE lookup_claims SET expires_at = now() - interval '1 second'`); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.ExtendLease(ctx, claim.Token, claim.IDs(), time.Minute, time.Minute); err != nil {

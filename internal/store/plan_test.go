@@ -25,7 +25,7 @@ func TestHotStatementsReadNoTableWhole(t *testing.T) {
 	t.Parallel()
 	st := storetest.New(t)
 	ctx := context.Background()
-	conn, err := st.Pool().Acquire(ctx)
+	conn, err := store.PoolForTest(st).Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

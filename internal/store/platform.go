@@ -160,7 +160,8 @@ func (s *Store) UpsertPlatformMember(ctx context.Context, c ConnectedMember) (Pl
 	return scanMember(s.pool.QueryRow(ctx, `
 		INSERT INTO platform_members (tenant, member_id, name, email, headline, token, token_issued_at, token_expires_at,
 			refreshable, refresh_expires_at, scopes, profile, connected_at, last_synced_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $13)
+		VALUES (@tenant, @member_id, @name, @email, @headline, @token, @issued_at, @expires_at, @refreshable, @refresh_expires_at,
+			@scopes, @profile, @at, @at)
 		ON CONFLICT (tenant, member_id) DO UPDATE SET
 			name = excluded.name, email = excluded.email, headline = excluded.headline,
 			status = 'active', status_reason = '', token = excluded.token, token_issued_at = excluded.token_issued_at,
@@ -169,8 +170,9 @@ func (s *Store) UpsertPlatformMember(ctx context.Context, c ConnectedMember) (Pl
 			connected_at = excluded.connected_at, last_synced_at = excluded.last_synced_at, expiry_warned_at = NULL,
 			updated_at = now()
 		RETURNING `+memberColumns,
-		c.Tenant, c.MemberID, c.Name, c.Email, c.Headline, c.Token.Sealed, c.Token.IssuedAt, c.Token.ExpiresAt,
-		c.Token.Refreshable, c.Token.RefreshExpiresAt, scopes, jsonOrNull(c.Profile), c.At))
+		pgx.StrictNamedArgs{"tenant": c.Tenant, "member_id": c.MemberID, "name": c.Name, "email": c.Email, "headline": c.Headline,
+			"token": c.Token.Sealed, "issued_at": c.Token.IssuedAt, "expires_at": c.Token.ExpiresAt, "refreshable": c.Token.Refreshable,
+			"refresh_expires_at": c.Token.RefreshExpiresAt, "scopes": scopes, "profile": jsonOrNull(c.Profile), "at": c.At}))
 }
 
 func jsonOrNull(b []byte) any {
@@ -254,9 +256,11 @@ func (s *Store) LockPlatformMember(ctx context.Context, id string, fn func(Platf
 		if scopes == nil {
 			scopes = m.Token.Scopes
 		}
-		if _, err := tx.Exec(ctx, `UPDATE platform_members SET token = $2, token_issued_at = $3, token_expires_at = $4,
-				refreshable = $5, refresh_expires_at = $6, scopes = $7, refreshed_at = $3, expiry_warned_at = NULL, updated_at = now()
-			WHERE id = $1`, id, t.Sealed, t.IssuedAt, t.ExpiresAt, t.Refreshable, t.RefreshExpiresAt, scopes); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE platform_members SET token = @token, token_issued_at = @issued_at, token_expires_at = @expires_at,
+				refreshable = @refreshable, refresh_expires_at = @refresh_expires_at, scopes = @scopes, refreshed_at = @issued_at,
+				expiry_warned_at = NULL, updated_at = now()
+			WHERE id = @id`, pgx.StrictNamedArgs{"id": id, "token": t.Sealed, "issued_at": t.IssuedAt, "expires_at": t.ExpiresAt,
+			"refreshable": t.Refreshable, "refresh_expires_at": t.RefreshExpiresAt, "scopes": scopes}); err != nil {
 			return m, interpretError(err)
 		}
 	}
@@ -647,10 +651,12 @@ func (s *Store) SavePlatformOutcomes(ctx context.Context, token string, outs []S
 			any_match = r.any_match OR u.matched,
 			finished_at = CASE WHEN u.state IN ('matched', 'no_match', 'failed', 'skipped') THEN now() END,
 			updated_at = now()
-		FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[], $7::bool[])
+		FROM unnest(@ids::bigint[], @states::text[], @reasons::text[], @last_errors::text[], @next_at::timestamptz[], @inc::int[],
+				@matched::bool[])
 			AS u(id, state, reason, last_error, next_at, inc, matched)
-		WHERE r.id = u.id AND r.lease_token = $8 AND r.state = 'in_flight'
-		RETURNING r.id`, ids, states, reasons, lastErrors, next, inc, matched, token)
+		WHERE r.id = u.id AND r.lease_token = @token AND r.state = 'in_flight'
+		RETURNING r.id`, pgx.StrictNamedArgs{"ids": ids, "states": states, "reasons": reasons, "last_errors": lastErrors,
+		"next_at": next, "inc": inc, "matched": matched, "token": token})
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -670,10 +676,13 @@ func (s *Store) SavePlatformOutcomes(ctx context.Context, token string, outs []S
 		}
 		batch.Queue(`INSERT INTO profile_results (job_id, row_id, source, from_cache, profile_url, name, headline, company, role,
 				location, company_size, industry, technographics, raw, fetched_at)
-			SELECT job_id, id, 'platform', false, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM job_rows WHERE id = $1
+			SELECT job_id, id, 'platform', false, @profile_url, @name, @headline, @company, @role, @location, @company_size,
+				@industry, @technographics, @raw, @fetched_at FROM job_rows WHERE id = @row_id
 			ON CONFLICT (row_id) DO NOTHING`,
-			o.RowID, p.ProfileURL, nullIfEmpty(p.Name), nullIfEmpty(p.Headline), nullIfEmpty(p.Company), nullIfEmpty(p.Role),
-			nullIfEmpty(p.Location), nullIfEmpty(p.CompanySize), nullIfEmpty(p.Industry), p.Technographics, jsonOrEmpty(p.Raw), o.FetchedAt)
+			pgx.StrictNamedArgs{"row_id": o.RowID, "profile_url": p.ProfileURL, "name": nullIfEmpty(p.Name), "headline": nullIfEmpty(p.Headline),
+				"company": nullIfEmpty(p.Company), "role": nullIfEmpty(p.Role), "location": nullIfEmpty(p.Location),
+				"company_size": nullIfEmpty(p.CompanySize), "industry": nullIfEmpty(p.Industry), "technographics": p.Technographics,
+				"raw": jsonOrEmpty(p.Raw), "fetched_at": o.FetchedAt})
 		if o.MemberID != "" {
 			batch.Queue(`UPDATE platform_members SET profile = $2, name = coalesce(nullif($3, ''), name),
 					headline = coalesce(nullif($4, ''), headline), last_synced_at = $5, updated_at = now()

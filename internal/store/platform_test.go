@@ -237,7 +237,7 @@ func TestPlatformSyncJob(t *testing.T) {
 		t.Fatalf("save: %v %v", written, err)
 	}
 	var source, raw string
-	if err := st.Pool().QueryRow(ctx, `SELECT source, raw::text FROM profile_results WHERE row_id = $1`, r0.ID).Scan(&source, &raw); err != nil || source != "platform" {
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT source, raw::text FROM profile_results WHERE row_id = $1`, r0.ID).Scan(&source, &raw); err != nil || source != "platform" {
 		t.Fatalf("profile_results: %q %s %v", source, raw, err)
 	}
 	if m, _ := st.GetPlatformMember(ctx, "acme", r0.Member.ID); m.LastSyncedAt == nil || m.Name != "Ann Lee" {

@@ -214,21 +214,28 @@ func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []O
 }
 
 func (s *Store) saveOutcomes(ctx context.Context, tenant, token string, a *saveArgs) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, saveOutcomesSQL,
-		// $1-$10: row states
-		a.ids, a.states, a.reasons, a.lastErrors, a.next, a.inc, a.found, a.stages, token, a.anyMatch,
-		// $11-$24: profiles
-		a.p.rowID, a.p.source, a.p.fromCache, a.p.url, a.p.name, a.p.headline, a.p.company, a.p.role, a.p.location,
-		a.p.size, a.p.industry, a.p.tech, a.p.raw, a.p.fetched,
-		// $25-$33: emails
-		a.e.rowID, a.e.source, a.e.fromCache, a.e.url, a.e.email, a.e.confidence, a.e.verified, a.e.raw, a.e.fetched,
-		// $34-$42: phones
-		a.ph.rowID, a.ph.source, a.ph.fromCache, a.ph.url, a.ph.phones, a.ph.primaryNumber, a.ph.primaryType, a.ph.raw, a.ph.fetched,
-		// $43-$47: no-match markers
-		a.n.rowID, a.n.stage, a.n.source, a.n.fromCache, a.n.checked,
-		// $48-$53: cache entries
-		tenant, a.c.stage, a.c.key, a.c.matched, a.c.result, a.c.fetched,
-	)
+	rows, err := s.pool.Query(ctx, saveOutcomesSQL, pgx.StrictNamedArgs{
+		// row states
+		"ids": a.ids, "states": a.states, "reasons": a.reasons, "last_errors": a.lastErrors, "next_at": a.next, "inc": a.inc,
+		"found": a.found, "stages": a.stages, "token": token, "any_match": a.anyMatch,
+		// profiles
+		"p_row_id": a.p.rowID, "p_source": a.p.source, "p_from_cache": a.p.fromCache, "p_url": a.p.url, "p_name": a.p.name,
+		"p_headline": a.p.headline, "p_company": a.p.company, "p_role": a.p.role, "p_location": a.p.location,
+		"p_size": a.p.size, "p_industry": a.p.industry, "p_tech": a.p.tech, "p_raw": a.p.raw, "p_fetched": a.p.fetched,
+		// emails
+		"e_row_id": a.e.rowID, "e_source": a.e.source, "e_from_cache": a.e.fromCache, "e_url": a.e.url, "e_email": a.e.email,
+		"e_confidence": a.e.confidence, "e_verified": a.e.verified, "e_raw": a.e.raw, "e_fetched": a.e.fetched,
+		// phones
+		"ph_row_id": a.ph.rowID, "ph_source": a.ph.source, "ph_from_cache": a.ph.fromCache, "ph_url": a.ph.url,
+		"ph_phones": a.ph.phones, "ph_primary_number": a.ph.primaryNumber, "ph_primary_type": a.ph.primaryType,
+		"ph_raw": a.ph.raw, "ph_fetched": a.ph.fetched,
+		// no-match markers
+		"n_row_id": a.n.rowID, "n_stage": a.n.stage, "n_source": a.n.source, "n_from_cache": a.n.fromCache,
+		"n_checked": a.n.checked,
+		// cache entries
+		"tenant": tenant, "c_stage": a.c.stage, "c_key": a.c.key, "c_matched": a.c.matched, "c_result": a.c.result,
+		"c_fetched": a.c.fetched,
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -250,9 +257,9 @@ WITH u AS (
 		any_match = r.any_match OR u.any_match,
 		finished_at = CASE WHEN u.state IN ('matched', 'no_match', 'failed', 'skipped') THEN now() END,
 		updated_at = now()
-	FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::timestamptz[], $6::int[], $7::text[], $8::text[], $10::bool[])
+	FROM unnest(@ids::bigint[], @states::text[], @reasons::text[], @last_errors::text[], @next_at::timestamptz[], @inc::int[], @found::text[], @stages::text[], @any_match::bool[])
 		AS u(id, state, reason, last_error, next_at, inc, found, stages, any_match)
-	WHERE r.id = u.id AND r.lease_token = $9 AND r.state = 'in_flight'
+	WHERE r.id = u.id AND r.lease_token = @token AND r.state = 'in_flight'
 	RETURNING r.id, r.job_id
 ), p AS (
 	INSERT INTO profile_results (job_id, row_id, source, from_cache, profile_url, name, headline, company, role,
@@ -262,8 +269,8 @@ WITH u AS (
 		CASE WHEN x.tech IS NOT NULL THEN
 			ARRAY(SELECT t.v FROM jsonb_array_elements_text(x.tech::jsonb) WITH ORDINALITY AS t(v, i) ORDER BY t.i) END,
 		x.raw::jsonb, x.fetched
-	FROM unnest($11::bigint[], $12::text[], $13::bool[], $14::text[], $15::text[], $16::text[], $17::text[], $18::text[],
-		$19::text[], $20::text[], $21::text[], $22::text[], $23::text[], $24::timestamptz[])
+	FROM unnest(@p_row_id::bigint[], @p_source::text[], @p_from_cache::bool[], @p_url::text[], @p_name::text[], @p_headline::text[], @p_company::text[], @p_role::text[],
+		@p_location::text[], @p_size::text[], @p_industry::text[], @p_tech::text[], @p_raw::text[], @p_fetched::timestamptz[])
 		WITH ORDINALITY AS x(row_id, source, from_cache, url, name, headline, company, role, location, size, industry, tech, raw, fetched, ord)
 	JOIN u ON u.id = x.row_id
 	ORDER BY x.ord
@@ -271,7 +278,7 @@ WITH u AS (
 ), e AS (
 	INSERT INTO email_results (job_id, row_id, source, from_cache, profile_url, email, confidence, verified, raw, fetched_at)
 	SELECT u.job_id, x.row_id, x.source, x.from_cache, x.url, x.email, x.confidence, x.verified, x.raw::jsonb, x.fetched
-	FROM unnest($25::bigint[], $26::text[], $27::bool[], $28::text[], $29::text[], $30::float8[], $31::bool[], $32::text[], $33::timestamptz[])
+	FROM unnest(@e_row_id::bigint[], @e_source::text[], @e_from_cache::bool[], @e_url::text[], @e_email::text[], @e_confidence::float8[], @e_verified::bool[], @e_raw::text[], @e_fetched::timestamptz[])
 		WITH ORDINALITY AS x(row_id, source, from_cache, url, email, confidence, verified, raw, fetched, ord)
 	JOIN u ON u.id = x.row_id
 	ORDER BY x.ord
@@ -280,7 +287,7 @@ WITH u AS (
 	INSERT INTO phone_results (job_id, row_id, source, from_cache, profile_url, phones, primary_number, primary_type, raw, fetched_at)
 	SELECT u.job_id, x.row_id, x.source, x.from_cache, x.url, x.phones::jsonb, nullif(x.primary_number, ''), nullif(x.primary_type, ''),
 		x.raw::jsonb, x.fetched
-	FROM unnest($34::bigint[], $35::text[], $36::bool[], $37::text[], $38::text[], $39::text[], $40::text[], $41::text[], $42::timestamptz[])
+	FROM unnest(@ph_row_id::bigint[], @ph_source::text[], @ph_from_cache::bool[], @ph_url::text[], @ph_phones::text[], @ph_primary_number::text[], @ph_primary_type::text[], @ph_raw::text[], @ph_fetched::timestamptz[])
 		WITH ORDINALITY AS x(row_id, source, from_cache, url, phones, primary_number, primary_type, raw, fetched, ord)
 	JOIN u ON u.id = x.row_id
 	ORDER BY x.ord
@@ -288,7 +295,7 @@ WITH u AS (
 ), n AS (
 	INSERT INTO no_matches (job_id, row_id, stage, source, from_cache, checked_at)
 	SELECT u.job_id, x.row_id, x.stage, x.source, x.from_cache, x.checked
-	FROM unnest($43::bigint[], $44::text[], $45::text[], $46::bool[], $47::timestamptz[])
+	FROM unnest(@n_row_id::bigint[], @n_stage::text[], @n_source::text[], @n_from_cache::bool[], @n_checked::timestamptz[])
 		WITH ORDINALITY AS x(row_id, stage, source, from_cache, checked, ord)
 	JOIN u ON u.id = x.row_id
 	ORDER BY x.ord
@@ -296,13 +303,13 @@ WITH u AS (
 ), c AS (
 	-- In (stage, key) order, so concurrent workers cannot deadlock.
 	INSERT INTO lookup_cache (tenant, stage, input_key, matched, result, fetched_at)
-	SELECT $48, x.stage, x.key, x.matched, x.result::jsonb, x.fetched
-	FROM unnest($49::text[], $50::text[], $51::bool[], $52::text[], $53::timestamptz[]) WITH ORDINALITY AS x(stage, key, matched, result, fetched, ord)
+	SELECT @tenant, x.stage, x.key, x.matched, x.result::jsonb, x.fetched
+	FROM unnest(@c_stage::text[], @c_key::text[], @c_matched::bool[], @c_result::text[], @c_fetched::timestamptz[]) WITH ORDINALITY AS x(stage, key, matched, result, fetched, ord)
 	ORDER BY x.ord
 	ON CONFLICT (tenant, stage, input_key) DO UPDATE SET matched = excluded.matched, result = excluded.result, fetched_at = excluded.fetched_at
 		WHERE lookup_cache.fetched_at < excluded.fetched_at
 ), released AS (
-	DELETE FROM lookup_claims l WHERE ` + tokenClaims("$9") + `
+	DELETE FROM lookup_claims l WHERE ` + tokenClaims("@token") + `
 )
 SELECT id FROM u`
 

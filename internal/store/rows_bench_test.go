@@ -59,7 +59,7 @@ func BenchmarkRowCounts(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if _, err := st.Pool().Exec(ctx, `VACUUM ANALYZE job_rows`); err != nil {
+	if _, err := store.PoolForTest(st).Exec(ctx, `VACUUM ANALYZE job_rows`); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("chunk_counts", func(b *testing.B) {
@@ -72,7 +72,7 @@ func BenchmarkRowCounts(b *testing.B) {
 	})
 	b.Run("count_rows", func(b *testing.B) {
 		for b.Loop() {
-			r, err := st.Pool().Query(ctx, `SELECT state, count(*) FROM job_rows WHERE job_id = $1 GROUP BY state`, job.ID)
+			r, err := store.PoolForTest(st).Query(ctx, `SELECT state, count(*) FROM job_rows WHERE job_id = $1 GROUP BY state`, job.ID)
 			if err != nil {
 				b.Fatal(err)
 			}

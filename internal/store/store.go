@@ -86,9 +86,6 @@ func (s *Store) Close() {
 	s.pool.Close()
 }
 
-// Pool exposes the pool to tests and benchmarks of this module.
-func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
 // Ping checks that Postgres answers.
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 

@@ -77,7 +77,7 @@ func TestCreateJobIdempotentAndAtomic(t *testing.T) {
 		t.Fatalf("err = %v, want %v", err, boom)
 	}
 	var jobs, rows int
-	if err := st.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM job_rows)`).Scan(&jobs, &rows); err != nil {
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM job_rows)`).Scan(&jobs, &rows); err != nil {
 		t.Fatal(err)
 	}
 	if jobs != 2 || rows != 26 {

@@ -164,11 +164,21 @@ func NewDatabase(tb testing.TB) string {
 // New returns a Store on a fresh database, closed when the test ends.
 func New(tb testing.TB) *store.Store {
 	tb.Helper()
-	st, err := store.Open(context.Background(), NewDatabase(tb), store.Options{})
+	return Open(tb, NewDatabase(tb))
+}
+
+// Open returns a Store on the database at url (one of NewDatabase's), closed
+// when the test ends. The helpers of this package that read or write behind
+// the store's back work on the stores of New and Open.
+func Open(tb testing.TB, url string) *store.Store {
+	tb.Helper()
+	st, err := store.Open(context.Background(), url, store.Options{})
 	if err != nil {
 		tb.Fatalf("storetest: open: %v", err)
 	}
 	tb.Cleanup(st.Close)
+	databases.Store(st, url)
+	tb.Cleanup(func() { databases.Delete(st) })
 	return st
 }
 
