@@ -728,3 +728,16 @@ func (s *Store) MarkPlatformChunksEnqueued(ctx context.Context, jobID string, ch
 	_, err := s.pool.Exec(ctx, `UPDATE platform_sync_chunks SET enqueued_at = now() WHERE job_id = $1 AND chunk = ANY($2)`, jobID, chunks)
 	return interpretError(err)
 }
+
+// OpenPlatformChunks returns the chunks of member sync job jobID that have
+// rows pending or waiting, from their counts (no scan of the job's rows).
+func (s *Store) OpenPlatformChunks(ctx context.Context, jobID string) ([]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.chunk FROM platform_sync_chunks c
+		JOIN job_chunk_counts k ON k.job_id = c.job_id AND k.chunk = c.chunk
+		WHERE c.job_id = $1 AND k.pending + k.retry_wait > 0 ORDER BY c.chunk`, jobID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	chunks, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	return chunks, interpretError(err)
+}

@@ -260,3 +260,44 @@ func TestPlatformSyncJob(t *testing.T) {
 		t.Errorf("claim once due: %+v", c)
 	}
 }
+
+// A resumed member sync is dispatched at the scheduler's next step, not
+// after the recheck: its chunks were handed out just before the pause.
+func TestResumedPlatformSyncIsDueAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	for i := range 3 {
+		connect(t, st, "acme", fmt.Sprint("m-", i), nil, false, nil)
+	}
+	job, _, err := st.CreatePlatformSync(ctx, store.NewPlatformSync{Tenant: "acme", All: true, ChunkSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunks, err := st.OpenPlatformChunks(ctx, job.ID); err != nil || len(chunks) != 2 || chunks[0] != 0 || chunks[1] != 1 {
+		t.Fatalf("open chunks: %v %v", chunks, err)
+	}
+	if refs, err := st.PlatformChunksToEnqueue(ctx, time.Now(), time.Hour, 100); err != nil || len(refs) != 2 {
+		t.Fatalf("first dispatch: %v %v", refs, err)
+	}
+	if ok, err := st.PauseJob(ctx, job.ID, "platform version 202611 is retired; set a newer one"); err != nil || !ok {
+		t.Fatalf("pause: %v %v", ok, err)
+	}
+	if err := st.ResumeJob(ctx, job.ID); err != nil {
+		t.Fatal(err)
+	}
+	if refs, err := st.PlatformChunksToEnqueue(ctx, time.Now(), time.Hour, 100); err != nil || len(refs) != 2 {
+		t.Fatalf("dispatch after resume, within the recheck: %v %v", refs, err)
+	}
+	other, _, err := st.CreatePlatformSync(ctx, store.NewPlatformSync{Tenant: "acme", Members: []string{"m-0"}, ChunkSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := st.ClaimPlatformChunk(ctx, other.ID, 0, time.Minute, time.Now())
+	if err != nil || len(claim.Rows) != 1 {
+		t.Fatalf("claim: %+v %v", claim, err)
+	}
+	if chunks, err := st.OpenPlatformChunks(ctx, other.ID); err != nil || len(chunks) != 0 {
+		t.Errorf("open chunks of a job whose one row is in flight: %v %v", chunks, err)
+	}
+}
