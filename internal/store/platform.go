@@ -741,3 +741,23 @@ func (s *Store) OpenPlatformChunks(ctx context.Context, jobID string) ([]int, er
 	chunks, err := pgx.CollectRows(rows, pgx.RowTo[int])
 	return chunks, interpretError(err)
 }
+
+// StoredProfile is where a row's stored profile came from and when it was
+// read: what an operator checks of a member sync's results.
+type StoredProfile struct {
+	RowID     int64
+	Source    string // vendor or platform
+	Raw       []byte // the answer as received
+	FetchedAt time.Time
+}
+
+// StoredProfiles returns the profiles stored for the rows of job jobID, in row order.
+func (s *Store) StoredProfiles(ctx context.Context, jobID string) ([]StoredProfile, error) {
+	rows, err := s.pool.Query(ctx, `SELECT row_id, source, raw, fetched_at FROM profile_results
+		WHERE job_id = $1 ORDER BY row_id`, jobID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[StoredProfile])
+	return out, interpretError(err)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -236,9 +237,9 @@ func TestPlatformSyncJob(t *testing.T) {
 	if err != nil || len(written) != 2 {
 		t.Fatalf("save: %v %v", written, err)
 	}
-	var source, raw string
-	if err := st.Pool().QueryRow(ctx, `SELECT source, raw::text FROM profile_results WHERE row_id = $1`, r0.ID).Scan(&source, &raw); err != nil || source != "platform" {
-		t.Fatalf("profile_results: %q %s %v", source, raw, err)
+	if ps, err := st.StoredProfiles(ctx, all.ID); err != nil || len(ps) != 1 || ps[0].RowID != r0.ID || ps[0].Source != "platform" ||
+		!ps[0].FetchedAt.Equal(now.Truncate(time.Microsecond)) || !strings.Contains(string(ps[0].Raw), `"extra": 1`) {
+		t.Fatalf("stored profiles: %+v %v", ps, err)
 	}
 	if m, _ := st.GetPlatformMember(ctx, "acme", r0.Member.ID); m.LastSyncedAt == nil || m.Name != "Ann Lee" {
 		t.Errorf("member after sync: %+v", m)
