@@ -52,7 +52,7 @@ func (p *Platform) SubmitSync(ctx context.Context, req SyncRequest) (store.Job, 
 	}
 	p.log.Info("member sync submitted", "job_id", job.ID, "tenant", job.Tenant, "members", job.TotalRows, "chunks", job.ChunkCount)
 	if p.enq != nil {
-		chunks := make([]int, job.ChunkCount)
+		chunks := make([]int, min(job.ChunkCount, maxFirstChunks))
 		for c := range chunks {
 			chunks[c] = c
 		}
@@ -72,10 +72,9 @@ func GuardMembers(refs []string) error {
 	return nil
 }
 
-// ResumeSync resumes a paused member sync job and hands its chunks to the
-// queue at once: the scheduler's dispatch would wait out the recheck of
-// chunks handed out just before the pause. Without a queue (enq nil) the
-// scheduler's next dispatch takes them.
+// ResumeSync resumes a paused member sync job and hands its open chunks to
+// the queue at once, without waiting for the scheduler's next dispatch
+// (which takes them when this enqueue fails, or without a queue: enq nil).
 func (p *Platform) ResumeSync(ctx context.Context, jobID string) error {
 	if err := p.store.ResumeJob(ctx, jobID); err != nil {
 		return err
