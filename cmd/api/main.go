@@ -31,6 +31,7 @@ import (
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
+	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -109,13 +110,13 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	}
 	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
 	defer enq.Close()
-	var platform *jobs.Platform // the platform's own API: off unless configured, refused half-configured
+	var plat *platform.Platform // the platform's own API: off unless configured, refused half-configured
 	if cfg.Platform.Enabled() {
 		p := cfg.Platform
-		settings := jobs.PlatformSettings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
+		settings := platform.Settings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
 			ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
 			ExpiryWindow: p.ExpiryWindow, ChunkSize: cfg.ChunkSize}
-		if platform, err = jobs.OpenPlatform(st, enq, settings, log.With("component", "platform")); err != nil {
+		if plat, err = platform.Open(st, enq, settings, log.With("component", "platform")); err != nil {
 			return err
 		}
 	}
@@ -151,7 +152,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 			}
 		},
 		Log:      log,
-		Platform: platform,
+		Platform: plat,
 	})
 
 	// /metrics beside the API (Prometheus text format, no key: keep the

@@ -2,10 +2,12 @@
 // due or lost (Postgres is the truth, Redis only dispatch), counts dead
 // credit reservations as spent, and marks finished jobs. Running two is
 // safe: one takes a Postgres advisory lock and sweeps, the other waits.
+// Every instance delivers webhooks (each claims its own deliveries).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +17,9 @@ import (
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
+	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/webhook"
 )
 
 func main() {
@@ -60,18 +64,17 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 		MaxAttempts: cfg.MaxAttempts,
 		Window:      cfg.JobWindow,
 	}}
-	if cfg.Webhooks.Enabled() {
-		sw.Webhooks = jobs.NewWebhooks(st, jobs.WebhookConfig{Secret: cfg.Webhooks.Secret, AllowPrivate: cfg.Webhooks.AllowPrivate},
-			log.With("component", "webhooks"))
-	}
 	if cfg.Platform.Enabled() { // due member sync chunks, token refresh and expiry reports
 		p := cfg.Platform
-		settings := jobs.PlatformSettings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
+		settings := platform.Settings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
 			ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
 			ExpiryWindow: p.ExpiryWindow, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
-		if sw.Platform, err = jobs.OpenPlatform(st, enq, settings, log.With("component", "platform")); err != nil {
+		plat, err := platform.Open(st, enq, settings, log.With("component", "platform"))
+		if err != nil {
 			return err
 		}
+		// wired to maintenance by the lead
+		sw.Steps = append(sw.Steps, platform.NewSyncDispatcher(plat, cfg.SweepInterval), platform.NewTokenSweeper(plat, cfg.SweepInterval))
 	}
 	if cfg.MetricsAddr != "" { // Go runtime metrics and /debug/pprof/
 		ml, err := metrics.Listen(cfg.MetricsAddr, metrics.NewRegistry())
@@ -83,7 +86,17 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 	}
 	log.Info("scheduler started", "queue", cfg.Queue, "interval", cfg.SweepInterval)
 	fmt.Fprintln(stdout, "scheduler started")
-	err = sw.Run(ctx)
+	// Webhooks are delivered on every scheduler, beside the leader's sweeps,
+	// never inside them: a slow receiver must not hold up lease recovery.
+	delivered := make(chan error, 1)
+	if cfg.Webhooks.Enabled() {
+		d := webhook.New(st, webhook.Config{Secret: cfg.Webhooks.Secret, AllowPrivate: cfg.Webhooks.AllowPrivate},
+			log.With("component", "webhooks"))
+		go func() { delivered <- d.Run(ctx) }()
+	} else {
+		delivered <- nil
+	}
+	err = errors.Join(sw.Run(ctx), <-delivered)
 	log.Info("scheduler stopped")
 	return err
 }

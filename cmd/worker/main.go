@@ -21,6 +21,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
+	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -115,11 +116,11 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
 	if cfg.Platform.Enabled() { // member sync jobs (platform:sync), same queue and workers
-		platform, err := jobs.OpenPlatform(st, nil, platformSettings(cfg), log.With("component", "platform"))
+		p, err := platform.Open(st, nil, platformSettings(cfg), log.With("component", "platform"))
 		if err != nil {
 			return err
 		}
-		mux.HandleFunc(jobs.TypePlatformSync, platform.HandleSync)
+		mux.HandleFunc(platform.TypeSync, p.HandleSync)
 	}
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
@@ -149,9 +150,9 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 
 // platformSettings are the platform's settings of the worker: its calls
 // share the vendor's timeout, its rows the vendor chunks' tuning.
-func platformSettings(cfg config.Worker) jobs.PlatformSettings {
+func platformSettings(cfg config.Worker) platform.Settings {
 	p := cfg.Platform
-	return jobs.PlatformSettings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
+	return platform.Settings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
 		ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
 		ExpiryWindow: p.ExpiryWindow, Timeout: cfg.Vendor.Timeout, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
 }

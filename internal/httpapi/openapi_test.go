@@ -17,6 +17,7 @@ import (
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/webhook"
 )
 
 // routePatterns returns the patterns routes.go registers, read from its
@@ -229,8 +230,8 @@ func TestOpenAPIDocument(t *testing.T) {
 		"StageCost":   reflect.TypeFor[store.StageCost](),
 		"Error.error": reflect.TypeFor[errorJSON](),
 
-		"WebhookPayload": reflect.TypeFor[jobs.WebhookPayload](),
-		"WebhookJob":     reflect.TypeFor[jobs.WebhookJob](),
+		"WebhookPayload": reflect.TypeFor[webhook.Payload](),
+		"WebhookJob":     reflect.TypeFor[webhook.Job](),
 
 		"PlatformMember":        reflect.TypeFor[memberJSON](),
 		"PlatformMemberList":    reflect.TypeFor[memberList](),

@@ -20,7 +20,7 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -28,7 +28,7 @@ import (
 const maxPlatformBody = 1 << 20
 
 // platform returns the platform's service, or the 503 of a server without it.
-func (s *server) platform() (*jobs.Platform, error) {
+func (s *server) platform() (*platform.Platform, error) {
 	if s.Platform == nil {
 		return nil, errorf(http.StatusServiceUnavailable, "platform_not_configured",
 			"the platform's API is not configured on this server (ENRICHQ_PLATFORM_* variables, see the README)")
@@ -39,7 +39,7 @@ func (s *server) platform() (*jobs.Platform, error) {
 // platformError maps the platform's errors to answers; others go to writeError.
 func (s *server) platformError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
-		ce      *jobs.ConnectError
+		ce      *platform.ConnectError
 		unknown *store.UnknownMembersError
 	)
 	switch {
@@ -49,8 +49,8 @@ func (s *server) platformError(w http.ResponseWriter, r *http.Request, err error
 			msg = pe.Message
 		}
 		err = errorf(http.StatusUnprocessableEntity, "cold_lookup_refused", "%s", msg)
-	case errors.Is(err, jobs.ErrConnectState):
-		err = errorf(http.StatusBadRequest, "invalid_state", "%s", jobs.ErrConnectState.Error())
+	case errors.Is(err, platform.ErrConnectState):
+		err = errorf(http.StatusBadRequest, "invalid_state", "%s", platform.ErrConnectState.Error())
 	case errors.As(err, &ce):
 		status := http.StatusBadRequest
 		if ce.Upstream {
@@ -104,7 +104,7 @@ func (s *server) platformCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
-	m, err := p.CompleteConnect(r.Context(), jobs.Callback{State: q.Get("state"), Code: q.Get("code"),
+	m, err := p.CompleteConnect(r.Context(), platform.Callback{State: q.Get("state"), Code: q.Get("code"),
 		Error: q.Get("error"), ErrorDescription: q.Get("error_description")})
 	if err != nil {
 		s.platformError(w, r, err)
@@ -258,7 +258,7 @@ func (s *server) platformProfile(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := jobs.GuardMembers([]string{q.Get("member")}); err != nil {
+	if err := platform.GuardMembers([]string{q.Get("member")}); err != nil {
 		s.platformError(w, r, err)
 		return
 	}
@@ -345,31 +345,31 @@ func (s *server) platformSync(w http.ResponseWriter, r *http.Request) {
 
 // readSyncRequest decodes and checks the body of POST /v1/platform/sync. A
 // profile URL anywhere in it is a cold lookup, refused before anything else.
-func readSyncRequest(w http.ResponseWriter, r *http.Request) (jobs.SyncRequest, error) {
+func readSyncRequest(w http.ResponseWriter, r *http.Request) (platform.SyncRequest, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPlatformBody))
 	if err != nil {
-		return jobs.SyncRequest{}, &bodyError{err}
+		return platform.SyncRequest{}, &bodyError{err}
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil {
-		return jobs.SyncRequest{}, errorf(http.StatusBadRequest, "invalid_json", "the body is not a JSON object: %s", clip(err.Error()))
+		return platform.SyncRequest{}, errorf(http.StatusBadRequest, "invalid_json", "the body is not a JSON object: %s", clip(err.Error()))
 	}
 	for _, k := range profileLookupParams {
 		if v, ok := fields[k]; ok {
-			return jobs.SyncRequest{}, enrich.ColdLookupError(firstString(v))
+			return platform.SyncRequest{}, enrich.ColdLookupError(firstString(v))
 		}
 	}
 	for k := range fields {
 		if k != "name" && k != "members" {
-			return jobs.SyncRequest{}, &apiError{Status: http.StatusUnprocessableEntity, Code: "unknown_field",
+			return platform.SyncRequest{}, &apiError{Status: http.StatusUnprocessableEntity, Code: "unknown_field",
 				Message: fmt.Sprintf("unknown field %q: the body has name and members", clip(k)), Details: []ingest.FieldError{{Column: k, Message: "unknown field"}}}
 		}
 	}
 	var in syncRequest
 	if err := json.Unmarshal(body, &in); err != nil {
-		return jobs.SyncRequest{}, errorf(http.StatusBadRequest, "invalid_json", "%s", clip(err.Error()))
+		return platform.SyncRequest{}, errorf(http.StatusBadRequest, "invalid_json", "%s", clip(err.Error()))
 	}
-	req := jobs.SyncRequest{Name: in.Name}
+	req := platform.SyncRequest{Name: in.Name}
 	var all string
 	var list []string
 	switch {
@@ -473,7 +473,12 @@ func (s *server) platformSyncResume(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusConflict, "conflict", "the job is %s, not paused", job.State))
 		return
 	}
-	if err := s.Store.ResumeJob(r.Context(), job.ID); err != nil {
+	if s.Platform != nil { // hands its chunks to the queue at once
+		err = s.Platform.ResumeSync(r.Context(), job.ID)
+	} else { // the scheduler's next dispatch hands them
+		err = s.Store.ResumeJob(r.Context(), job.ID)
+	}
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
-	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -27,7 +27,7 @@ import (
 type platformBundle struct {
 	*bundle
 	fp    *fakeplatform.Platform
-	p     *jobs.Platform
+	p     *platform.Platform
 	clock *fakeplatform.Clock
 }
 
@@ -56,10 +56,10 @@ func platformSetup(t *testing.T, fake func(*fakeplatform.Options)) *platformBund
 	key := make([]byte, secretbox.KeySize)
 	_, _ = rand.Read(key)
 	box, _ := secretbox.New(key)
-	var p *jobs.Platform
+	var p *platform.Platform
 	b := setup(t, func(d *Deps) {
 		d.Now = clock.Now
-		p, err = jobs.NewPlatform(d.Store, nil, jobs.PlatformConfig{Client: client, OAuth: oauth, Box: box,
+		p, err = platform.New(d.Store, nil, platform.Config{Client: client, OAuth: oauth, Box: box,
 			Now: clock.Now, Rand: func() float64 { return 0 }}, d.Log)
 		if err != nil {
 			t.Fatal(err)
@@ -281,6 +281,10 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 		t.Fatalf("sync bob: %s %s", resp.Status, body)
 	}
 	id := decode[syncStatus](t, body).ID
+	// The scheduler hands the chunk out (this API has no queue of its own).
+	if refs, err := pb.st.PlatformChunksToEnqueue(ctx, pb.clock.Now(), time.Hour, 100); err != nil || len(refs) != 1 || refs[0].JobID != id {
+		t.Fatalf("dispatch of bob's sync: %v %v", refs, err)
+	}
 	if _, err := pb.p.ProcessSync(ctx, store.ChunkRef{JobID: id}); err != nil {
 		t.Fatal(err)
 	}
@@ -291,6 +295,10 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 	resp, body = pb.call(t, http.MethodPost, "/v1/platform/sync/"+id+"/resume", keyA, nil)
 	if st := decode[syncStatus](t, body); resp.StatusCode != 200 || (st.State != domain.JobRunning && st.State != domain.JobQueued) {
 		t.Errorf("resume: %s %s", resp.Status, body)
+	}
+	// Due at the scheduler's next dispatch, not after the recheck of the hand-out before the pause.
+	if refs, err := pb.st.PlatformChunksToEnqueue(ctx, pb.clock.Now(), time.Hour, 100); err != nil || len(refs) != 1 || refs[0].JobID != id {
+		t.Errorf("dispatch after resume: %v %v", refs, err)
 	}
 
 	// Bad requests.

@@ -16,6 +16,7 @@ import (
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
+	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -44,7 +45,7 @@ type Deps struct {
 	UploadTimeout time.Duration
 	// Platform serves the platform's own API (connect flow, members, member
 	// sync, platform.go); nil answers its routes 503 platform_not_configured.
-	Platform *jobs.Platform
+	Platform *platform.Platform
 	// Metrics counts requests by route pattern and status; nil records nothing.
 	Metrics *metrics.HTTP
 	// StatusCacheTTL is how long a job's status (GET /v1/jobs/{id}) is

@@ -7,6 +7,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/webhook"
 )
 
 // Submitter stores new jobs and hands their chunks to the queue.
@@ -58,7 +59,7 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (job store.Job, 
 		msg := ""
 		if !s.WebhooksEnabled {
 			msg = "this server sends no callbacks (ENRICHQ_WEBHOOK_SECRET is not set); poll GET /v1/jobs/{id} instead"
-		} else if err := CheckCallbackURL(ctx, url, s.AllowPrivateCallbacks); err != nil {
+		} else if err := webhook.CheckCallbackURL(ctx, url, s.AllowPrivateCallbacks); err != nil {
 			msg = err.Error()
 		}
 		if msg != "" {

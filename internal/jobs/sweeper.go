@@ -57,11 +57,11 @@ type Sweeper struct {
 	Enqueuer *Enqueuer
 	Log      *slog.Logger
 	Config   SweeperConfig
-	// Webhooks, when set, sends the completion callbacks that are due.
-	Webhooks *Webhooks
-	// Platform, when set, adds the platform's step at the end of each sweep:
-	// due member sync chunks, token refresh and expiry (platform.go).
-	Platform *Platform
+	// Steps run at the end of each sweep, under the same lock (the
+	// platform's dispatch and token steps).
+	Steps []interface {
+		Step(ctx context.Context) (int, error)
+	}
 }
 
 // SweepStats is what one sweep did.
@@ -70,7 +70,6 @@ type SweepStats struct {
 	ReservationsExpired int
 	ChunksEnqueued      int
 	JobsFinished        int
-	WebhooksDelivered   int
 }
 
 // Sweep runs every step once.
@@ -124,17 +123,8 @@ func (s *Sweeper) Sweep(ctx context.Context) (SweepStats, error) {
 	if _, err := s.Store.AdvanceResultsFeed(ctx); err != nil {
 		return st, err
 	}
-	if s.Webhooks != nil {
-		n, err := s.Webhooks.DeliverDue(ctx)
-		st.WebhooksDelivered = n
-		if err != nil {
-			return st, err
-		}
-	}
-	if s.Platform != nil {
-		ps, err := s.Platform.Sweep(ctx)
-		st.ChunksEnqueued += ps.ChunksEnqueued
-		if err != nil {
+	for _, step := range s.Steps {
+		if _, err := step.Step(ctx); err != nil {
 			return st, err
 		}
 	}

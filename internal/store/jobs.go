@@ -409,8 +409,8 @@ func (s *Store) PauseJob(ctx context.Context, id, reason string) (bool, error) {
 	return tag.RowsAffected() == 1, nil
 }
 
-// ResumeJob puts a paused job back to running; its chunks are due for the
-// scheduler's next sweep.
+// ResumeJob puts a paused job back to running; its chunks (vendor and member
+// sync alike) are due for the scheduler's next dispatch, not after the recheck.
 func (s *Store) ResumeJob(ctx context.Context, id string) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -424,6 +424,9 @@ func (s *Store) ResumeJob(ctx context.Context, id string) error {
 	}
 	if tag.RowsAffected() == 1 {
 		if _, err := tx.Exec(ctx, `UPDATE job_chunks SET enqueued_at = NULL WHERE job_id = $1`, id); err != nil {
+			return interpretError(err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE platform_sync_chunks SET enqueued_at = NULL WHERE job_id = $1`, id); err != nil {
 			return interpretError(err)
 		}
 	}

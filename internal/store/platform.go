@@ -737,3 +737,36 @@ func (s *Store) MarkPlatformChunksEnqueued(ctx context.Context, jobID string, ch
 	_, err := s.pool.Exec(ctx, `UPDATE platform_sync_chunks SET enqueued_at = now() WHERE job_id = $1 AND chunk = ANY($2)`, jobID, chunks)
 	return interpretError(err)
 }
+
+// OpenPlatformChunks returns the chunks of member sync job jobID that have
+// rows pending or waiting, from their counts (no scan of the job's rows).
+func (s *Store) OpenPlatformChunks(ctx context.Context, jobID string) ([]int, error) {
+	rows, err := s.pool.Query(ctx, `SELECT c.chunk FROM platform_sync_chunks c
+		JOIN job_chunk_counts k ON k.job_id = c.job_id AND k.chunk = c.chunk
+		WHERE c.job_id = $1 AND k.pending + k.retry_wait > 0 ORDER BY c.chunk`, jobID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	chunks, err := pgx.CollectRows(rows, pgx.RowTo[int])
+	return chunks, interpretError(err)
+}
+
+// StoredProfile is where a row's stored profile came from and when it was
+// read: what an operator checks of a member sync's results.
+type StoredProfile struct {
+	RowID     int64
+	Source    string // vendor or platform
+	Raw       []byte // the answer as received
+	FetchedAt time.Time
+}
+
+// StoredProfiles returns the profiles stored for the rows of job jobID, in row order.
+func (s *Store) StoredProfiles(ctx context.Context, jobID string) ([]StoredProfile, error) {
+	rows, err := s.pool.Query(ctx, `SELECT row_id, source, raw, fetched_at FROM profile_results
+		WHERE job_id = $1 ORDER BY row_id`, jobID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[StoredProfile])
+	return out, interpretError(err)
+}

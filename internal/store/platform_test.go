@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -236,9 +237,9 @@ func TestPlatformSyncJob(t *testing.T) {
 	if err != nil || len(written) != 2 {
 		t.Fatalf("save: %v %v", written, err)
 	}
-	var source, raw string
-	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT source, raw::text FROM profile_results WHERE row_id = $1`, r0.ID).Scan(&source, &raw); err != nil || source != "platform" {
-		t.Fatalf("profile_results: %q %s %v", source, raw, err)
+	if ps, err := st.StoredProfiles(ctx, all.ID); err != nil || len(ps) != 1 || ps[0].RowID != r0.ID || ps[0].Source != "platform" ||
+		!ps[0].FetchedAt.Equal(now.Truncate(time.Microsecond)) || !strings.Contains(string(ps[0].Raw), `"extra": 1`) {
+		t.Fatalf("stored profiles: %+v %v", ps, err)
 	}
 	if m, _ := st.GetPlatformMember(ctx, "acme", r0.Member.ID); m.LastSyncedAt == nil || m.Name != "Ann Lee" {
 		t.Errorf("member after sync: %+v", m)
@@ -258,5 +259,46 @@ func TestPlatformSyncJob(t *testing.T) {
 	}
 	if c, _ := st.ClaimPlatformChunk(ctx, all.ID, 0, time.Minute, midnight); len(c.Rows) != 1 || c.Rows[0].ID != r1.ID {
 		t.Errorf("claim once due: %+v", c)
+	}
+}
+
+// A resumed member sync is dispatched at the scheduler's next step, not
+// after the recheck: its chunks were handed out just before the pause.
+func TestResumedPlatformSyncIsDueAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := storetest.New(t)
+	for i := range 3 {
+		connect(t, st, "acme", fmt.Sprint("m-", i), nil, false, nil)
+	}
+	job, _, err := st.CreatePlatformSync(ctx, store.NewPlatformSync{Tenant: "acme", All: true, ChunkSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chunks, err := st.OpenPlatformChunks(ctx, job.ID); err != nil || len(chunks) != 2 || chunks[0] != 0 || chunks[1] != 1 {
+		t.Fatalf("open chunks: %v %v", chunks, err)
+	}
+	if refs, err := st.PlatformChunksToEnqueue(ctx, time.Now(), time.Hour, 100); err != nil || len(refs) != 2 {
+		t.Fatalf("first dispatch: %v %v", refs, err)
+	}
+	if ok, err := st.PauseJob(ctx, job.ID, "platform version 202611 is retired; set a newer one"); err != nil || !ok {
+		t.Fatalf("pause: %v %v", ok, err)
+	}
+	if err := st.ResumeJob(ctx, job.ID); err != nil {
+		t.Fatal(err)
+	}
+	if refs, err := st.PlatformChunksToEnqueue(ctx, time.Now(), time.Hour, 100); err != nil || len(refs) != 2 {
+		t.Fatalf("dispatch after resume, within the recheck: %v %v", refs, err)
+	}
+	other, _, err := st.CreatePlatformSync(ctx, store.NewPlatformSync{Tenant: "acme", Members: []string{"m-0"}, ChunkSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim, err := st.ClaimPlatformChunk(ctx, other.ID, 0, time.Minute, time.Now())
+	if err != nil || len(claim.Rows) != 1 {
+		t.Fatalf("claim: %+v %v", claim, err)
+	}
+	if chunks, err := st.OpenPlatformChunks(ctx, other.ID); err != nil || len(chunks) != 0 {
+		t.Errorf("open chunks of a job whose one row is in flight: %v %v", chunks, err)
 	}
 }

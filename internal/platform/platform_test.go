@@ -1,7 +1,8 @@
-package jobs_test
+package platform_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -23,6 +24,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -36,9 +38,36 @@ type platformBundle struct {
 	fsrv    *httptest.Server
 	clock   *fakeplatform.Clock
 	box     *secretbox.Box
-	p       *jobs.Platform
-	sweeper *jobs.Sweeper
+	p       *platform.Platform
+	sweeper *jobs.Sweeper // the scheduler's sweeps: leases, finished jobs
+	steps   []step        // the platform's own periodic steps
 	logs    *lockedBuffer
+}
+
+// step is a periodic service of the platform, as the scheduler runs it.
+type step interface {
+	Name() string
+	Interval() time.Duration
+	Step(ctx context.Context) (int, error)
+}
+
+// sweep runs the scheduler's sweep and then every platform step once.
+func (pb *platformBundle) sweep(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := pb.sweeper.Sweep(ctx); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
+	for _, s := range pb.steps {
+		if _, err := s.Step(ctx); err != nil {
+			t.Fatalf("step %s: %v", s.Name(), err)
+		}
+	}
+}
+
+// steps are the platform's periodic services of p.
+func steps(p *platform.Platform) []step {
+	return []step{platform.NewSyncDispatcher(p, 0), platform.NewTokenSweeper(p, 0)}
 }
 
 type platformOptions struct {
@@ -47,6 +76,7 @@ type platformOptions struct {
 	transport http.RoundTripper // of the /rest/me client
 	start     time.Time         // the fake clock's start; default a weekday noon UTC
 	noWorker  bool
+	recheck   time.Duration // default 200ms
 }
 
 // lockedBuffer collects logs written from several goroutines.
@@ -110,8 +140,8 @@ func newPlatformBundle(t *testing.T, o platformOptions) *platformBundle {
 		w = io.MultiWriter(logs, os.Stderr)
 	}
 	log := slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	p, err := jobs.NewPlatform(b.Store, b.Enqueuer, jobs.PlatformConfig{Client: client, OAuth: oauth, Box: box,
-		ChunkSize: 2, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, Recheck: 200 * time.Millisecond,
+	p, err := platform.New(b.Store, b.Enqueuer, platform.Config{Client: client, OAuth: oauth, Box: box,
+		ChunkSize: 2, RetryBase: 20 * time.Millisecond, RetryMax: 100 * time.Millisecond, Recheck: cmp.Or(o.recheck, 200*time.Millisecond),
 		Now: clock.Now, Rand: func() float64 { return 0.5 }}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -120,20 +150,19 @@ func newPlatformBundle(t *testing.T, o platformOptions) *platformBundle {
 		srv := jobs.NewServer(b.RedisOpt, jobs.ServerConfig{Queue: b.Queue, Concurrency: 4, ShutdownTimeout: 5 * time.Second,
 			TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, log)
 		mux := asynq.NewServeMux()
-		mux.HandleFunc(jobs.TypePlatformSync, p.HandleSync)
+		mux.HandleFunc(platform.TypeSync, p.HandleSync)
 		if err := srv.Start(mux); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(srv.Shutdown)
 	}
-	sw := &jobs.Sweeper{Store: b.Store, Enqueuer: b.Enqueuer, Log: log, Platform: p,
-		Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}}
-	return &platformBundle{Bundle: b, fp: fp, fsrv: fsrv, clock: clock, box: box, p: p, sweeper: sw, logs: logs}
+	sw := &jobs.Sweeper{Store: b.Store, Enqueuer: b.Enqueuer, Log: log, Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}}
+	return &platformBundle{Bundle: b, fp: fp, fsrv: fsrv, clock: clock, box: box, p: p, sweeper: sw, steps: steps(p), logs: logs}
 }
 
 // consent visits the consent screen signed in as member and returns the
 // callback the platform redirects to.
-func (pb *platformBundle) consent(t *testing.T, tenant, member string) jobs.Callback {
+func (pb *platformBundle) consent(t *testing.T, tenant, member string) platform.Callback {
 	t.Helper()
 	pb.fp.SignIn(member)
 	u, err := pb.p.ConnectURL(context.Background(), tenant)
@@ -151,7 +180,7 @@ func (pb *platformBundle) consent(t *testing.T, tenant, member string) jobs.Call
 		t.Fatalf("consent screen: %s, Location %q", resp.Status, resp.Header.Get("Location"))
 	}
 	q := loc.Query()
-	return jobs.Callback{State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"), ErrorDescription: q.Get("error_description")}
+	return platform.Callback{State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"), ErrorDescription: q.Get("error_description")}
 }
 
 // connect runs the whole connect flow for a member of the fake.
@@ -165,7 +194,7 @@ func (pb *platformBundle) connect(t *testing.T, tenant, id, first, last string) 
 	return m
 }
 
-func (pb *platformBundle) submit(t *testing.T, req jobs.SyncRequest) store.Job {
+func (pb *platformBundle) submit(t *testing.T, req platform.SyncRequest) store.Job {
 	t.Helper()
 	if req.Tenant == "" {
 		req.Tenant = "acme"
@@ -177,16 +206,14 @@ func (pb *platformBundle) submit(t *testing.T, req jobs.SyncRequest) store.Job {
 	return job
 }
 
-// wait runs the scheduler's sweep (with its platform step) until the job is
+// wait runs the scheduler's sweep and the platform's steps until the job is
 // in one of states, or until check reports true when given.
 func (pb *platformBundle) wait(t *testing.T, id string, check func(store.Job, map[domain.RowState]int) bool) (store.Job, map[domain.RowState]int) {
 	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := pb.sweeper.Sweep(ctx); err != nil {
-			t.Fatalf("sweep: %v", err)
-		}
+		pb.sweep(t)
 		job, err := pb.Store.GetJob(ctx, "", id)
 		if err != nil {
 			t.Fatal(err)
@@ -242,7 +269,7 @@ func TestMemberSyncJobEndToEnd(t *testing.T) {
 	}
 	served := pb.fp.ProfilesServed()
 
-	job := pb.submit(t, jobs.SyncRequest{Name: "reps", All: true})
+	job := pb.submit(t, platform.SyncRequest{Name: "reps", All: true})
 	if job.TotalRows != 3 || job.ChunkCount != 2 {
 		t.Fatalf("job %+v", job)
 	}
@@ -257,11 +284,14 @@ func TestMemberSyncJobEndToEnd(t *testing.T) {
 	if r := res["m-ann"]; r.Kind != domain.InputMember || r.Profile == nil || r.Profile.Name != "Ann Lee" || r.Profile.Headline != "Ann's headline" {
 		t.Errorf("ann's result %+v %+v", r, r.Profile)
 	}
-	var n int
-	var raw string
-	if err := pb.Store.Pool().QueryRow(ctx, `SELECT count(*), min(raw::text) FROM profile_results WHERE job_id = $1 AND source = 'platform'`, job.ID).Scan(&n, &raw); err != nil || n != 3 ||
-		!strings.Contains(raw, "x_fake_served_at") {
-		t.Errorf("profile_results with source platform: %d, raw %s, %v", n, raw, err)
+	stored, err := pb.Store.StoredProfiles(ctx, job.ID)
+	if err != nil || len(stored) != 3 {
+		t.Errorf("stored profiles: %+v %v", stored, err)
+	}
+	for _, sp := range stored {
+		if sp.Source != "platform" || !strings.Contains(string(sp.Raw), "x_fake_served_at") {
+			t.Errorf("stored profile of row %d: source %q, raw %s", sp.RowID, sp.Source, sp.Raw)
+		}
 	}
 	if pb.Vendor.TotalCharged() != 0 {
 		t.Error("a member sync reached the vendor")
@@ -270,14 +300,14 @@ func TestMemberSyncJobEndToEnd(t *testing.T) {
 		t.Errorf("ann's last sync: %v", m.LastSyncedAt)
 	}
 	// The token is encrypted at rest.
-	var sealed []byte
-	if err := pb.Store.Pool().QueryRow(ctx, `SELECT token FROM platform_members WHERE id = $1`, ann.ID).Scan(&sealed); err != nil ||
+	stAnn, err := pb.Store.GetPlatformMember(ctx, "acme", ann.ID)
+	if sealed := stAnn.Token.Sealed; err != nil || len(sealed) == 0 ||
 		bytes.Contains(sealed, []byte("AQ")) || bytes.Contains(sealed, []byte("access_token")) {
 		t.Errorf("the stored token is not sealed: %q %v", sealed, err)
 	}
 
 	// Only the tenant's own members.
-	if _, _, err := pb.p.SubmitSync(ctx, jobs.SyncRequest{Tenant: "acme", Members: []string{"m-dan"}}); !errors.As(err, new(*store.UnknownMembersError)) {
+	if _, _, err := pb.p.SubmitSync(ctx, platform.SyncRequest{Tenant: "acme", Members: []string{"m-dan"}}); !errors.As(err, new(*store.UnknownMembersError)) {
 		t.Errorf("another tenant's member: %v", err)
 	}
 }
@@ -293,7 +323,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		bob := pb.connect(t, "acme", "m-bob", "Bob", "Roe")
 		pb.connect(t, "acme", "m-cat", "Cat", "Kim")
 		pb.fp.Revoke("m-bob")
-		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job := pb.submit(t, platform.SyncRequest{All: true})
 		_, counts := pb.wait(t, job.ID, inState(domain.JobCompleted))
 		if counts[domain.RowMatched] != 2 || counts[domain.RowFailed] != 1 {
 			t.Fatalf("rows %v", counts)
@@ -307,7 +337,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		}
 		// The next sync fails bob at once, without a call.
 		before := pb.fp.Requests(fakeplatform.PathMe)
-		job = pb.submit(t, jobs.SyncRequest{Members: []string{bob.ID}})
+		job = pb.submit(t, platform.SyncRequest{Members: []string{bob.ID}})
 		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowFailed] != 1 {
 			t.Errorf("second sync of bob: %v", counts)
 		}
@@ -316,7 +346,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		}
 		// Reconnecting makes bob syncable again.
 		pb.connect(t, "acme", "m-bob", "Bob", "Roe")
-		job = pb.submit(t, jobs.SyncRequest{Members: []string{"m-bob"}})
+		job = pb.submit(t, platform.SyncRequest{Members: []string{"m-bob"}})
 		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowMatched] != 1 {
 			t.Errorf("sync after reconnect: %v", counts)
 		}
@@ -328,7 +358,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		pb.connect(t, "acme", "m-bob", "Bob", "Roe")
 		pb.fp.DropScope("m-ann", "profile")
-		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job := pb.submit(t, platform.SyncRequest{All: true})
 		_, counts := pb.wait(t, job.ID, inState(domain.JobCompleted))
 		if counts[domain.RowMatched] != 1 || counts[domain.RowFailed] != 1 {
 			t.Fatalf("rows %v", counts)
@@ -345,7 +375,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb.connect(t, "acme", "m-bob", "Bob", "Roe")
 		pb.connect(t, "acme", "m-cat", "Cat", "Kim")
 		pb.fp.Retire("202611")
-		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job := pb.submit(t, platform.SyncRequest{All: true})
 		// Paused, and the chunk that hit the 426 has put its rows back.
 		job, counts := pb.wait(t, job.ID, func(j store.Job, c map[domain.RowState]int) bool {
 			return inState(domain.JobPaused)(j, c) && c[domain.RowInFlight] == 0
@@ -359,16 +389,14 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		// Never retried: the paused job gets no more calls.
 		calls := pb.fp.Requests(fakeplatform.PathMe)
 		for range 5 {
-			if _, err := pb.sweeper.Sweep(ctx); err != nil {
-				t.Fatal(err)
-			}
+			pb.sweep(t)
 		}
 		if got := pb.fp.Requests(fakeplatform.PathMe); got != calls {
 			t.Errorf("%d calls after the pause", got-calls)
 		}
 		// The operator sets a newer version: a worker built with it finishes the job.
 		newer := newPlatformBundleOn(t, pb, "202612")
-		if err := pb.Store.ResumeJob(ctx, job.ID); err != nil {
+		if err := newer.p.ResumeSync(ctx, job.ID); err != nil {
 			t.Fatal(err)
 		}
 		if _, counts := newer.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowMatched] != 3 {
@@ -381,7 +409,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb := newPlatformBundle(t, platformOptions{})
 		pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		broken := newPlatformBundleOn(t, pb, "", stripHeader{"Platform-Version"})
-		job := broken.submit(t, jobs.SyncRequest{All: true})
+		job := broken.submit(t, platform.SyncRequest{All: true})
 		job, _ = broken.wait(t, job.ID, inState(domain.JobPaused))
 		if job.StateReason != "request rejected; check that Platform-Version is set" {
 			t.Errorf("reason %q", job.StateReason)
@@ -393,7 +421,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb := newPlatformBundle(t, platformOptions{})
 		pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		pb.fp.FailNext(503, 503)
-		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job := pb.submit(t, platform.SyncRequest{All: true})
 		// The retry is due on the shared fake clock: move it along while waiting.
 		_, counts := pb.wait(t, job.ID, func(j store.Job, c map[domain.RowState]int) bool {
 			pb.clock.Advance(time.Second)
@@ -413,7 +441,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		pb.clock.Advance(2 * time.Hour)
 		calls := pb.fp.Requests(fakeplatform.PathMe)
-		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job := pb.submit(t, platform.SyncRequest{All: true})
 		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowFailed] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
@@ -430,7 +458,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		pb := newPlatformBundle(t, platformOptions{fake: func(o *fakeplatform.Options) { o.RefreshTokenTTL = 365 * 24 * time.Hour }})
 		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		pb.fp.ExpireAccess("m-ann")
-		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job := pb.submit(t, platform.SyncRequest{All: true})
 		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowMatched] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
@@ -446,7 +474,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		}})
 		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		pb.clock.Advance(2 * time.Hour)
-		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job := pb.submit(t, platform.SyncRequest{All: true})
 		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowMatched] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
@@ -488,7 +516,7 @@ func newPlatformBundleOn(t *testing.T, pb *platformBundle, version string, trans
 	// A queue of its own, so that pb's workers (the old version) get no task of it.
 	enq := jobs.NewEnqueuer(pb.RedisOpt, jobstest.RandomName("test-"))
 	t.Cleanup(func() { _ = enq.Inspector.DeleteQueue(enq.Queue, true); enq.Close() })
-	p2, err := jobs.NewPlatform(pb.Store, enq, jobs.PlatformConfig{Client: client, OAuth: oauth, Box: pb.box, ChunkSize: 2,
+	p2, err := platform.New(pb.Store, enq, platform.Config{Client: client, OAuth: oauth, Box: pb.box, ChunkSize: 2,
 		Recheck: 200 * time.Millisecond, Now: pb.clock.Now}, log)
 	if err != nil {
 		t.Fatal(err)
@@ -496,13 +524,13 @@ func newPlatformBundleOn(t *testing.T, pb *platformBundle, version string, trans
 	srv := jobs.NewServer(pb.RedisOpt, jobs.ServerConfig{Queue: enq.Queue, Concurrency: 4, ShutdownTimeout: 5 * time.Second,
 		TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, log)
 	mux := asynq.NewServeMux()
-	mux.HandleFunc(jobs.TypePlatformSync, p2.HandleSync)
+	mux.HandleFunc(platform.TypeSync, p2.HandleSync)
 	if err := srv.Start(mux); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	sw := &jobs.Sweeper{Store: pb.Store, Enqueuer: enq, Log: log, Platform: p2, Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}}
-	return &platformBundle{Bundle: pb.Bundle, fp: pb.fp, fsrv: pb.fsrv, clock: pb.clock, box: pb.box, p: p2, sweeper: sw, logs: pb.logs}
+	sw := &jobs.Sweeper{Store: pb.Store, Enqueuer: enq, Log: log, Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}}
+	return &platformBundle{Bundle: pb.Bundle, fp: pb.fp, fsrv: pb.fsrv, clock: pb.clock, box: pb.box, p: p2, sweeper: sw, steps: steps(p2), logs: pb.logs}
 }
 
 func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
@@ -517,7 +545,7 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 			fake: func(o *fakeplatform.Options) { o.MemberDailyQuota = 1 }})
 		pb.connect(t, "acme", "m-ann", "Ann", "Lee") // reads /rest/me once: the member's quota for the day
 		pb.clock.Set(time.Date(2026, 11, 20, 23, 59, 50, 0, time.UTC))
-		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job := pb.submit(t, platform.SyncRequest{All: true})
 		job, _ = pb.wait(t, job.ID, func(_ store.Job, c map[domain.RowState]int) bool { return c[domain.RowRetryWait] == 1 })
 		next, err := pb.Store.NextAttempt(ctx, job.ID)
 		want := time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC).Add(jitter)
@@ -535,9 +563,7 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 		calls := pb.fp.Requests(fakeplatform.PathMe)
 		pb.clock.Set(time.Date(2026, 11, 20, 23, 59, 59, 0, time.UTC))
 		for range 3 {
-			if _, err := pb.sweeper.Sweep(ctx); err != nil {
-				t.Fatal(err)
-			}
+			pb.sweep(t)
 		}
 		if pb.fp.Requests(fakeplatform.PathMe) != calls {
 			t.Fatal("the parked row was retried before midnight")
@@ -547,10 +573,9 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 		if counts[domain.RowMatched] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
-		var fetched time.Time
-		if err := pb.Store.Pool().QueryRow(ctx, `SELECT fetched_at FROM profile_results WHERE job_id = $1`, job.ID).Scan(&fetched); err != nil ||
-			fetched.Sub(time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)) > 5*time.Minute {
-			t.Errorf("fetched at %v, want just after 00:00 UTC (%v)", fetched, err)
+		stored, err := pb.Store.StoredProfiles(ctx, job.ID)
+		if err != nil || len(stored) != 1 || stored[0].FetchedAt.Sub(time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)) > 5*time.Minute {
+			t.Errorf("stored %+v (%v), want fetched just after 00:00 UTC", stored, err)
 		}
 	})
 
@@ -560,7 +585,7 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 			fake: func(o *fakeplatform.Options) { o.AppDailyQuota = 1 }})
 		pb.connect(t, "acme", "m-ann", "Ann", "Lee") // the app's quota for the day
 		pb.clock.Set(time.Date(2026, 11, 21, 0, 0, 10, 0, time.UTC))
-		job := pb.submit(t, jobs.SyncRequest{All: true})
+		job := pb.submit(t, platform.SyncRequest{All: true})
 		job, _ = pb.wait(t, job.ID, func(_ store.Job, c map[domain.RowState]int) bool { return c[domain.RowRetryWait] == 1 })
 		next, _ := pb.Store.NextAttempt(ctx, job.ID)
 		want := time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC).Add(jitter)
@@ -571,9 +596,7 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 		calls := pb.fp.Requests(fakeplatform.PathMe)
 		pb.clock.Set(time.Date(2026, 11, 21, 23, 59, 0, 0, time.UTC))
 		for range 3 {
-			if _, err := pb.sweeper.Sweep(ctx); err != nil {
-				t.Fatal(err)
-			}
+			pb.sweep(t)
 		}
 		if c, _ := pb.Store.RowCounts(ctx, job.ID); c[domain.RowRetryWait] != 1 || pb.fp.Requests(fakeplatform.PathMe) != calls {
 			t.Fatalf("before the next midnight: rows %v, %d calls", c, pb.fp.Requests(fakeplatform.PathMe)-calls)
@@ -600,7 +623,7 @@ func TestTokenExpiryMadeLoud(t *testing.T) {
 	dan := pb.connect(t, "acme", "m-dan", "Dan", "Fox") // 60 days: nothing to say
 	pb.fp.SetTokenTTL(3*day, 365*day)                   // what a refresh gets
 
-	st, err := pb.p.Sweep(ctx)
+	st, err := pb.p.SweepTokens(ctx)
 	if err != nil || st.Warned != 2 || st.Refreshed != 0 || st.Expired != 0 {
 		t.Fatalf("first sweep: %+v %v", st, err)
 	}
@@ -610,7 +633,7 @@ func TestTokenExpiryMadeLoud(t *testing.T) {
 			t.Errorf("no expiry warning for %s in the logs:\n%s", m.MemberID, logs)
 		}
 	}
-	if st, _ := pb.p.Sweep(ctx); st.Warned != 0 {
+	if st, _ := pb.p.SweepTokens(ctx); st.Warned != 0 {
 		t.Errorf("warned again at once: %+v", st)
 	}
 	ending, _ := pb.Store.ListPlatformMembers(ctx, "acme", store.MemberFilter{EndingBefore: ptrTime(pb.clock.Now().Add(pb.p.ExpiryWindow()))})
@@ -619,7 +642,7 @@ func TestTokenExpiryMadeLoud(t *testing.T) {
 	}
 
 	pb.clock.Advance(2 * day)
-	st, err = pb.p.Sweep(ctx)
+	st, err = pb.p.SweepTokens(ctx)
 	if err != nil || st.Refreshed != 1 || st.Expired != 1 {
 		t.Fatalf("two days later: %+v %v", st, err)
 	}
@@ -639,7 +662,7 @@ func TestTokenExpiryMadeLoud(t *testing.T) {
 	// A refused refresh marks the member needs_reauth.
 	pb.fp.Revoke("m-bob")
 	pb.clock.Advance(2 * day)
-	if _, err := pb.p.Sweep(ctx); err != nil {
+	if _, err := pb.p.SweepTokens(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if m, _ := pb.Store.GetPlatformMember(ctx, "acme", bob.ID); m.Status != store.MemberNeedsReauth || !strings.Contains(m.StatusReason, "refresh refused") {
@@ -658,7 +681,7 @@ func TestConnectFlowRefusals(t *testing.T) {
 	// A forged state: refused before any exchange.
 	tokens := pb.fp.Requests(fakeplatform.PathToken)
 	cb := pb.consent(t, "acme", "m-ann")
-	if _, err := pb.p.CompleteConnect(ctx, jobs.Callback{State: "forged-" + cb.State, Code: cb.Code}); !errors.Is(err, jobs.ErrConnectState) {
+	if _, err := pb.p.CompleteConnect(ctx, platform.Callback{State: "forged-" + cb.State, Code: cb.Code}); !errors.Is(err, platform.ErrConnectState) {
 		t.Errorf("forged state: %v", err)
 	}
 	if pb.fp.Requests(fakeplatform.PathToken) != tokens {
@@ -668,21 +691,21 @@ func TestConnectFlowRefusals(t *testing.T) {
 	if _, err := pb.p.CompleteConnect(ctx, cb); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pb.p.CompleteConnect(ctx, cb); !errors.Is(err, jobs.ErrConnectState) {
+	if _, err := pb.p.CompleteConnect(ctx, cb); !errors.Is(err, platform.ErrConnectState) {
 		t.Errorf("replayed state: %v", err)
 	}
 	// PKCE: a code obtained for one request, brought back with another
 	// request's state, is refused by the platform (the verifiers differ).
 	first, second := pb.consent(t, "acme", "m-ann"), pb.consent(t, "acme", "m-ann")
-	_, err := pb.p.CompleteConnect(ctx, jobs.Callback{State: second.State, Code: first.Code})
-	var ce *jobs.ConnectError
+	_, err := pb.p.CompleteConnect(ctx, platform.Callback{State: second.State, Code: first.Code})
+	var ce *platform.ConnectError
 	if !errors.As(err, &ce) || ce.Code != "code_refused" || !strings.Contains(ce.Message, "PKCE") {
 		t.Errorf("swapped code: %v", err)
 	}
 	// An expired state.
 	late := pb.consent(t, "acme", "m-ann")
 	pb.clock.Advance(11 * time.Minute)
-	if _, err := pb.p.CompleteConnect(ctx, late); !errors.Is(err, jobs.ErrConnectState) {
+	if _, err := pb.p.CompleteConnect(ctx, late); !errors.Is(err, platform.ErrConnectState) {
 		t.Errorf("expired state: %v", err)
 	}
 	// Declined consent.
@@ -704,7 +727,7 @@ func TestSyncGuardRefusesColdLookups(t *testing.T) {
 	pb := newPlatformBundle(t, platformOptions{noWorker: true})
 	pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 	before := pb.fp.Requests("")
-	_, _, err := pb.p.SubmitSync(context.Background(), jobs.SyncRequest{Tenant: "acme", Members: []string{"m-ann", "https://platform.example/in/jane-doe"}})
+	_, _, err := pb.p.SubmitSync(context.Background(), platform.SyncRequest{Tenant: "acme", Members: []string{"m-ann", "https://platform.example/in/jane-doe"}})
 	if !errors.Is(err, enrich.ErrColdLookup) || !strings.Contains(err.Error(), "Cold lookups go to the vendor") {
 		t.Fatalf("cold lookup: %v", err)
 	}
@@ -714,5 +737,99 @@ func TestSyncGuardRefusesColdLookups(t *testing.T) {
 	jobsList, _ := pb.Store.ListJobs(context.Background(), "acme", nil, 10)
 	if len(jobsList) != 0 {
 		t.Error("a refused sync stored a job")
+	}
+}
+
+// A resumed member sync runs at once: the resume hands its chunks to the
+// queue itself, with no scheduler step.
+func TestResumeSyncDispatchesAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pb := newPlatformBundle(t, platformOptions{})
+	pb.connect(t, "acme", "m-ann", "Ann", "Lee")
+	pb.connect(t, "acme", "m-bob", "Bob", "Roe")
+	pb.connect(t, "acme", "m-cat", "Cat", "Kim")
+	pb.fp.Retire("202611")
+	job := pb.submit(t, platform.SyncRequest{All: true})
+	job, _ = pb.wait(t, job.ID, func(j store.Job, c map[domain.RowState]int) bool {
+		return inState(domain.JobPaused)(j, c) && c[domain.RowInFlight] == 0
+	})
+	newer := newPlatformBundleOn(t, pb, "202612")
+	if err := newer.p.ResumeSync(ctx, job.ID); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		job, err := pb.Store.GetJob(ctx, "", job.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if job.State == domain.JobCompleted {
+			break
+		}
+		if time.Now().After(deadline) {
+			counts, _ := pb.Store.RowCounts(ctx, job.ID)
+			t.Fatalf("resumed job still %s (%s), rows %v: nothing ran without a scheduler step", job.State, job.StateReason, counts)
+		}
+		time.Sleep(20 * time.Millisecond) // polling real asynq workers
+	}
+	if counts, _ := pb.Store.RowCounts(ctx, job.ID); counts[domain.RowMatched] != 3 {
+		t.Errorf("rows %v", counts)
+	}
+}
+
+// Each periodic service does its work once per step.
+func TestPeriodicSteps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pb := newPlatformBundle(t, platformOptions{noWorker: true, recheck: time.Hour})
+	day := 24 * time.Hour
+	pb.fp.SetTokenTTL(3*day, 0)
+	pb.connect(t, "acme", "m-ann", "Ann", "Lee") // ends within the expiry window: warned
+	pb.fp.SetTokenTTL(60*day, 0)
+	pb.connect(t, "acme", "m-bob", "Bob", "Roe")
+	pb.connect(t, "acme", "m-cat", "Cat", "Kim")
+
+	dispatcher := platform.NewSyncDispatcher(pb.p, 0)
+	if dispatcher.Name() != "platform_sync_dispatcher" || dispatcher.Interval() != platform.DefaultStepInterval {
+		t.Errorf("dispatcher %q every %s", dispatcher.Name(), dispatcher.Interval())
+	}
+	if d := platform.NewSyncDispatcher(pb.p, time.Second); d.Interval() != time.Second {
+		t.Errorf("interval %s, want 1s", d.Interval())
+	}
+	// A sync stored without its first enqueue (the API's enqueue failed).
+	job, _, err := pb.Store.CreatePlatformSync(ctx, store.NewPlatformSync{Tenant: "acme", All: true, ChunkSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := dispatcher.Step(ctx); err != nil || n != 2 {
+		t.Fatalf("dispatch: %d chunks (%v), want 2", n, err)
+	}
+	for c := range 2 {
+		info, err := pb.Enqueuer.Inspector.GetTaskInfo(pb.Queue, platform.SyncTaskID(store.ChunkRef{JobID: job.ID, Chunk: c}))
+		if err != nil || info.Type != platform.TypeSync {
+			t.Errorf("chunk %d in the queue: %+v %v", c, info, err)
+		}
+	}
+	if n, err := dispatcher.Step(ctx); err != nil || n != 0 {
+		t.Errorf("dispatch again within the recheck: %d (%v)", n, err)
+	}
+
+	sweeper := platform.NewTokenSweeper(pb.p, 0)
+	if sweeper.Name() != "platform_token_sweeper" || sweeper.Interval() != platform.DefaultStepInterval {
+		t.Errorf("sweeper %q every %s", sweeper.Name(), sweeper.Interval())
+	}
+	if _, err := pb.p.ConnectURL(ctx, "acme"); err != nil { // a connect request nobody finishes
+		t.Fatal(err)
+	}
+	pb.clock.Advance(11 * time.Minute)
+	if n, err := sweeper.Step(ctx); err != nil || n != 1 {
+		t.Errorf("token step: %d (%v), want ann warned", n, err)
+	}
+	if n, err := pb.Store.DeleteExpiredConnectStates(ctx, pb.clock.Now()); err != nil || n != 0 {
+		t.Errorf("expired connect requests left by the step: %d (%v)", n, err)
+	}
+	if n, err := sweeper.Step(ctx); err != nil || n != 0 {
+		t.Errorf("token step again: %d (%v), want nothing (warned once per day)", n, err)
 	}
 }
