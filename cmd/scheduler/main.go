@@ -1,7 +1,8 @@
-// Command scheduler runs enrichq's periodic sweeps: it enqueues rows that are
-// due or lost (Postgres is the truth, Redis only dispatch), counts dead
-// credit reservations as spent, and marks finished jobs. Running two is
-// safe: one takes a Postgres advisory lock and sweeps, the other waits.
+// Command scheduler runs enrichq's maintenance services (internal/maintenance):
+// it takes back lost leases, enqueues chunks that are due or lost (Postgres
+// is the truth, Redis only dispatch), counts dead credit reservations as
+// spent, marks finished jobs and advances the results feed. Running two is
+// safe: one takes a Postgres advisory lock and runs them, the other waits.
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/maintenance"
 	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -55,26 +57,37 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 	}
 	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
 	defer enq.Close()
-	sw := &jobs.Sweeper{Store: st, Enqueuer: enq, Log: log, Config: jobs.SweeperConfig{
+	reg := metrics.NewRegistry()
+	services := maintenance.Services(st, enq, maintenance.Settings{
 		Interval:    cfg.SweepInterval,
 		MaxAttempts: cfg.MaxAttempts,
 		Window:      cfg.JobWindow,
-	}}
-	if cfg.Webhooks.Enabled() {
-		sw.Webhooks = jobs.NewWebhooks(st, jobs.WebhookConfig{Secret: cfg.Webhooks.Secret, AllowPrivate: cfg.Webhooks.AllowPrivate},
-			log.With("component", "webhooks"))
-	}
-	if cfg.Platform.Enabled() { // due member sync chunks, token refresh and expiry reports
+		Metrics:     metrics.NewPipeline(reg),
+	}, log)
+	// PLATFORM SERVICES: internal/platform contributes its sweeps (due
+	// member sync chunks, token refresh and expiry reports) as
+	// maintenance.Service values; the lead wires that package here. Until
+	// then jobs.Platform's sweep runs as one service.
+	if cfg.Platform.Enabled() {
 		p := cfg.Platform
 		settings := jobs.PlatformSettings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
 			ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
 			ExpiryWindow: p.ExpiryWindow, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
-		if sw.Platform, err = jobs.OpenPlatform(st, enq, settings, log.With("component", "platform")); err != nil {
+		platform, err := jobs.OpenPlatform(st, enq, settings, log.With("component", "platform"))
+		if err != nil {
 			return err
 		}
+		services = append(services, maintenance.ServiceFunc{Label: "platform", Every: cfg.SweepInterval,
+			Do: func(ctx context.Context) (int, error) {
+				ps, err := platform.Sweep(ctx)
+				return ps.ChunksEnqueued + ps.Refreshed + ps.Expired + ps.Warned, err
+			}})
 	}
+	// Webhook delivery is not a maintenance service: it runs in a delivery
+	// worker of its own, so that a slow receiver cannot hold up lease recovery.
+	m := maintenance.NewMaintainer(st, log, services...)
 	if cfg.MetricsAddr != "" { // Go runtime metrics and /debug/pprof/
-		ml, err := metrics.Listen(cfg.MetricsAddr, metrics.NewRegistry())
+		ml, err := metrics.Listen(cfg.MetricsAddr, reg)
 		if err != nil {
 			return err
 		}
@@ -83,7 +96,7 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 	}
 	log.Info("scheduler started", "queue", cfg.Queue, "interval", cfg.SweepInterval)
 	fmt.Fprintln(stdout, "scheduler started")
-	err = sw.Run(ctx)
+	err = m.Run(ctx)
 	log.Info("scheduler stopped")
 	return err
 }

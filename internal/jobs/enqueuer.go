@@ -94,6 +94,11 @@ func (e *Enqueuer) Enqueue(ctx context.Context, ref store.ChunkRef) error {
 	return err
 }
 
+// DefaultRecheck is how long a chunk handed to the queue is trusted to be
+// there before Dispatch hands it again (a no-op when it is: deterministic
+// task ids).
+const DefaultRecheck = time.Minute
+
 // Dispatch hands the chunks that are due to the queue (store.DispatchChunks:
 // at most window chunks of a job in the queue at once; jobID "" for every
 // job) and returns how many it handed. A chunk whose enqueue fails has its

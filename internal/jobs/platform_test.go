@@ -23,6 +23,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/maintenance"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -37,7 +38,7 @@ type platformBundle struct {
 	clock   *fakeplatform.Clock
 	box     *secretbox.Box
 	p       *jobs.Platform
-	sweeper *jobs.Sweeper
+	sweeper *maintenance.Maintainer
 	logs    *lockedBuffer
 }
 
@@ -126,9 +127,19 @@ func newPlatformBundle(t *testing.T, o platformOptions) *platformBundle {
 		}
 		t.Cleanup(srv.Shutdown)
 	}
-	sw := &jobs.Sweeper{Store: b.Store, Enqueuer: b.Enqueuer, Log: log, Platform: p,
-		Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}}
+	sw := platformMaintainer(b.Store, b.Enqueuer, p, log)
 	return &platformBundle{Bundle: b, fp: fp, fsrv: fsrv, clock: clock, box: box, p: p, sweeper: sw, logs: logs}
+}
+
+// platformMaintainer runs the scheduler's services with the platform's step
+// after them.
+func platformMaintainer(st *store.Store, enq *jobs.Enqueuer, p *jobs.Platform, log *slog.Logger) *maintenance.Maintainer {
+	services := maintenance.Services(st, enq, maintenance.Settings{Recheck: 200 * time.Millisecond}, log)
+	services = append(services, maintenance.ServiceFunc{Label: "platform", Do: func(ctx context.Context) (int, error) {
+		ps, err := p.Sweep(ctx)
+		return ps.ChunksEnqueued, err
+	}})
+	return maintenance.NewMaintainer(st, log, services...)
 }
 
 // consent visits the consent screen signed in as member and returns the
@@ -184,7 +195,7 @@ func (pb *platformBundle) wait(t *testing.T, id string, check func(store.Job, ma
 	ctx := context.Background()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := pb.sweeper.Sweep(ctx); err != nil {
+		if _, err := pb.sweeper.RunOnce(ctx); err != nil {
 			t.Fatalf("sweep: %v", err)
 		}
 		job, err := pb.Store.GetJob(ctx, "", id)
@@ -359,7 +370,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 		// Never retried: the paused job gets no more calls.
 		calls := pb.fp.Requests(fakeplatform.PathMe)
 		for range 5 {
-			if _, err := pb.sweeper.Sweep(ctx); err != nil {
+			if _, err := pb.sweeper.RunOnce(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -501,7 +512,7 @@ func newPlatformBundleOn(t *testing.T, pb *platformBundle, version string, trans
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	sw := &jobs.Sweeper{Store: pb.Store, Enqueuer: enq, Log: log, Platform: p2, Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}}
+	sw := platformMaintainer(pb.Store, enq, p2, log)
 	return &platformBundle{Bundle: pb.Bundle, fp: pb.fp, fsrv: pb.fsrv, clock: pb.clock, box: pb.box, p: p2, sweeper: sw, logs: pb.logs}
 }
 
@@ -535,7 +546,7 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 		calls := pb.fp.Requests(fakeplatform.PathMe)
 		pb.clock.Set(time.Date(2026, 11, 20, 23, 59, 59, 0, time.UTC))
 		for range 3 {
-			if _, err := pb.sweeper.Sweep(ctx); err != nil {
+			if _, err := pb.sweeper.RunOnce(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -571,7 +582,7 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 		calls := pb.fp.Requests(fakeplatform.PathMe)
 		pb.clock.Set(time.Date(2026, 11, 21, 23, 59, 0, 0, time.UTC))
 		for range 3 {
-			if _, err := pb.sweeper.Sweep(ctx); err != nil {
+			if _, err := pb.sweeper.RunOnce(ctx); err != nil {
 				t.Fatal(err)
 			}
 		}

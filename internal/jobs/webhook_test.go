@@ -43,7 +43,7 @@ func TestWebhookSignedAndRetried(t *testing.T) {
 
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
 	b.Submitter.WebhooksEnabled, b.Submitter.AllowPrivateCallbacks = true, true
-	b.Sweeper.Webhooks = jobs.NewWebhooks(b.Store, jobs.WebhookConfig{Secret: secret, AllowPrivate: true,
+	webhooks := jobs.NewWebhooks(b.Store, jobs.WebhookConfig{Secret: secret, AllowPrivate: true,
 		RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond}, b.Log)
 	job := submit(b, t, companies(5), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: recv.URL + "/hook"})
 	b.WaitJob(t, job.ID, domain.JobCompleted)
@@ -52,7 +52,7 @@ func TestWebhookSignedAndRetried(t *testing.T) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, err := b.Sweeper.Sweep(context.Background()); err != nil {
+		if _, err := webhooks.DeliverDue(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		w, err := b.Store.JobWebhook(context.Background(), job.ID)
