@@ -164,11 +164,14 @@ func NewDatabase(tb testing.TB) string {
 // New returns a Store on a fresh database, closed when the test ends.
 func New(tb testing.TB) *store.Store {
 	tb.Helper()
-	st, err := store.Open(context.Background(), NewDatabase(tb), store.Options{})
+	u := NewDatabase(tb)
+	st, err := store.Open(context.Background(), u, store.Options{})
 	if err != nil {
 		tb.Fatalf("storetest: open: %v", err)
 	}
 	tb.Cleanup(st.Close)
+	urls.Store(st, u)
+	tb.Cleanup(func() { urls.Delete(st) })
 	return st
 }
 
