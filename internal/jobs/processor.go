@@ -32,9 +32,9 @@ type Limiter interface {
 	Succeeded(ctx context.Context)
 }
 
-// Defaults of the tuning shared by chunk runs, member syncs, the sweeper
-// and the submitter. They are Go fields, not environment variables: tests
-// set them.
+// Defaults of the tuning shared by chunk runs, member syncs, the
+// scheduler's maintenance services and the submitter. They are Go fields,
+// not environment variables: tests set them.
 const (
 	// DefaultChunkSize is the rows per chunk task.
 	DefaultChunkSize = 100
@@ -82,7 +82,7 @@ type ProcessorConfig struct {
 	Metrics *metrics.Pipeline
 	// Enqueuer, when set, hands a job's next chunk to the queue as each of
 	// its chunks ends, so that the job keeps its window of chunks in the
-	// queue (store.DispatchNext); nil leaves that to the scheduler's sweep.
+	// queue (store.DispatchNext); nil leaves that to the scheduler's chunk dispatcher.
 	Enqueuer *Enqueuer
 	// Now and Rand are injectable for tests.
 	Now  func() time.Time
