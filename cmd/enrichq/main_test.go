@@ -48,7 +48,7 @@ func newStack(t *testing.T, o jobstest.Options) *stack {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				_, _ = b.Sweeper.Sweep(ctx)
+				_, _ = b.Maintainer.RunOnce(ctx)
 			}
 		}
 	})

@@ -1,8 +1,9 @@
-// Command scheduler runs enrichq's periodic sweeps: it enqueues rows that are
-// due or lost (Postgres is the truth, Redis only dispatch), counts dead
-// credit reservations as spent, and marks finished jobs. Running two is
-// safe: one takes a Postgres advisory lock and sweeps, the other waits.
-// Every instance delivers webhooks (each claims its own deliveries).
+// Command scheduler runs enrichq's maintenance services (internal/maintenance):
+// it takes back lost leases, enqueues chunks that are due or lost (Postgres
+// is the truth, Redis only dispatch), counts dead credit reservations as
+// spent, marks finished jobs and advances the results feed. Running two is
+// safe: one takes a Postgres advisory lock and runs them, the other waits.
+// Every instance also delivers webhooks (each claims its own deliveries).
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/maintenance"
 	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/store"
@@ -59,11 +61,13 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 	}
 	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
 	defer enq.Close()
-	sw := &jobs.Sweeper{Store: st, Enqueuer: enq, Log: log, Config: jobs.SweeperConfig{
+	reg := metrics.NewRegistry()
+	services := maintenance.Services(st, enq, maintenance.Settings{
 		Interval:    cfg.SweepInterval,
 		MaxAttempts: cfg.MaxAttempts,
 		Window:      cfg.JobWindow,
-	}}
+		Metrics:     metrics.NewPipeline(reg),
+	}, log)
 	if cfg.Platform.Enabled() { // due member sync chunks, token refresh and expiry reports
 		p := cfg.Platform
 		settings := platform.Settings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
@@ -73,11 +77,11 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 		if err != nil {
 			return err
 		}
-		// wired to maintenance by the lead
-		sw.Steps = append(sw.Steps, platform.NewSyncDispatcher(plat, cfg.SweepInterval), platform.NewTokenSweeper(plat, cfg.SweepInterval))
+		services = append(services, platform.NewSyncDispatcher(plat, cfg.SweepInterval), platform.NewTokenSweeper(plat, cfg.SweepInterval))
 	}
+	m := maintenance.NewMaintainer(st, log, services...)
 	if cfg.MetricsAddr != "" { // Go runtime metrics and /debug/pprof/
-		ml, err := metrics.Listen(cfg.MetricsAddr, metrics.NewRegistry())
+		ml, err := metrics.Listen(cfg.MetricsAddr, reg)
 		if err != nil {
 			return err
 		}
@@ -86,8 +90,9 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 	}
 	log.Info("scheduler started", "queue", cfg.Queue, "interval", cfg.SweepInterval)
 	fmt.Fprintln(stdout, "scheduler started")
-	// Webhooks are delivered on every scheduler, beside the leader's sweeps,
-	// never inside them: a slow receiver must not hold up lease recovery.
+	// Webhooks are delivered on every scheduler, beside the leader's
+	// services, never inside them: a slow receiver must not hold up lease
+	// recovery.
 	delivered := make(chan error, 1)
 	if cfg.Webhooks.Enabled() {
 		d := webhook.New(st, webhook.Config{Secret: cfg.Webhooks.Secret, AllowPrivate: cfg.Webhooks.AllowPrivate},
@@ -96,7 +101,7 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 	} else {
 		delivered <- nil
 	}
-	err = errors.Join(sw.Run(ctx), <-delivered)
+	err = errors.Join(m.Run(ctx), <-delivered)
 	log.Info("scheduler stopped")
 	return err
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/maintenance"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -48,7 +49,7 @@ type rig struct {
 	rlKey     string
 	enq       *jobs.Enqueuer
 	sub       *jobs.Submitter
-	sweeper   *jobs.Sweeper
+	sweeper   *maintenance.Maintainer
 	log       *slog.Logger
 	cfg       rigConfig
 
@@ -149,8 +150,8 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 		_, _ = chaos.FlushQueue(context.Background(), r.rdb, r.queue, r.rlKey+"*")
 	})
 	r.sub = &jobs.Submitter{Store: r.st, Enqueuer: r.enq, Log: r.log, ChunkSize: cfg.chunk}
-	r.sweeper = &jobs.Sweeper{Store: r.st, Enqueuer: r.enq, Log: r.log,
-		Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond, MaxAttempts: pc.MaxAttempts}}
+	r.sweeper = maintenance.NewMaintainer(r.st, r.log, maintenance.Services(r.st, r.enq,
+		maintenance.Settings{Recheck: 200 * time.Millisecond, MaxAttempts: pc.MaxAttempts}, r.log)...)
 	return r
 }
 
@@ -326,7 +327,7 @@ func (r *rig) eventually(within time.Duration, what string, cond func() bool) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		_, _ = r.sweeper.Sweep(context.Background())
+		_, _ = r.sweeper.RunOnce(context.Background())
 		if cond() {
 			return
 		}
@@ -379,7 +380,7 @@ func (r *rig) expireReservations() int {
 	r.t.Helper()
 	ctx := context.Background()
 	n := storetest.LapseReservations(r.t, r.direct)
-	if _, err := r.sweeper.Sweep(ctx); err != nil {
+	if _, err := r.sweeper.RunOnce(ctx); err != nil {
 		r.t.Fatal(err)
 	}
 	return n

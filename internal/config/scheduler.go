@@ -15,7 +15,7 @@ type Scheduler struct {
 
 	// Tuning, not read from the environment: 0 takes internal/jobs' default.
 
-	// SweepInterval is the period of the sweeps (jobs.DefaultSweepInterval).
+	// SweepInterval is the period of the sweeps (maintenance.DefaultInterval).
 	SweepInterval time.Duration
 	// MaxAttempts: a row whose lease expires that many times ends failed (jobs.DefaultMaxAttempts).
 	MaxAttempts int

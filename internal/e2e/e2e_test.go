@@ -87,7 +87,7 @@ func TestUploadPollResults(t *testing.T) {
 			tick := time.NewTicker(20 * time.Millisecond)
 			defer tick.Stop()
 			for st.State != "completed" {
-				if _, err := b.Sweeper.Sweep(context.Background()); err != nil {
+				if _, err := b.Maintainer.RunOnce(context.Background()); err != nil {
 					t.Fatal(err)
 				}
 				do(t, http.MethodGet, api.URL+"/v1/jobs/"+st.ID, "", nil, &st)

@@ -13,6 +13,7 @@ import (
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 func companies(n int) []ingest.RowIn {
@@ -151,16 +152,11 @@ func TestPipelineBudgetStopsSpending(t *testing.T) {
 func TestPipelineCacheNeverPaysTwice(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
-	ctx := context.Background()
 	rows := companies(30)
 	first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 	b.WaitJob(t, first.ID, domain.JobCompleted)
 	billed := b.Vendor.TotalCharged()
-	var rawEntries, entries int
-	if err := b.Store.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE result ? 'raw'), count(*) FROM lookup_cache WHERE matched`).
-		Scan(&rawEntries, &entries); err != nil {
-		t.Fatal(err)
-	}
+	rawEntries, entries := storetest.MatchedCacheForms(t, b.Store)
 	if entries == 0 || rawEntries != entries {
 		t.Fatalf("%d of %d matched cache entries in the raw form", rawEntries, entries)
 	}
@@ -174,19 +170,7 @@ func TestPipelineCacheNeverPaysTwice(t *testing.T) {
 	}
 	// The second job's results, every one from the cache, are the first's,
 	// the vendor's raw records included.
-	found := func(jobID string) string {
-		t.Helper()
-		var s string
-		if err := b.Store.Pool().QueryRow(ctx, `SELECT string_agg(concat_ws(' | ', r.ref, r.state, p.name, p.headline, p.raw::text,
-				e.email, e.confidence::text, e.raw::text, (SELECT string_agg(stage, ',') FROM no_matches n WHERE n.row_id = r.id),
-				coalesce(p.from_cache, e.from_cache)::text), E'\n' ORDER BY r.input_row)
-			FROM job_rows r LEFT JOIN profile_results p ON p.row_id = r.id LEFT JOIN email_results e ON e.row_id = r.id
-			WHERE r.job_id = $1`, jobID).Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	a, c := found(first.ID), found(second.ID)
+	a, c := storetest.ResultsDigest(t, b.Store, first.ID), storetest.ResultsDigest(t, b.Store, second.ID)
 	if strings.Replace(a, "| false", "| true", -1) != c || strings.Count(c, "| true") == 0 {
 		t.Fatalf("the second job's results are not the first's from the cache:\nfirst:\n%s\nsecond:\n%s", a, c)
 	}
@@ -197,28 +181,18 @@ func TestPipelineCacheNeverPaysTwice(t *testing.T) {
 func TestPipelineUnreadableCacheEntryIsBoughtAgain(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
-	ctx := context.Background()
 	rows := companies(20)
 	first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile}})
 	b.WaitJob(t, first.ID, domain.JobCompleted)
 	billed := b.Vendor.TotalCharged()
-	var key string
-	if err := b.Store.Pool().QueryRow(ctx, `UPDATE lookup_cache SET result = '{"profile": 5}'
-		WHERE (tenant, stage, input_key) = (SELECT tenant, stage, min(input_key) FROM lookup_cache WHERE stage = 'profile' AND matched GROUP BY 1, 2)
-		RETURNING input_key`).Scan(&key); err != nil {
-		t.Fatal(err)
-	}
+	key := storetest.SpoilCachedAnswer(t, b.Store, domain.StageProfile)
 	second := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile}})
 	second = b.WaitJob(t, second.ID, domain.JobCompleted)
 	if second.CreditsSpent == 0 || b.Vendor.TotalCharged()-billed != second.CreditsSpent {
 		t.Fatalf("second job spent %d credits, the vendor billed %d more: want the one unreadable input bought again",
 			second.CreditsSpent, b.Vendor.TotalCharged()-billed)
 	}
-	var fromCache, bought int
-	if err := b.Store.Pool().QueryRow(ctx, `SELECT count(*) FILTER (WHERE p.from_cache), count(*) FILTER (WHERE NOT p.from_cache)
-		FROM job_rows r JOIN profile_results p ON p.row_id = r.id WHERE r.job_id = $1`, second.ID).Scan(&fromCache, &bought); err != nil {
-		t.Fatal(err)
-	}
+	fromCache, bought := storetest.ProfileSources(t, b.Store, second.ID)
 	if bought != 1 || fromCache == 0 {
 		t.Fatalf("second job: %d profiles bought, %d from the cache; want 1 bought (%s) and the others from the cache", bought, fromCache, key)
 	}

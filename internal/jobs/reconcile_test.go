@@ -12,6 +12,7 @@ import (
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 // losingVendor loses the answer of the first send of every Idempotency-Key:
@@ -96,10 +97,7 @@ func TestUnknownOutcomesAreReconciledByTheRetry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var unknown int
-			if err := b.Store.Pool().QueryRow(ctx, `SELECT count(*) FROM credit_ledger WHERE job_id = $1 AND status = 'unknown'`, job.ID).Scan(&unknown); err != nil {
-				t.Fatal(err)
-			}
+			unknown := storetest.UnknownCalls(t, b.Store, job.ID)
 			t.Logf("%d calls, %d credits charged, vendor billed %d, %d still unknown", led.Calls, led.Charged, b.Vendor.TotalCharged(), unknown)
 			if unknown != 0 {
 				t.Errorf("%d calls still of unknown outcome", unknown)

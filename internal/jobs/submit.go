@@ -13,14 +13,14 @@ import (
 // Submitter stores new jobs and hands their chunks to the queue.
 type Submitter struct {
 	Store    *store.Store
-	Enqueuer *Enqueuer // nil: leave every chunk to the scheduler's sweep
+	Enqueuer *Enqueuer // nil: leave every chunk to the scheduler's chunk dispatcher
 	Log      *slog.Logger
 	// ChunkSize is the number of rows a task carries; default DefaultChunkSize.
 	ChunkSize int
 	// Window is how many chunks of one job are in the queue at once
 	// (default store.DefaultWindow): the submit request
 	// hands the first window of chunks, workers hand the next one as they
-	// finish one, and the scheduler's sweep anything lost.
+	// finish one, and the scheduler's chunk dispatcher anything lost.
 	Window int
 
 	// For estimates (dry runs): the vendor's rate, whether bulk calls are

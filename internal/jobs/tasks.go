@@ -1,11 +1,12 @@
-// Package jobs is enrichq's pipeline: task types and their handlers, the row
-// and job state machines as the worker drives them, submission, and the
-// scheduler's sweeps. It joins the upstream clients (enrich) to Postgres
-// (store); Redis (asynq) only carries which chunk to process.
+// Package jobs is enrichq's pipeline: task types and their handlers, the
+// chunk run (claim, cache, call and money, single and bulk lookups, save, row
+// transitions), submission, and the hand-off of chunks to the queue. It joins
+// the upstream clients (enrich) to Postgres (store); Redis (asynq) only
+// carries which chunk to process. The scheduler's periodic steps are in
+// internal/maintenance.
 package jobs
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -70,120 +70,4 @@ func RetryDelay(n int, err error, t *asynq.Task) time.Duration {
 	// task id stays taken while it waits, so the scheduler cannot hand the
 	// chunk out sooner. 1 s doubling to 32 s, plus up to 1 s of jitter.
 	return time.Duration(1<<min(n, 5))*time.Second + time.Duration(rand.Int64N(int64(time.Second)))
-}
-
-// Enqueuer hands chunks to asynq.
-type Enqueuer struct {
-	Client    *asynq.Client
-	Inspector *asynq.Inspector
-	Queue     string
-	redis     redis.UniversalClient
-}
-
-// NewEnqueuer connects an Enqueuer to Redis.
-func NewEnqueuer(opt asynq.RedisConnOpt, queue string) *Enqueuer {
-	rc, _ := opt.MakeRedisClient().(redis.UniversalClient)
-	return &Enqueuer{Client: asynq.NewClient(opt), Inspector: asynq.NewInspector(opt), Queue: queue, redis: rc}
-}
-
-// Close closes the Redis connections.
-func (e *Enqueuer) Close() error {
-	var err error
-	if e.redis != nil {
-		err = e.redis.Close()
-	}
-	return errors.Join(e.Client.Close(), e.Inspector.Close(), err)
-}
-
-// QueueLost reports whether Redis lost the queue since the last call
-// (FLUSHALL, a restart without persistence, a failover to an empty
-// replica): a marker key set once is gone. It is true on the first call
-// against a Redis (and the chunks handed to the queue are then handed
-// again: a no-op for those still there, by their task ids).
-func (e *Enqueuer) QueueLost(ctx context.Context) (bool, error) {
-	if e.redis == nil {
-		return false, nil
-	}
-	set, err := e.redis.SetNX(ctx, QueueMarkerKey(e.Queue), time.Now().UTC().Format(time.RFC3339), 0).Result()
-	if err != nil {
-		return false, fmt.Errorf("queue marker: %w", err)
-	}
-	return set, nil
-}
-
-// QueueMarkerKey is the Redis key whose absence tells QueueLost that Redis
-// lost the queue.
-func QueueMarkerKey(queue string) string { return "enrichq:{" + queue + "}:marker" }
-
-// Requeue hands a chunk to the queue under a new task id: its rows were
-// taken back from a worker that was lost, whose task asynq may still hold
-// as active (until asynq's own lease on it expires), and the same id would
-// be refused as a duplicate meanwhile. A second run of a chunk claims only
-// rows that are due, so a duplicate costs a claim that finds nothing.
-func (e *Enqueuer) Requeue(ctx context.Context, ref store.ChunkRef) error {
-	id := fmt.Sprintf("%s:r%d", TaskID(ref), time.Now().UnixNano())
-	_, err := e.Client.EnqueueContext(ctx, NewChunkTask(ref), asynq.Queue(e.Queue), asynq.TaskID(id), asynq.MaxRetry(20), asynq.Timeout(30*time.Minute))
-	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return nil
-	}
-	return err
-}
-
-// Enqueue hands one chunk to the queue. A task with the same id still in
-// Redis counts as success (the work is queued); an archived one (asynq gave
-// up on it) is deleted and the chunk enqueued again: Postgres, not asynq,
-// decides when a row has failed.
-func (e *Enqueuer) Enqueue(ctx context.Context, ref store.ChunkRef) error {
-	id := TaskID(ref)
-	opts := []asynq.Option{asynq.Queue(e.Queue), asynq.TaskID(id), asynq.MaxRetry(20), asynq.Timeout(30 * time.Minute)}
-	_, err := e.Client.EnqueueContext(ctx, NewChunkTask(ref), opts...)
-	if !errors.Is(err, asynq.ErrTaskIDConflict) {
-		return err
-	}
-	info, ierr := e.Inspector.GetTaskInfo(e.Queue, id)
-	if ierr != nil || info.State != asynq.TaskStateArchived {
-		return nil
-	}
-	if derr := e.Inspector.DeleteTask(e.Queue, id); derr != nil && !errors.Is(derr, asynq.ErrTaskNotFound) {
-		return derr
-	}
-	_, err = e.Client.EnqueueContext(ctx, NewChunkTask(ref), opts...)
-	if errors.Is(err, asynq.ErrTaskIDConflict) {
-		return nil
-	}
-	return err
-}
-
-// Dispatch hands the chunks that are due to the queue (store.DispatchChunks:
-// at most window chunks of a job in the queue at once; jobID "" for every
-// job) and returns how many it handed. A chunk whose enqueue fails has its
-// stamp cleared, for the next dispatch.
-func (e *Enqueuer) Dispatch(ctx context.Context, st *store.Store, jobID string, window int, recheck time.Duration, limit int) (int, error) {
-	refs, err := st.DispatchChunks(ctx, jobID, window, recheck, limit)
-	if err != nil {
-		return 0, err
-	}
-	return e.enqueueAll(ctx, st, refs)
-}
-
-// DispatchNext hands the job's next never-dispatched chunk to the queue
-// (store.DispatchNext): a worker calls it as a chunk of the job ends.
-func (e *Enqueuer) DispatchNext(ctx context.Context, st *store.Store, jobID string) (int, error) {
-	refs, err := st.DispatchNext(ctx, jobID, 1)
-	if err != nil {
-		return 0, err
-	}
-	return e.enqueueAll(ctx, st, refs)
-}
-
-func (e *Enqueuer) enqueueAll(ctx context.Context, st *store.Store, refs []store.ChunkRef) (int, error) {
-	for i, ref := range refs {
-		if err := e.Enqueue(ctx, ref); err != nil {
-			if uerr := st.UnmarkEnqueued(context.WithoutCancel(ctx), refs[i:]); uerr != nil {
-				err = errors.Join(err, uerr) // their stamps age out after recheck
-			}
-			return i, fmt.Errorf("enqueue chunk %d of job %s: %w", ref.Chunk, ref.JobID, err)
-		}
-	}
-	return len(refs), nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/maintenance"
 	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/store"
@@ -39,35 +40,16 @@ type platformBundle struct {
 	clock   *fakeplatform.Clock
 	box     *secretbox.Box
 	p       *platform.Platform
-	sweeper *jobs.Sweeper // the scheduler's sweeps: leases, finished jobs
-	steps   []step        // the platform's own periodic steps
+	sweeper *maintenance.Maintainer // the scheduler's services, the platform's two last
 	logs    *lockedBuffer
 }
 
-// step is a periodic service of the platform, as the scheduler runs it.
-type step interface {
-	Name() string
-	Interval() time.Duration
-	Step(ctx context.Context) (int, error)
-}
-
-// sweep runs the scheduler's sweep and then every platform step once.
+// sweep steps every maintenance service once, the platform's last.
 func (pb *platformBundle) sweep(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	if _, err := pb.sweeper.Sweep(ctx); err != nil {
+	if _, err := pb.sweeper.RunOnce(context.Background()); err != nil {
 		t.Fatalf("sweep: %v", err)
 	}
-	for _, s := range pb.steps {
-		if _, err := s.Step(ctx); err != nil {
-			t.Fatalf("step %s: %v", s.Name(), err)
-		}
-	}
-}
-
-// steps are the platform's periodic services of p.
-func steps(p *platform.Platform) []step {
-	return []step{platform.NewSyncDispatcher(p, 0), platform.NewTokenSweeper(p, 0)}
 }
 
 type platformOptions struct {
@@ -156,8 +138,16 @@ func newPlatformBundle(t *testing.T, o platformOptions) *platformBundle {
 		}
 		t.Cleanup(srv.Shutdown)
 	}
-	sw := &jobs.Sweeper{Store: b.Store, Enqueuer: b.Enqueuer, Log: log, Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}}
-	return &platformBundle{Bundle: b, fp: fp, fsrv: fsrv, clock: clock, box: box, p: p, sweeper: sw, steps: steps(p), logs: logs}
+	sw := platformMaintainer(b.Store, b.Enqueuer, p, log)
+	return &platformBundle{Bundle: b, fp: fp, fsrv: fsrv, clock: clock, box: box, p: p, sweeper: sw, logs: logs}
+}
+
+// platformMaintainer runs the scheduler's services with the platform's own
+// two after them, as cmd/scheduler does.
+func platformMaintainer(st *store.Store, enq *jobs.Enqueuer, p *platform.Platform, log *slog.Logger) *maintenance.Maintainer {
+	services := maintenance.Services(st, enq, maintenance.Settings{Recheck: 200 * time.Millisecond}, log)
+	services = append(services, platform.NewSyncDispatcher(p, 0), platform.NewTokenSweeper(p, 0))
+	return maintenance.NewMaintainer(st, log, services...)
 }
 
 // consent visits the consent screen signed in as member and returns the
@@ -529,8 +519,8 @@ func newPlatformBundleOn(t *testing.T, pb *platformBundle, version string, trans
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	sw := &jobs.Sweeper{Store: pb.Store, Enqueuer: enq, Log: log, Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}}
-	return &platformBundle{Bundle: pb.Bundle, fp: pb.fp, fsrv: pb.fsrv, clock: pb.clock, box: pb.box, p: p2, sweeper: sw, steps: steps(p2), logs: pb.logs}
+	sw := platformMaintainer(pb.Store, enq, p2, log)
+	return &platformBundle{Bundle: pb.Bundle, fp: pb.fp, fsrv: pb.fsrv, clock: pb.clock, box: pb.box, p: p2, sweeper: sw, logs: pb.logs}
 }
 
 func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {

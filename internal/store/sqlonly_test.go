@@ -18,10 +18,6 @@ var sqlStatement = regexp.MustCompile(`^\s*(SELECT\s|INSERT\s+INTO\s|UPDATE\s+\w
 	`WITH\s+(RECURSIVE\s+)?\w+(\s*\([^)]*\))?\s+AS\s|(CREATE|DROP|ALTER)\s+(DATABASE|TABLE|INDEX|SCHEMA|FUNCTION)\s|` +
 	`TRUNCATE\s|VACUUM\b|ANALYZE\b|CHECKPOINT\b|COPY\s)`)
 
-// notYetSQLFree are the directories whose tests still write SQL of their own:
-// they are moving to storetest in another branch.
-var notYetSQLFree = []string{"internal/jobs/"}
-
 // notOurSQL are files whose SQL is not enrichq's: statements handed to
 // another program, by why.
 var notOurSQL = map[string]string{
@@ -55,13 +51,6 @@ func TestSQLOnlyInStore(t *testing.T) {
 		}
 		if !strings.HasSuffix(rel, ".go") {
 			return nil
-		}
-		if strings.HasSuffix(rel, "_test.go") {
-			for _, dir := range notYetSQLFree {
-				if strings.HasPrefix(rel, dir) {
-					return nil
-				}
-			}
 		}
 		files++
 		if _, ok := notOurSQL[rel]; ok {
@@ -128,9 +117,7 @@ func TestSQLStatementPattern(t *testing.T) {
 }
 
 // The pool stays inside the store: no exported function or method of its
-// non-test files hands out a *pgxpool.Pool. pool_transition.go is the one
-// file allowed to, until internal/jobs tests use storetest; it and this
-// exception go together.
+// non-test files hands out a *pgxpool.Pool.
 func TestPoolNotExported(t *testing.T) {
 	t.Parallel()
 	paths, err := filepath.Glob("*.go")
@@ -138,7 +125,7 @@ func TestPoolNotExported(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, path := range paths {
-		if strings.HasSuffix(path, "_test.go") || path == "pool_transition.go" {
+		if strings.HasSuffix(path, "_test.go") {
 			continue
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)

@@ -23,6 +23,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/maintenance"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -50,10 +51,11 @@ type Bundle struct {
 	Client    *enrich.Client
 	Enqueuer  *jobs.Enqueuer
 	Submitter *jobs.Submitter
-	Sweeper   *jobs.Sweeper
-	Queue     string
-	RedisOpt  asynq.RedisConnOpt
-	Log       *slog.Logger
+	// Maintainer steps the scheduler's services (RunOnce); WaitJob runs it.
+	Maintainer *maintenance.Maintainer
+	Queue      string
+	RedisOpt   asynq.RedisConnOpt
+	Log        *slog.Logger
 }
 
 // Options shape a Bundle.
@@ -67,6 +69,8 @@ type Options struct {
 	Burst int
 	// Concurrency of each asynq server; default 4.
 	Concurrency int
+	// Maintenance tunes the scheduler's services; Recheck defaults to 200ms.
+	Maintenance maintenance.Settings
 }
 
 // New starts a pipeline for one test; everything stops when the test ends.
@@ -149,15 +153,20 @@ func New(t *testing.T, o Options) *Bundle {
 		}
 		t.Cleanup(srv.Shutdown)
 	}
+	ms := o.Maintenance
+	if ms.Recheck == 0 {
+		ms.Recheck = 200 * time.Millisecond
+	}
 	return &Bundle{
 		Store: st, Vendor: fv, Client: client, Enqueuer: enq, Queue: queue, RedisOpt: asynqOpt, Log: log,
-		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: 20},
-		Sweeper:   &jobs.Sweeper{Store: st, Enqueuer: enq, Log: log, Config: jobs.SweeperConfig{Recheck: 200 * time.Millisecond}},
+		Submitter:  &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: 20},
+		Maintainer: maintenance.NewMaintainer(st, log, maintenance.Services(st, enq, ms, log)...),
 	}
 }
 
-// WaitJob runs the scheduler's sweep until the job reaches one of states.
-// The sweep is what makes progress observable without sleeping on a guess.
+// WaitJob runs the scheduler's services until the job reaches one of
+// states: they are what makes progress observable without sleeping on a
+// guess.
 func (b *Bundle) WaitJob(t *testing.T, id string, states ...domain.JobState) store.Job {
 	t.Helper()
 	ctx := context.Background()
@@ -165,8 +174,8 @@ func (b *Bundle) WaitJob(t *testing.T, id string, states ...domain.JobState) sto
 	tick := time.NewTicker(25 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if _, err := b.Sweeper.Sweep(ctx); err != nil {
-			t.Fatalf("sweep: %v", err)
+		if _, err := b.Maintainer.RunOnce(ctx); err != nil {
+			t.Fatalf("maintenance: %v", err)
 		}
 		job, err := b.Store.GetJob(ctx, "", id)
 		if err != nil {

@@ -1,0 +1,265 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// storeError is a failure of enrichq's database before a vendor call (the
+// credit reservation could not be made): the call was not attempted.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return "credit reservation: " + e.err.Error() }
+
+func (e *storeError) Unwrap() error { return e.err }
+
+// call makes one vendor call under a credit reservation and the rate limit.
+// fn does the call and returns its charge. A nil error from call means the
+// vendor answered; the caller classifies.
+//
+// again says that an earlier send of the same Idempotency-Key may exist
+// (a row of the call was attempted before): a fresh answer then settles the
+// earlier sends at 0, when the vendor marks its replays.
+func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, fn func(ctx context.Context) (enrich.Charge, map[domain.Stage]int64, error)) error {
+	if c.p.isDraining() {
+		return errDraining
+	}
+	res.JobID = c.job.ID
+	res.TTL = c.p.cfg.Lease + time.Minute
+	res.Account = c.p.cfg.Account
+	res.Allowance = c.p.cfg.AccountAllowance
+	t0 := time.Now()
+	id, err := c.p.store.Reserve(ctx, res)
+	c.nsLedger.Add(int64(time.Since(t0)))
+	if err != nil {
+		if errors.Is(err, store.ErrBudgetExhausted) || errors.Is(err, store.ErrJobNotRunning) {
+			c.halt(ctx, err)
+			return errStopJob
+		}
+		return &storeError{err}
+	}
+	// The rate slot last, right before the call: nothing slow sits between
+	// the slot and the request, so calls reach the vendor evenly spaced.
+	// A call waiting for its slot when the worker drains gives it up.
+	wctx, cancelWait := context.WithCancel(ctx)
+	stopWatch := context.AfterFunc(c.p.draining, cancelWait)
+	err = c.p.limiter.Wait(wctx)
+	stopWatch()
+	cancelWait()
+	if err == nil && c.p.isDraining() {
+		err = errDraining
+	}
+	if err != nil {
+		reason := "rate limiter: " + err.Error()
+		if c.p.isDraining() && ctx.Err() == nil {
+			reason, err = errDraining.Error(), errDraining
+		}
+		if rerr := c.p.store.Release(context.WithoutCancel(ctx), id, reason); rerr != nil {
+			c.p.log.Error("ledger update failed", "ledger_id", id, "err", rerr)
+		}
+		if errors.Is(err, errDraining) {
+			return err
+		}
+		return fmt.Errorf("rate limiter: %w", err)
+	}
+	t1 := time.Now()
+	charge, split, callErr := fn(ctx)
+	t2 := time.Now()
+	c.nsVendor.Add(int64(t2.Sub(t1)))
+	defer func() { c.nsLedger.Add(int64(time.Since(t2))) }()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	m := c.p.cfg.Metrics
+	var ve *enrich.Error
+	switch {
+	case callErr == nil:
+		c.p.limiter.Succeeded(ctx)
+		st := settlement(charge, "")
+		st.StageCredits = split
+		if charge.Replayed {
+			st = c.replayed(sctx, res, id, charge, st)
+		} else if again && c.p.cfg.VendorMarksReplays && !charge.Resent {
+			if n, rerr := c.p.store.ReconcileFresh(sctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
+				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
+			} else if n > 0 {
+				c.p.log.Info("earlier sends of unknown outcome reconciled by a fresh answer: not billed", "ledger_id", id, "calls", n)
+			}
+		}
+		err = c.p.store.Settle(sctx, id, st)
+		m.VendorCall(res.Endpoint, "ok")
+		c.countCredits(res.Stage, st.Charged, split)
+	case errors.As(callErr, &ve) && ve.Charge != nil:
+		c.throttled(ctx, ve)
+		err = c.p.store.Settle(sctx, id, settlement(*ve.Charge, ve.Error()))
+		m.VendorCall(res.Endpoint, outcome(ve))
+		c.countCredits(res.Stage, ve.Charge.Credits, nil)
+	case errors.As(callErr, &ve) && ve.OutcomeUnknown:
+		err = c.p.store.MarkUnknown(sctx, id, ve.Error())
+		m.VendorCall(res.Endpoint, outcome(ve))
+		c.countCredits(res.Stage, res.Credits, nil)
+	case errors.As(callErr, &ve):
+		c.throttled(ctx, ve)
+		err = c.p.store.Release(sctx, id, ve.Error())
+		m.VendorCall(res.Endpoint, outcome(ve))
+	default: // canceled or an error before the request left: unknown to be safe
+		err = c.p.store.MarkUnknown(sctx, id, callErr.Error())
+		m.VendorCall(res.Endpoint, "error")
+		c.countCredits(res.Stage, res.Credits, nil)
+	}
+	if err != nil {
+		c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
+	}
+	return callErr
+}
+
+// replayed prices a call answered as a replay (free) and the earlier send
+// of its Idempotency-Key that was billed for the answer (see
+// store.ReconcileReplay), and returns the call's settlement. An unreadable
+// replay is not priced: it says nothing of what the answer cost. When the
+// earlier sends cannot be read, they stay counted at their worst case and
+// the call is settled as a replay (its own first send, when http.Transport
+// re-sent it, counted as billed: never under).
+func (c *chunkRun) replayed(ctx context.Context, res store.Reservation, id int64, charge enrich.Charge, st store.Settlement) store.Settlement {
+	n, self, err := c.p.store.ReconcileReplay(ctx, c.job.ID, res.IdempotencyKey, id, charge.Estimate, charge.Resent)
+	switch {
+	case err != nil:
+		c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", err)
+		self = charge.Resent
+	case n > 0:
+		c.p.log.Info("earlier calls of unknown outcome reconciled by a replay", "ledger_id", id, "calls", n, "credits", charge.Estimate)
+	}
+	st.Charged, st.Reported = 0, !charge.Resent
+	if self {
+		st.Charged = charge.Estimate // its own first send was the billed one
+	}
+	return st
+}
+
+// countCredits adds a call's charge to the credits metric, a bulk call's by its split.
+func (c *chunkRun) countCredits(stage domain.Stage, charged int64, split map[domain.Stage]int64) {
+	m := c.p.cfg.Metrics
+	if m == nil {
+		return
+	}
+	rest := charged
+	for st, n := range split {
+		n = min(n, rest)
+		rest -= n
+		m.Credits(string(st), n)
+	}
+	m.Credits(string(stage), rest)
+}
+
+// outcome is the metric label of a vendor error.
+func outcome(ve *enrich.Error) string {
+	switch ve.Class {
+	case enrich.ClassRateLimited:
+		return "rate_limited"
+	case enrich.ClassPermanent:
+		return "permanent"
+	case enrich.ClassUnauthorized:
+		return "unauthorized"
+	case enrich.ClassForbidden:
+		return "forbidden"
+	default:
+		return "transient"
+	}
+}
+
+func (c *chunkRun) throttled(ctx context.Context, ve *enrich.Error) {
+	if ve.Class == enrich.ClassRateLimited {
+		if err := c.p.limiter.Throttled(ctx, ve.RetryAfter); err != nil {
+			c.p.log.Warn("shared cool-down not recorded", "err", err)
+		}
+	}
+}
+
+func settlement(ch enrich.Charge, errText string) store.Settlement {
+	s := store.Settlement{Charged: ch.Credits, Reported: ch.Reported, Error: errText}
+	if ch.RemainingReported {
+		r := ch.Remaining
+		s.Remaining = &r
+	}
+	return s
+}
+
+// halt stops the run: the rest of the chunk is released, and the job paused
+// when the reason calls for it.
+func (c *chunkRun) halt(ctx context.Context, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stop != nil {
+		return
+	}
+	var be *store.BudgetError
+	var ve *enrich.Error
+	switch {
+	case errors.As(err, &be):
+		c.stop = errStopBudget
+		if be.Scope == "account" {
+			c.pause(ctx, store.BudgetPausePrefix+": "+be.Error()+"; it renews on the 1st of next month (UTC), or raise ENRICHQ_VENDOR_MONTHLY_CREDITS")
+		} else {
+			c.pause(ctx, store.BudgetPausePrefix+": "+be.Error()+"; raise budget_credits (PATCH /v1/jobs/{id}) to continue")
+		}
+	case errors.As(err, &ve) && ve.Class == enrich.ClassUnauthorized:
+		c.stop = errStopJob
+		c.pause(ctx, "the vendor refused the API key (401): check ENRICHQ_VENDOR_KEY; "+ve.Message)
+	case errors.As(err, &ve) && ve.Class == enrich.ClassForbidden:
+		c.stop = errStopJob
+		c.pause(ctx, "the vendor refused access (403 "+ve.Code+"): the plan has no API access; "+ve.Message)
+	default:
+		c.stop = errStopJob
+	}
+}
+
+func (c *chunkRun) pause(ctx context.Context, reason string) {
+	paused, err := c.p.store.PauseJob(context.WithoutCancel(ctx), c.job.ID, reason)
+	if err != nil {
+		c.p.log.Error("pause job failed", "job_id", c.job.ID, "err", err)
+		return
+	}
+	if paused {
+		c.p.log.Warn("job paused", "job_id", c.job.ID, "reason", reason)
+	}
+}
+
+// budgetError describes the job's budget when a call of wanted credits does not fit.
+func (c *chunkRun) budgetError(ctx context.Context, wanted int64) *store.BudgetError {
+	be := &store.BudgetError{Scope: "job", Wanted: wanted}
+	if j, err := c.p.store.GetJob(ctx, "", c.job.ID); err == nil {
+		be.Spent, be.Reserved = j.CreditsSpent, j.CreditsReserved
+		if j.BudgetCredits != nil {
+			be.Budget = *j.BudgetCredits
+		}
+	}
+	return be
+}
+
+// settleRows applies a call's outcome to the rows that share it.
+func (c *chunkRun) settleRows(ctx context.Context, rows []*rowWork, err error, ok func(w *rowWork, remember bool)) {
+	var ve *enrich.Error
+	if errors.As(err, &ve) && (ve.Class == enrich.ClassUnauthorized || ve.Class == enrich.ClassForbidden) {
+		c.halt(ctx, err) // the rows are released on save
+		return
+	}
+	c.rowsMu.Lock()
+	defer c.rowsMu.Unlock()
+	switch {
+	case err == nil:
+		for i, w := range rows {
+			ok(w, i == 0)
+		}
+	case errors.Is(err, errStopJob) || errors.Is(err, errDraining) || ctx.Err() != nil:
+		// not attempted, or shutting down: rows are released on save
+	default:
+		for _, w := range rows {
+			c.fail(w, err)
+		}
+	}
+}

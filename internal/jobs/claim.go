@@ -1,0 +1,82 @@
+package jobs
+
+import (
+	"context"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// claimTTL is how long a lookup claim lives: 90 % of the rows' lease.
+func claimTTL(lease time.Duration) time.Duration { return lease * 9 / 10 }
+
+// heartbeat extends the lease of the claimed rows until stopped.
+func (p *Processor) heartbeat(ctx context.Context, claim store.Claim) func() {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	ids := claim.IDs()
+	go func() {
+		defer close(done)
+		t := time.NewTicker(p.cfg.Lease / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := p.store.ExtendLease(ctx, claim.Token, ids, p.cfg.Lease, claimTTL(p.cfg.Lease)); err != nil && ctx.Err() == nil {
+					p.log.Warn("lease heartbeat failed", "err", err)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// claimLookups makes concurrent workers share one call per input: it claims
+// the inputs of todo for this run. Rows whose input another worker is
+// buying right now wait a moment and then find its answer in the cache.
+// It returns the rows to look up.
+func (c *chunkRun) claimLookups(ctx context.Context, stage domain.Stage, todo []*rowWork) []*rowWork {
+	if c.job.MaxAge <= 0 || len(todo) == 0 {
+		return todo // no reuse asked: every row buys its own answer
+	}
+	keys := make([]string, len(todo))
+	seen := map[string]bool{}
+	var distinct []string
+	for i, w := range todo {
+		keys[i] = cacheKey(stage, w.rowWithFound())
+		if !seen[keys[i]] {
+			seen[keys[i]] = true
+			distinct = append(distinct, keys[i])
+		}
+	}
+	// A claim lives a little less than the rows' lease (and is extended with
+	// it), so when a lost worker's rows are taken over its claims are gone.
+	won, err := c.p.store.ClaimLookups(ctx, c.job.Tenant, stage, distinct, c.token, claimTTL(c.p.cfg.Lease))
+	if err != nil {
+		c.p.log.Warn("lookup claims failed; looking up without them", "err", err)
+		return todo
+	}
+	c.claimed = true
+	wonSet := make(map[string]bool, len(won))
+	for _, k := range won {
+		wonSet[k] = true
+	}
+	var mine []*rowWork
+	// One due time for every waiting row: they come back together (and a
+	// bulk call of them is the same call, under the same Idempotency-Key).
+	due := c.p.cfg.Now().Add(time.Second + time.Duration(c.p.cfg.Rand()*float64(time.Second)))
+	for i, w := range todo {
+		if wonSet[keys[i]] {
+			mine = append(mine, w)
+			continue
+		}
+		w.leave(domain.RowRetryWait)
+		w.out.LastError = "waiting for another worker's lookup of the same " + string(stage) + " input"
+		w.out.NextAttemptAt = due
+	}
+	// An answer saved between our cache check and our claim is served now.
+	return c.fromCache(ctx, stage, mine)
+}
