@@ -6,16 +6,21 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/config"
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
 const keysUsage = `usage:
-  api keys create --tenant T [--name N]   create a key; it is printed once and only its hash is stored
-  api keys list [--tenant T]              list keys (never the keys themselves)
+  api keys create --tenant T [--name N] [--scope read,submit,admin]
+                                          create a key; it is printed once and only its hash is stored.
+                                          --scope: what the key may do (default read,submit; read alone
+                                          makes an ETL key that cannot spend; see docs/api.md, "Scopes")
+  api keys list [--tenant T]              list keys and their scopes (never the keys themselves)
   api keys revoke ID                      revoke a key at once`
 
 // keysCommand manages the API keys stored in Postgres.
@@ -27,6 +32,7 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 	fs.SetOutput(stderr)
 	tenant := fs.String("tenant", "", "the tenant the key belongs to")
 	name := fs.String("name", "", "a name to recognise the key by")
+	scope := fs.String("scope", "read,submit", "the key's scopes, comma-separated: read, submit, admin")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -46,26 +52,35 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 	}
 	switch args[0] {
 	case "create":
-		if *tenant == "" {
+		if strings.TrimSpace(*tenant) == "" {
 			return errors.New("api keys create: --tenant is required")
 		}
-		k, key, err := st.CreateAPIKey(ctx, *tenant, *name)
+		scopes, err := domain.ParseScopes(*scope)
+		if err != nil {
+			return fmt.Errorf("api keys create: --scope: %w", err)
+		}
+		k, key, err := st.CreateAPIKey(ctx, *tenant, *name, scopes)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "key %s created for tenant %q; it is shown once, store it now:\n", k.ID, k.Tenant)
+		fmt.Fprintf(stderr, "key %s created for tenant %q with scopes %s; it is shown once, store it now:\n", k.ID, k.Tenant, scopeList(k.Scopes))
 		fmt.Fprintln(stdout, key)
 		return nil
 	case "list":
-		keys, err := st.ListAPIKeys(ctx, *tenant)
+		var keys []store.APIKey
+		if *tenant == "" {
+			keys, err = st.AllAPIKeys(ctx)
+		} else {
+			keys, err = st.ListAPIKeys(ctx, *tenant)
+		}
 		if err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tCREATED\tLAST USED\tREVOKED")
+		fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tSCOPES\tCREATED\tLAST USED\tREVOKED")
 		for _, k := range keys {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, k.Prefix, k.CreatedAt.Format("2006-01-02 15:04"),
-				when(k.LastUsedAt), when(k.RevokedAt))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, k.Prefix, scopeList(k.Scopes),
+				k.CreatedAt.Format("2006-01-02 15:04"), when(k.LastUsedAt), when(k.RevokedAt))
 		}
 		return tw.Flush()
 	case "revoke":
@@ -82,6 +97,15 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 		return nil
 	}
 	return errors.New(keysUsage)
+}
+
+// scopeList writes scopes as --scope takes them: read,submit.
+func scopeList(scopes []domain.Scope) string {
+	names := make([]string, len(scopes))
+	for i, s := range scopes {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ",")
 }
 
 func when(t *time.Time) string {

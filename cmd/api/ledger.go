@@ -79,7 +79,7 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 		if fs.NArg() != 1 {
 			return usageError{errors.New(ledgerUsage)}
 		}
-		job, err := st.GetJob(ctx, "", fs.Arg(0))
+		job, err := st.JobByID(ctx, fs.Arg(0))
 		if err != nil {
 			return fmt.Errorf("job %s: %w", fs.Arg(0), err)
 		}

@@ -97,6 +97,12 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
+	// The tenants of ENRICHQ_API_KEYS exist like those of stored keys.
+	for _, tenant := range cfg.Keys {
+		if _, err := st.EnsureTenant(ctx, tenant); err != nil {
+			return fmt.Errorf("tenant %q of ENRICHQ_API_KEYS: %w", tenant, err)
+		}
+	}
 	stored, err := st.CountLiveAPIKeys(ctx)
 	if err != nil {
 		return fmt.Errorf("count API keys: %w", err)

@@ -76,7 +76,7 @@ func TestWorkerRunProcessesAChunk(t *testing.T) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		j, err := st.GetJob(context.Background(), "", job.ID)
+		j, err := st.JobByID(context.Background(), job.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -321,7 +321,11 @@ type progress struct {
 }
 
 func (e *env) progress(ctx context.Context, jobID string) (progress, error) {
-	job, counts, err := e.db.GetJobStatus(ctx, "", jobID)
+	job, err := e.db.JobByID(ctx, jobID)
+	if err != nil {
+		return progress{}, err
+	}
+	counts, err := e.db.RowCounts(ctx, jobID)
 	if err != nil {
 		return progress{}, err
 	}

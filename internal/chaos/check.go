@@ -164,7 +164,7 @@ func VendorLedger(ctx context.Context, vendorURL string) (fakevendor.LedgerSumma
 // job by Idempotency-Key).
 func CheckJob(ctx context.Context, st *store.Store, jobID string, expected int, vendor []fakevendor.LedgerEntry) (Figures, error) {
 	f := Figures{JobID: jobID, Expected: expected, States: map[string]int{}, FailedReasons: map[string]int{}, DoubleCauses: map[string]int{}}
-	job, err := st.GetJob(ctx, "", jobID)
+	job, err := st.JobByID(ctx, jobID)
 	if err != nil {
 		return f, fmt.Errorf("chaos: job %s: %w", jobID, err)
 	}

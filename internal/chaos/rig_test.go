@@ -303,7 +303,11 @@ func (p jobProgress) done() bool { return (p.state != "queued" && p.state != "ru
 
 func (r *rig) progress(id string) jobProgress {
 	r.t.Helper()
-	job, counts, err := r.direct.GetJobStatus(context.Background(), "", id)
+	job, err := r.direct.JobByID(context.Background(), id)
+	if err != nil {
+		r.t.Fatalf("progress: %v", err)
+	}
+	counts, err := r.direct.RowCounts(context.Background(), id)
 	if err != nil {
 		r.t.Fatalf("progress: %v", err)
 	}

@@ -3,20 +3,26 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
 	"strings"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/service"
 )
 
-// Keys finds the tenant of an API key.
+// Keys finds who holds an API key.
 type Keys interface {
-	// Tenant returns the key's tenant, or ok=false for an unknown key. An
-	// error means the lookup itself failed (the key store is unreachable).
-	Tenant(ctx context.Context, key string) (tenant string, ok bool, err error)
+	// Principal returns the key's tenant, id and scopes, or ok=false for an
+	// unknown key. An error means the lookup itself failed (the key store
+	// is unreachable).
+	Principal(ctx context.Context, key string) (p service.Principal, ok bool, err error)
 }
 
-// StaticKeys are API keys known at start (ENRICHQ_API_KEYS). Keys are held
-// as SHA-256 digests: a lookup hashes the presented key, so its time does not
-// depend on how much of a real key it shares.
+// StaticKeys are API keys known at start (ENRICHQ_API_KEYS); each holds
+// every scope. Keys are held as SHA-256 digests: a lookup hashes the
+// presented key, so its time does not depend on how much of a real key it
+// shares.
 type StaticKeys struct {
 	byDigest map[[sha256.Size]byte]string
 }
@@ -33,11 +39,15 @@ func NewStaticKeys(keyToTenant map[string]string) *StaticKeys {
 // Len is the number of keys.
 func (k *StaticKeys) Len() int { return len(k.byDigest) }
 
-// Tenant implements Keys.
-func (k *StaticKeys) Tenant(_ context.Context, key string) (string, bool, error) {
+// Principal implements Keys. A key of an empty tenant is unknown. Its
+// KeyID is "env:" and the first 8 hex digits of its SHA-256.
+func (k *StaticKeys) Principal(_ context.Context, key string) (service.Principal, bool, error) {
 	d := sha256.Sum256([]byte(key))
 	tenant, ok := k.byDigest[d]
-	return tenant, ok && tenant != "", nil
+	if !ok || tenant == "" {
+		return service.Principal{}, false, nil
+	}
+	return service.Principal{Tenant: tenant, KeyID: "env:" + hex.EncodeToString(d[:4]), Scopes: domain.Scopes}, true, nil
 }
 
 // bearerToken returns the token of an "Authorization: Bearer <token>" header.
@@ -50,24 +60,28 @@ func bearerToken(h string) (string, bool) {
 	return token, token != ""
 }
 
-type tenantKey struct{}
+type principalKey struct{}
 
-// tenantFrom returns the tenant authenticate put in the context.
-func tenantFrom(ctx context.Context) string {
-	t, _ := ctx.Value(tenantKey{}).(string)
-	return t
+// principalFrom returns the principal authenticate put in the context.
+func principalFrom(ctx context.Context) service.Principal {
+	p, _ := ctx.Value(principalKey{}).(service.Principal)
+	return p
 }
 
-// authenticate lets a request through to next with its tenant in the
-// context, or answers 401 with WWW-Authenticate: Bearer.
-func (s *server) authenticate(next http.HandlerFunc) http.Handler {
+// tenantFrom returns the tenant of the principal authenticate put in the context.
+func tenantFrom(ctx context.Context) string { return principalFrom(ctx).Tenant }
+
+// authenticate lets a request through to next with its principal in the
+// context, or answers 401 with WWW-Authenticate: Bearer; a key without
+// scope gets a 403 insufficient_scope (the service checks the scope again).
+func (s *server) authenticate(scope domain.Scope, next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r.Header.Get("Authorization"))
 		if !ok {
 			s.writeError(w, r, errUnauthorized("missing bearer token: send Authorization: Bearer <API key>"))
 			return
 		}
-		tenant, ok, err := s.Keys.Tenant(r.Context(), token)
+		p, ok, err := s.Keys.Principal(r.Context(), token)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -77,8 +91,12 @@ func (s *server) authenticate(next http.HandlerFunc) http.Handler {
 			return
 		}
 		if info := infoFrom(r.Context()); info != nil {
-			info.tenant = tenant
+			info.tenant = p.Tenant
 		}
-		next(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, tenant)))
+		if err := p.Require(scope); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -51,8 +52,11 @@ type errorJSON struct {
 }
 
 // writeError answers err. It is the one place errors become statuses:
-// *apiError as it says; *ingest.Error with its own status and details;
-// store.ErrNotFound 404; store.ErrConflict 409; an upload over the byte
+// *apiError as it says; *ingest.Error with its own status and details; the
+// service's errors: *service.ForbiddenError 403 insufficient_scope,
+// service.ErrNoTenant 403 no_tenant, *service.InvalidError 400 (422 for
+// invalid_options), *service.ConflictError 409 with its code, ErrNotFound
+// 404, ErrConflict 409, ErrUnavailable 503; an upload over the byte
 // limit 413; an upload that stopped sending 408; a server-side deadline 503;
 // anything else 500, with the detail logged and never sent.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -68,17 +72,34 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 func (s *server) classify(r *http.Request, err error) *apiError {
 	var (
-		ae       *apiError
-		be       *bodyError
-		ie       *ingest.Error
-		tooLarge *http.MaxBytesError
-		netErr   net.Error
+		ae        *apiError
+		be        *bodyError
+		ie        *ingest.Error
+		forbidden *service.ForbiddenError
+		invalid   *service.InvalidError
+		conflict  *service.ConflictError
+		tooLarge  *http.MaxBytesError
+		netErr    net.Error
 	)
 	switch {
 	case errors.As(err, &ae):
 		return ae
 	case errors.As(err, &ie):
 		return &apiError{Status: ie.HTTPStatus(), Code: ie.Code, Message: ie.Message, Details: ie.Details}
+	case errors.As(err, &forbidden):
+		return errorf(http.StatusForbidden, "insufficient_scope", "%s", forbidden.Error())
+	case errors.Is(err, service.ErrNoTenant):
+		// A key store that gave a key no tenant: fail closed, show nothing.
+		s.Log.ErrorContext(r.Context(), "an API key without a tenant", "method", r.Method, "path", r.URL.Path)
+		return errorf(http.StatusForbidden, "no_tenant", "this API key belongs to no tenant")
+	case errors.As(err, &invalid):
+		status := http.StatusBadRequest
+		if invalid.Code == service.CodeInvalidOptions {
+			status = http.StatusUnprocessableEntity
+		}
+		return &apiError{Status: status, Code: invalid.Code, Message: invalid.Message, Details: invalid.Details}
+	case errors.As(err, &conflict):
+		return errorf(http.StatusConflict, conflict.Code, "%s", conflict.Message)
 	case errors.As(err, &be):
 		// Reading the request body failed: too much of it, too slow, or cut off.
 		switch {

@@ -1,116 +1,22 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
-	"time"
 
-	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/service"
 )
 
-// Feed paging.
-const (
-	defaultFeedLimit = 1000
-	maxFeedLimit     = 10000
+// The feed's bodies are the service's views (service.FeedLine, service.FeedPage).
+type (
+	feedLine = service.FeedLine
+	feedPage = service.FeedPage
 )
-
-// feedLine is one line of GET /v1/results: a result of one stage (kind
-// profile, email or phone) or a no-match marker (kind no_match; stage is the
-// lookup that found nothing), with the input of its row. Field names are
-// those of the job results (resultLine); the found fields of other kinds are
-// null. For email and phone lines, found_profile_url is the profile the
-// lookup was made for.
-type feedLine struct {
-	Seq        int64             `json:"seq"`
-	Kind       string            `json:"kind"`
-	Stage      domain.Stage      `json:"stage"`
-	JobID      string            `json:"job_id"`
-	Row        int               `json:"row"`
-	Ref        string            `json:"ref"`
-	ProfileURL string            `json:"profile_url"`
-	Name       string            `json:"name"`
-	Company    string            `json:"company"`
-	InputEmail string            `json:"input_email"`
-	Role       string            `json:"role"`
-	Extra      map[string]string `json:"extra"`
-	Source     string            `json:"source"`
-	FromCache  bool              `json:"from_cache"`
-	FetchedAt  *time.Time        `json:"fetched_at"`
-
-	FoundProfileURL *string  `json:"found_profile_url"`
-	FullName        *string  `json:"full_name"`
-	Headline        *string  `json:"headline"`
-	CurrentCompany  *string  `json:"current_company"`
-	CurrentRole     *string  `json:"current_role"`
-	Location        *string  `json:"location"`
-	CompanySize     *string  `json:"company_size"`
-	Industry        *string  `json:"industry"`
-	Technographics  []string `json:"technographics"`
-
-	Email           *string      `json:"email"`
-	EmailConfidence *json.Number `json:"email_confidence"`
-	EmailVerified   *bool        `json:"email_verified"`
-
-	Phones json.RawMessage `json:"phones"`
-}
-
-type feedPage struct {
-	Results   []feedLine `json:"results"`
-	NextSince int64      `json:"next_since"`
-}
-
-func feedLineOf(it store.FeedItem) feedLine {
-	l := feedLine{
-		Seq: it.Seq, Kind: it.Kind, Stage: it.Stage, JobID: it.JobID, Row: it.InputRow, Ref: it.Ref,
-		ProfileURL: it.ProfileURL, Name: it.Name, Company: it.Company, InputEmail: it.Email, Role: it.Role, Extra: it.Extra,
-		Source: it.Source, FromCache: it.FromCache,
-	}
-	if l.Extra == nil {
-		l.Extra = map[string]string{}
-	}
-	if !it.FetchedAt.IsZero() {
-		t := it.FetchedAt.UTC()
-		l.FetchedAt = &t
-	}
-	switch {
-	case it.Profile != nil:
-		p := it.Profile
-		l.FoundProfileURL = orNull(p.ProfileURL)
-		l.FullName = orNull(p.Name)
-		l.Headline = orNull(p.Headline)
-		l.CurrentCompany = orNull(p.Company)
-		l.CurrentRole = orNull(p.Role)
-		l.Location = orNull(p.Location)
-		l.CompanySize = orNull(p.CompanySize)
-		l.Industry = orNull(p.Industry)
-		l.Technographics = nonNil(p.Technographics)
-	case it.FoundEmail != nil:
-		e := it.FoundEmail
-		l.FoundProfileURL = orNull(e.ProfileURL)
-		l.Email = orNull(e.Email)
-		c := json.Number(strconv.FormatFloat(e.Confidence, 'f', -1, 32)) // a real in Postgres
-		l.EmailConfidence = &c
-		v := e.Verified
-		l.EmailVerified = &v
-	case it.FoundPhones != nil:
-		l.FoundProfileURL = orNull(it.FoundPhones.ProfileURL)
-		if json.Valid(it.FoundPhones.Phones) {
-			l.Phones = json.RawMessage(it.FoundPhones.Phones)
-		}
-	}
-	return l
-}
 
 // resultsFeed is GET /v1/results?since=SEQ&limit=N: the tenant's results
 // and no-match markers of every job, in feed order, after position since (0:
-// from the start). next_since is the position to ask for next (since itself
-// when nothing is new). A line's position is handed out once its transaction
-// has committed, and positions appear in order: a client that stores
-// next_since reads every line exactly once. See migrations/00001_schema.sql, "The feed".
+// from the start); next_since is the position to ask for next (service.Feed).
 func (s *server) resultsFeed(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	q := r.URL.Query()
 	var since int64
 	if v := q.Get("since"); v != "" {
@@ -121,25 +27,15 @@ func (s *server) resultsFeed(w http.ResponseWriter, r *http.Request) {
 		}
 		since = n
 	}
-	limit, err := limitParam(q, defaultFeedLimit, maxFeedLimit)
+	limit, err := limitParam(q, service.DefaultFeedLimit, service.MaxFeedLimit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	// Log what committed since the last advance, so the answer is current.
-	if _, err := s.Store.AdvanceResultsFeed(ctx); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	items, err := s.Store.ResultsFeed(ctx, tenantFrom(ctx), since, limit)
+	out, err := s.svc.Feed(r.Context(), principalFrom(r.Context()), since, limit)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
-	}
-	out := feedPage{Results: make([]feedLine, 0, len(items)), NextSince: since}
-	for _, it := range items {
-		out.Results = append(out.Results, feedLineOf(it))
-		out.NextSince = it.Seq
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	writeJSON(w, http.StatusOK, out)

@@ -80,7 +80,7 @@ func TestOtherTenantsJobIsNotFound(t *testing.T) {
 			}
 		}
 	}
-	if got, _ := b.st.GetJob(context.Background(), "", job.ID); got.State != domain.JobQueued {
+	if got, _ := b.st.JobByID(context.Background(), job.ID); got.State != domain.JobQueued {
 		t.Fatalf("tenant B's cancel changed the job: %s", got.State)
 	}
 }

@@ -5,9 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-
-	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // patchJob is PATCH /v1/jobs/{id}: change a job's budget. Raising the budget
@@ -27,19 +24,13 @@ func (s *server) patchJob(w http.ResponseWriter, r *http.Request) {
 	var budget *int64
 	if string(raw) != "null" {
 		n, err := strconv.ParseInt(string(raw), 10, 64)
-		if err != nil || n < 0 {
+		if err != nil {
 			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid_options", "budget_credits must be a whole number >= 0 or null"))
 			return
 		}
 		budget = &n
 	}
-	job, err := s.Store.UpdateBudget(r.Context(), tenantFrom(r.Context()), r.PathValue("id"), budget)
-	s.statuses.drop(tenantFrom(r.Context()), r.PathValue("id"))
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	st, err := s.status(r, job)
+	st, err := s.svc.SetBudget(r.Context(), principalFrom(r.Context()), r.PathValue("id"), budget)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -49,23 +40,12 @@ func (s *server) patchJob(w http.ResponseWriter, r *http.Request) {
 
 // jobCosts is GET /v1/jobs/{id}/costs: what the job cost, by stage.
 func (s *server) jobCosts(w http.ResponseWriter, r *http.Request) {
-	job, err := s.Store.GetJob(r.Context(), tenantFrom(r.Context()), r.PathValue("id"))
+	costs, err := s.svc.Costs(r.Context(), principalFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	byStage, err := s.Store.JobCosts(r.Context(), job.ID)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if byStage == nil {
-		byStage = map[domain.Stage]store.StageCost{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"job_id": job.ID, "by_stage": byStage,
-		"credits": map[string]any{"budget": job.BudgetCredits, "reserved": job.CreditsReserved, "spent": job.CreditsSpent},
-	})
+	writeJSON(w, http.StatusOK, costs)
 }
 
 // dryRun reports whether ?dry_run=true was asked, and removes the parameter

@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/base64"
 	"encoding/csv"
 	"encoding/json"
 	"net/http"
@@ -11,130 +10,43 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
 // Result paging.
 const (
-	defaultResultsLimit = 1000  // format=json without ?limit=
-	maxResultsLimit     = 10000 // any ?limit=
-	resultsPage         = 1000  // rows per query when streaming ndjson or csv
+	defaultResultsLimit = service.DefaultResultsLimit // format=json without ?limit=
+	maxResultsLimit     = service.MaxResultsLimit     // any ?limit=
+	resultsPage         = 1000                        // rows per page when streaming ndjson or csv
 	// pageWriteTimeout bounds the writing of one streamed page, so a client
 	// that stops reading does not hold the stream forever.
 	pageWriteTimeout = time.Minute
 )
 
-// resultLine is one line of a job's results: the input, the state and what
-// was found. Input fields are strings ("" when not given); found fields are
-// null when the stage found nothing or did not run. The input email is
-// input_email: email is the one found (api.md).
-type resultLine struct {
-	Row        int               `json:"row"`
-	Ref        string            `json:"ref"`
-	ProfileURL string            `json:"profile_url"`
-	Name       string            `json:"name"`
-	Company    string            `json:"company"`
-	InputEmail string            `json:"input_email"`
-	Role       string            `json:"role"`
-	Extra      map[string]string `json:"extra"`
-	State      domain.RowState   `json:"state"`
-	Reason     string            `json:"reason"`
+// resultLine is one line of a job's results (service.ResultLine).
+type resultLine = service.ResultLine
 
-	FoundProfileURL *string  `json:"found_profile_url"`
-	FullName        *string  `json:"full_name"`
-	Headline        *string  `json:"headline"`
-	CurrentCompany  *string  `json:"current_company"`
-	CurrentRole     *string  `json:"current_role"`
-	Location        *string  `json:"location"`
-	CompanySize     *string  `json:"company_size"`
-	Industry        *string  `json:"industry"`
-	Technographics  []string `json:"technographics"`
-
-	Email           *string      `json:"email"`
-	EmailConfidence *json.Number `json:"email_confidence"`
-	EmailVerified   *bool        `json:"email_verified"`
-
-	Phones  json.RawMessage `json:"phones"`
-	NoMatch []domain.Stage  `json:"no_match"`
-}
-
-func lineOf(r store.Result) resultLine {
-	l := resultLine{
-		Row: r.InputRow, Ref: r.Ref, ProfileURL: r.ProfileURL, Name: r.Name, Company: r.Company, InputEmail: r.Email,
-		Role: r.Role, Extra: r.Extra, State: r.State, Reason: r.StateReason, NoMatch: nonNil(r.NoMatches),
-	}
-	if l.Extra == nil {
-		l.Extra = map[string]string{}
-	}
-	if r.State == domain.RowFailed && r.LastError != "" && r.LastError != r.StateReason {
-		if l.Reason == "" {
-			l.Reason = r.LastError
-		} else {
-			l.Reason += ": " + r.LastError
-		}
-	}
-	if p := r.Profile; p != nil {
-		l.FoundProfileURL = orNull(p.ProfileURL)
-		l.FullName = orNull(p.Name)
-		l.Headline = orNull(p.Headline)
-		l.CurrentCompany = orNull(p.Company)
-		l.CurrentRole = orNull(p.Role)
-		l.Location = orNull(p.Location)
-		l.CompanySize = orNull(p.CompanySize)
-		l.Industry = orNull(p.Industry)
-		l.Technographics = nonNil(p.Technographics)
-	}
-	if e := r.FoundEmail; e != nil {
-		l.Email = orNull(e.Email)
-		// Confidence is a real in Postgres: print it at float32 precision (0.9, not 0.899999976).
-		c := json.Number(strconv.FormatFloat(e.Confidence, 'f', -1, 32))
-		l.EmailConfidence = &c
-		v := e.Verified
-		l.EmailVerified = &v
-	}
-	if ph := r.FoundPhones; ph != nil && json.Valid(ph.Phones) {
-		l.Phones = json.RawMessage(ph.Phones)
-	}
-	return l
-}
-
-func orNull(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+var lineOf = service.LineOf
 
 type resultsQuery struct {
-	format  string          // json, ndjson, csv
-	state   domain.RowState // "" for all
-	afterID int64
-	limit   int // 0: stream everything (ndjson, csv)
+	format string // json, ndjson, csv
+	page   service.ResultsQuery
+	stream bool // no limit: every remaining row (ndjson, csv)
 }
 
+// parseResultsQuery reads the query of GET /v1/jobs/{id}/results; the
+// service checks state and cursor.
 func parseResultsQuery(r *http.Request) (resultsQuery, error) {
 	q := r.URL.Query()
-	rq := resultsQuery{format: q.Get("format"), state: domain.RowState(q.Get("state"))}
+	rq := resultsQuery{format: q.Get("format"),
+		page: service.ResultsQuery{State: domain.RowState(q.Get("state")), Cursor: q.Get("cursor")}}
 	switch rq.format {
 	case "":
 		rq.format = "json"
 	case "json", "ndjson", "csv":
 	default:
 		return rq, badParam("format", "format %q is not json, ndjson or csv", clip(rq.format))
-	}
-	if rq.state != "" && !rq.state.Valid() {
-		names := make([]string, len(domain.RowStates))
-		for i, st := range domain.RowStates {
-			names[i] = string(st)
-		}
-		return rq, badParam("state", "state %q is not one of %s", clip(string(rq.state)), strings.Join(names, ", "))
-	}
-	if c := q.Get("cursor"); c != "" {
-		id, err := decodeResultCursor(c)
-		if err != nil {
-			return rq, err
-		}
-		rq.afterID = id
 	}
 	def := 0
 	if rq.format == "json" {
@@ -144,30 +56,11 @@ func parseResultsQuery(r *http.Request) (resultsQuery, error) {
 	if err != nil {
 		return rq, err
 	}
-	rq.limit = limit
+	rq.page.Limit, rq.stream = limit, limit == 0
+	if rq.stream {
+		rq.page.Limit = resultsPage
+	}
 	return rq, nil
-}
-
-// A result cursor is the base64url of "r" and the last row id of a page.
-func encodeResultCursor(rowID int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("r" + strconv.FormatInt(rowID, 10)))
-}
-
-func decodeResultCursor(c string) (int64, error) {
-	bad := badParam("cursor", "cursor is not a cursor this API returned")
-	b, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return 0, bad
-	}
-	s, ok := strings.CutPrefix(string(b), "r")
-	if !ok {
-		return 0, bad
-	}
-	id, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || id < 0 {
-		return 0, bad
-	}
-	return id, nil
 }
 
 type resultsPageJSON struct {
@@ -180,78 +73,70 @@ type resultsPageJSON struct {
 // X-Next-Cursor header); ndjson and csv without a limit stream every
 // remaining row, a page at a time.
 func (s *server) jobResults(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	rq, err := parseResultsQuery(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	job, err := s.Store.GetJob(ctx, tenantFrom(ctx), r.PathValue("id"))
+	if rq.stream {
+		s.streamResults(w, r, rq)
+		return
+	}
+	page, err := s.svc.Results(r.Context(), principalFrom(r.Context()), r.PathValue("id"), rq.page)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	if rq.limit == 0 {
-		s.streamResults(w, r, job, rq)
-		return
-	}
-	page, err := s.Store.ListResults(ctx, job.ID, rq.state, rq.afterID, rq.limit+1)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	var next *string
-	if len(page) > rq.limit {
-		page = page[:rq.limit]
-		c := encodeResultCursor(page[len(page)-1].RowID)
-		next = &c
-		w.Header().Set("X-Next-Cursor", c)
+	if page.NextCursor != nil {
+		w.Header().Set("X-Next-Cursor", *page.NextCursor)
 	}
 	switch rq.format {
 	case "json":
-		out := resultsPageJSON{Results: make([]resultLine, 0, len(page)), NextCursor: next}
-		for _, res := range page {
+		out := resultsPageJSON{Results: make([]resultLine, 0, len(page.Results)), NextCursor: page.NextCursor}
+		for _, res := range page.Results {
 			out.Results = append(out.Results, lineOf(res))
 		}
 		writeJSON(w, http.StatusOK, out)
 	case "ndjson":
 		nd := newNDJSONWriter(w)
-		for _, res := range page {
+		for _, res := range page.Results {
 			nd.write(lineOf(res))
 		}
 	case "csv":
-		cw := newResultsCSV(w, job.ID, extraKeys(page))
-		cw.write(page)
+		cw := newResultsCSV(w, page.JobID, extraKeys(page.Results))
+		cw.write(page.Results)
 		_ = cw.flush() // a write error means the client is gone
 	}
 }
 
-// streamResults writes every result after rq.afterID, page by page. Once
-// the answer has begun an error cannot change its status: it aborts the
-// connection so the client sees a broken download, not a short one.
-func (s *server) streamResults(w http.ResponseWriter, r *http.Request, job store.Job, rq resultsQuery) {
-	ctx := r.Context()
+// streamResults writes every result after the query's cursor, page by
+// page. Once the answer has begun an error cannot change its status: it
+// aborts the connection so the client sees a broken download, not a short
+// one.
+func (s *server) streamResults(w http.ResponseWriter, r *http.Request, rq resultsQuery) {
+	ctx, p, id := r.Context(), principalFrom(r.Context()), r.PathValue("id")
 	var keys []string
 	if rq.format == "csv" {
 		// The header must name every extra column of the rows to come.
 		var err error
-		if keys, err = s.Store.ResultExtraKeys(ctx, job.ID, rq.state); err != nil {
+		if keys, err = s.svc.ResultExtraKeys(ctx, p, id, rq.page.State); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 	}
-	page, err := s.Store.ListResults(ctx, job.ID, rq.state, rq.afterID, resultsPage)
+	page, err := s.svc.Results(ctx, p, id, rq.page)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	w.Header().Set("Cache-Control", "no-store")
 	var (
 		nd *ndjsonWriter
 		cw *resultsCSV
 	)
 	if rq.format == "csv" {
-		cw = newResultsCSV(w, job.ID, keys)
+		cw = newResultsCSV(w, page.JobID, keys)
 	} else {
 		nd = newNDJSONWriter(w)
 	}
@@ -260,10 +145,10 @@ func (s *server) streamResults(w http.ResponseWriter, r *http.Request, job store
 		_ = rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 		var werr error
 		if cw != nil {
-			cw.write(page)
+			cw.write(page.Results)
 			werr = cw.flush()
 		} else {
-			for _, res := range page {
+			for _, res := range page.Results {
 				nd.write(lineOf(res))
 			}
 			werr = nd.err
@@ -272,14 +157,14 @@ func (s *server) streamResults(w http.ResponseWriter, r *http.Request, job store
 			// The client stopped reading or went away.
 			panic(http.ErrAbortHandler)
 		}
-		if len(page) < resultsPage {
+		if page.NextCursor == nil {
 			return
 		}
 		_ = rc.Flush()
-		after := page[len(page)-1].RowID
-		if page, err = s.Store.ListResults(ctx, job.ID, rq.state, after, resultsPage); err != nil {
+		rq.page.Cursor = *page.NextCursor
+		if page, err = s.svc.Results(ctx, p, id, rq.page); err != nil {
 			if ctx.Err() == nil {
-				s.Log.ErrorContext(ctx, "streaming results failed", "job_id", job.ID, "after", after, "err", err)
+				s.Log.ErrorContext(ctx, "streaming results failed", "job_id", id, "cursor", rq.page.Cursor, "err", err)
 			}
 			panic(http.ErrAbortHandler)
 		}

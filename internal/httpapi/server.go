@@ -2,8 +2,10 @@
 // multipart uploads), status and results out. The whole surface is in
 // routes.go; errors become statuses in one place, writeError.
 //
-// The package holds no state of its own: Postgres (through the store) is the
-// truth and the submitter hands new jobs to the queue.
+// The handlers read requests and write answers; what a key may do and how
+// is internal/service's, which they call (the platform's routes, platform.go,
+// call the platform and the store themselves). The package holds no state
+// of its own.
 package httpapi
 
 import (
@@ -17,6 +19,7 @@ import (
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/platform"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -24,7 +27,7 @@ import (
 type Deps struct {
 	Store     *store.Store
 	Submitter *jobs.Submitter
-	// Keys maps API keys to tenants.
+	// Keys maps API keys to their principals (tenant, key id, scopes).
 	Keys Keys
 	// Limits bound an upload; zero fields take ingest.DefaultLimits. MaxBytes
 	// is the configured MaxUploadBytes, MaxLookups the configured MaxRows.
@@ -63,8 +66,8 @@ const (
 
 type server struct {
 	Deps
-	mux      *http.ServeMux
-	statuses *statusCache
+	mux *http.ServeMux
+	svc *service.Service // every /v1/jobs and /v1/results route is a call of it
 }
 
 // NewServer returns the API's handler: every route of routes.go behind
@@ -79,16 +82,15 @@ func NewServer(deps Deps) http.Handler {
 	if deps.Now == nil {
 		deps.Now = time.Now
 	}
-	if deps.Limits.MaxBytes <= 0 {
-		deps.Limits.MaxBytes = ingest.DefaultLimits().MaxBytes
-	}
 	if deps.UploadIdleTimeout <= 0 {
 		deps.UploadIdleTimeout = DefaultUploadIdleTimeout
 	}
 	if deps.UploadTimeout <= 0 {
 		deps.UploadTimeout = DefaultUploadTimeout
 	}
-	s := &server{Deps: deps, mux: http.NewServeMux(), statuses: newStatusCache(deps.StatusCacheTTL, deps.Now)}
+	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
+		StatusCacheTTL: deps.StatusCacheTTL})
+	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
 	s.routes()
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.dispatch)))
 }

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -13,12 +14,16 @@ type StoreKeys struct {
 	Store     *store.Store
 }
 
-// Tenant implements Keys.
-func (k StoreKeys) Tenant(ctx context.Context, key string) (string, bool, error) {
+// Principal implements Keys: a stored key holds the scopes it was created with.
+func (k StoreKeys) Principal(ctx context.Context, key string) (service.Principal, bool, error) {
 	if k.Bootstrap != nil {
-		if t, ok, _ := k.Bootstrap.Tenant(ctx, key); ok {
-			return t, true, nil
+		if p, ok, _ := k.Bootstrap.Principal(ctx, key); ok {
+			return p, true, nil
 		}
 	}
-	return k.Store.TenantForKey(ctx, key)
+	ak, ok, err := k.Store.LiveAPIKey(ctx, key)
+	if err != nil || !ok {
+		return service.Principal{}, false, err
+	}
+	return service.Principal{Tenant: ak.Tenant, KeyID: ak.ID, Scopes: ak.Scopes}, true, nil
 }

@@ -8,16 +8,11 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
-	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/service"
 )
-
-// maxIdempotencyKey is the longest Idempotency-Key accepted, in characters.
-const maxIdempotencyKey = 200
 
 // bodySlack is what a body may carry beyond the upload's MaxBytes, which
 // ingest enforces with precise messages: multipart boundaries, part headers
@@ -27,8 +22,9 @@ const bodySlack = 64 << 10
 // submitJob is POST /v1/jobs. The upload streams from the body through the
 // ingest parser into the store's COPY, inside one transaction: a rejected
 // upload stores nothing, and nothing is buffered but the JSON body's rows.
+// The service decides (service.Submit, service.Estimate).
 func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
-	tenant := tenantFrom(r.Context())
+	p := principalFrom(r.Context())
 	key, err := idempotencyKey(r.Header.Values("Idempotency-Key"))
 	if err != nil {
 		s.writeError(w, r, err)
@@ -44,10 +40,10 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sub.Tenant, sub.IdempotencyKey = tenant, key
+	sub.IdempotencyKey = key
 	if dry {
 		// Price the upload without storing it.
-		est, err := s.Submitter.Estimate(r.Context(), sub)
+		est, err := s.svc.Estimate(r.Context(), p, sub)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -55,28 +51,23 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, est)
 		return
 	}
-	job, created, err := s.Submitter.Submit(r.Context(), sub)
+	st, created, err := s.svc.Submit(r.Context(), p, sub)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", "/v1/jobs/"+job.ID)
+	w.Header().Set("Location", "/v1/jobs/"+st.ID)
 	if !created {
 		// The key was used before: the first job is the answer.
-		st, err := s.status(r, job)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
 		w.Header().Set("Idempotent-Replayed", "true")
 		writeJSON(w, http.StatusOK, st)
 		return
 	}
-	// A new job's rows are all pending: no need to count them.
-	writeJSON(w, http.StatusCreated, statusOf(job, map[domain.RowState]int{domain.RowPending: job.TotalRows}, s.Now()))
+	writeJSON(w, http.StatusCreated, st)
 }
 
-// idempotencyKey validates the Idempotency-Key header; "" when absent.
+// idempotencyKey reads the Idempotency-Key header; "" when absent. Checked
+// before the upload is read, so the answer does not depend on the body.
 func idempotencyKey(vals []string) (string, error) {
 	switch len(vals) {
 	case 0:
@@ -86,12 +77,8 @@ func idempotencyKey(vals []string) (string, error) {
 		return "", errorf(http.StatusBadRequest, "invalid_idempotency_key", "Idempotency-Key is given %d times", len(vals))
 	}
 	key := strings.TrimSpace(vals[0])
-	if !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0 {
-		return "", errorf(http.StatusBadRequest, "invalid_idempotency_key", "Idempotency-Key must be printable UTF-8 text")
-	}
-	if n := utf8.RuneCountInString(key); n > maxIdempotencyKey {
-		return "", errorf(http.StatusBadRequest, "invalid_idempotency_key",
-			"Idempotency-Key is %d characters; the limit is %d", n, maxIdempotencyKey)
+	if err := service.CheckIdempotencyKey(key); err != nil {
+		return "", err
 	}
 	return key, nil
 }
@@ -105,7 +92,7 @@ func (s *server) submission(w http.ResponseWriter, r *http.Request) (jobs.Submis
 		return jobs.Submission{}, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			"Content-Type %q cannot be parsed; send application/json, text/csv or multipart/form-data", clip(ct))
 	}
-	lim := s.Limits
+	lim := s.svc.Limits()
 	switch mediaType {
 	case "application/json":
 		body := s.uploadBody(w, r, lim.MaxBytes+bodySlack)

@@ -232,7 +232,7 @@ func (c *chunkRun) pause(ctx context.Context, reason string) {
 // budgetError describes the job's budget when a call of wanted credits does not fit.
 func (c *chunkRun) budgetError(ctx context.Context, wanted int64) *store.BudgetError {
 	be := &store.BudgetError{Scope: "job", Wanted: wanted}
-	if j, err := c.p.store.GetJob(ctx, "", c.job.ID); err == nil {
+	if j, err := c.p.store.JobByID(ctx, c.job.ID); err == nil {
 		be.Spent, be.Reserved = j.CreditsSpent, j.CreditsReserved
 		if j.BudgetCredits != nil {
 			be.Budget = *j.BudgetCredits

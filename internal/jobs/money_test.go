@@ -110,7 +110,7 @@ func waitSettled(t *testing.T, b *jobstest.Bundle, id string) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		j, err := b.Store.GetJob(context.Background(), "", id)
+		j, err := b.Store.JobByID(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestEstimate(t *testing.T) {
 	for _, c := range costs {
 		total += c.Credits
 	}
-	j, _ := b.Store.GetJob(context.Background(), "", job.ID)
+	j, _ := b.Store.JobByID(context.Background(), job.ID)
 	if total != j.CreditsSpent || costs[domain.StageProfile].Credits != 60 {
 		t.Fatalf("costs by stage %+v (sum %d), job spent %d", costs, total, j.CreditsSpent)
 	}

@@ -102,7 +102,7 @@ func TestPipelineSingleLookupsWithFaults(t *testing.T) {
 	// Malformed 200 answers were billed by the Vendor: enrichq counts them as spent (unknown outcome),
 	// so its account may exceed the vendor's by those, never fall short.
 	ctx := context.Background()
-	j, _ := b.Store.GetJob(ctx, "", job.ID)
+	j, _ := b.Store.JobByID(ctx, job.ID)
 	if billed := b.Vendor.TotalCharged(); j.CreditsSpent < billed {
 		t.Fatalf("enrichq accounted %d credits, less than the %d the vendor billed", j.CreditsSpent, billed)
 	}
@@ -127,7 +127,7 @@ func TestPipelineBudgetStopsSpending(t *testing.T) {
 			// Let in-flight work settle, then check the books.
 			deadline := time.Now().Add(30 * time.Second)
 			for {
-				j, _ := b.Store.GetJob(context.Background(), "", job.ID)
+				j, _ := b.Store.JobByID(context.Background(), job.ID)
 				counts, _ := b.Store.RowCounts(context.Background(), job.ID)
 				if j.CreditsReserved == 0 && counts[domain.RowInFlight] == 0 {
 					break
@@ -249,7 +249,7 @@ func TestDuplicateTaskDoesNothing(t *testing.T) {
 	if again := b.Vendor.Stats().Requests; again != calls {
 		t.Fatalf("a duplicate task made %d more vendor calls", again-calls)
 	}
-	j, _ := b.Store.GetJob(ctx, "", job.ID)
+	j, _ := b.Store.JobByID(ctx, job.ID)
 	if j.State != domain.JobCompleted {
 		t.Fatalf("job %s, want completed", j.State)
 	}

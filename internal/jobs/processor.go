@@ -208,7 +208,7 @@ func (c *chunkRun) stopped() bool {
 // ProcessChunk processes one chunk. It returns a positive duration when
 // rows of the chunk wait for a retry and the task should come back then.
 func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.Duration, error) {
-	job, err := p.store.GetJob(ctx, "", ref.JobID)
+	job, err := p.store.JobByID(ctx, ref.JobID)
 	if errors.Is(err, store.ErrNotFound) {
 		p.log.Warn("chunk of an unknown job dropped", "job_id", ref.JobID, "chunk", ref.Chunk)
 		return 0, nil

@@ -79,7 +79,7 @@ func TestUnknownOutcomesAreReconciledByTheRetry(t *testing.T) {
 			proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{Bulk: c.bulk, VendorMarksReplays: true,
 				Now: func() time.Time { return time.Now().Add(-time.Hour) }}, b.Log)
 			ctx := context.Background()
-			j, err := b.Store.GetJob(ctx, "", job.ID)
+			j, err := b.Store.JobByID(ctx, job.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestUnknownOutcomesAreReconciledByTheRetry(t *testing.T) {
 					}
 				}
 			}
-			if j, _ = b.Store.GetJob(ctx, "", job.ID); j.State != domain.JobCompleted {
+			if j, _ = b.Store.JobByID(ctx, job.ID); j.State != domain.JobCompleted {
 				t.Fatalf("job %s after 5 rounds", j.State)
 			}
 			led, err := b.Store.JobLedger(ctx, job.ID)

@@ -204,7 +204,7 @@ func (pb *platformBundle) wait(t *testing.T, id string, check func(store.Job, ma
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		pb.sweep(t)
-		job, err := pb.Store.GetJob(ctx, "", id)
+		job, err := pb.Store.JobByID(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -750,7 +750,7 @@ func TestResumeSyncDispatchesAtOnce(t *testing.T) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		job, err := pb.Store.GetJob(ctx, "", job.ID)
+		job, err := pb.Store.JobByID(ctx, job.ID)
 		if err != nil {
 			t.Fatal(err)
 		}

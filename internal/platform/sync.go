@@ -144,7 +144,7 @@ type syncResult struct {
 // ProcessSync syncs one chunk of a member sync job. It returns a positive
 // duration when rows of the chunk wait for a short retry.
 func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Duration, error) {
-	job, err := p.store.GetJob(ctx, "", ref.JobID)
+	job, err := p.store.JobByID(ctx, ref.JobID)
 	if errors.Is(err, store.ErrNotFound) {
 		p.log.Warn("member sync chunk of an unknown job dropped", "job_id", ref.JobID, "chunk", ref.Chunk)
 		return 0, nil

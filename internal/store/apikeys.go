@@ -6,10 +6,13 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // APIKey is a stored API key, without the key itself.
@@ -21,17 +24,27 @@ type APIKey struct {
 	CreatedAt  time.Time
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
+	Scopes     []domain.Scope
 }
 
 // APIKeyPrefix starts every generated key, so a leaked one is recognisable.
 const APIKeyPrefix = "eq_"
 
-// CreateAPIKey generates a key for tenant and stores its SHA-256. The key is
-// returned once and cannot be read back.
-func (s *Store) CreateAPIKey(ctx context.Context, tenant, name string) (APIKey, string, error) {
+// CreateAPIKey generates a key for tenant with scopes (none:
+// domain.DefaultKeyScopes) and stores its SHA-256; the tenant is created if
+// it is new. The key is returned once and cannot be read back.
+func (s *Store) CreateAPIKey(ctx context.Context, tenant, name string, scopes []domain.Scope) (APIKey, string, error) {
 	tenant = strings.TrimSpace(tenant)
 	if tenant == "" {
-		return APIKey{}, "", errors.New("store: a key needs a tenant")
+		return APIKey{}, "", fmt.Errorf("store: a key needs a tenant: %w", ErrNoTenant)
+	}
+	if len(scopes) == 0 {
+		scopes = domain.DefaultKeyScopes
+	}
+	for _, sc := range scopes {
+		if !sc.Valid() {
+			return APIKey{}, "", fmt.Errorf("store: a key's scope %q is not one of read, submit, admin", sc)
+		}
 	}
 	var b [20]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -39,35 +52,52 @@ func (s *Store) CreateAPIKey(ctx context.Context, tenant, name string) (APIKey, 
 	}
 	key := APIKeyPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 	sum := sha256.Sum256([]byte(key))
-	k := APIKey{Tenant: tenant, Name: name, Prefix: key[:len(APIKeyPrefix)+6]}
-	err := s.pool.QueryRow(ctx, `INSERT INTO api_keys (tenant, name, prefix, key_sha256) VALUES ($1, $2, $3, $4)
-		RETURNING id::text, created_at`, tenant, name, k.Prefix, sum[:]).Scan(&k.ID, &k.CreatedAt)
+	k := APIKey{Tenant: tenant, Name: name, Prefix: key[:len(APIKeyPrefix)+6], Scopes: scopes}
+	err := s.pool.QueryRow(ctx, `WITH t AS (INSERT INTO tenants (id) VALUES (@tenant) ON CONFLICT (id) DO NOTHING)
+		INSERT INTO api_keys (tenant, name, prefix, key_sha256, scopes) VALUES (@tenant, @name, @prefix, @sha, @scopes)
+		RETURNING id::text, created_at`,
+		pgx.StrictNamedArgs{"tenant": tenant, "name": name, "prefix": k.Prefix, "sha": sum[:], "scopes": scopeStrings(scopes)}).
+		Scan(&k.ID, &k.CreatedAt)
 	if err != nil {
 		return APIKey{}, "", interpretError(err)
 	}
 	return k, key, nil
 }
 
-// TenantForKey returns the tenant of a live (not revoked) key.
-func (s *Store) TenantForKey(ctx context.Context, key string) (string, bool, error) {
+func scopeStrings(scopes []domain.Scope) []string {
+	out := make([]string, len(scopes))
+	for i, s := range scopes {
+		out[i] = string(s)
+	}
+	return out
+}
+
+// LiveAPIKey returns the stored key (not revoked) whose key is key; ok is
+// false for an unknown or revoked key. It stamps last_used_at at most once a
+// minute.
+func (s *Store) LiveAPIKey(ctx context.Context, key string) (k APIKey, ok bool, err error) {
 	sum := sha256.Sum256([]byte(key))
-	var tenant string
-	err := s.pool.QueryRow(ctx, `UPDATE api_keys SET last_used_at = now()
+	rows, err := s.pool.Query(ctx, `UPDATE api_keys SET last_used_at = now()
 		WHERE key_sha256 = $1 AND revoked_at IS NULL
 		  AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-		RETURNING tenant`, sum[:]).Scan(&tenant)
+		RETURNING `+apiKeyColumns, sum[:])
+	k, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[APIKey])
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Used within the minute (not stamped again), or unknown.
-		err = s.pool.QueryRow(ctx, `SELECT tenant FROM api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL`, sum[:]).Scan(&tenant)
+		rows, err = s.pool.Query(ctx, `SELECT `+apiKeyColumns+` FROM api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL`, sum[:])
+		k, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[APIKey])
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", false, nil
+		return APIKey{}, false, nil
 	}
 	if err != nil {
-		return "", false, interpretError(err)
+		return APIKey{}, false, interpretError(err)
 	}
-	return tenant, true, nil
+	return k, true, nil
 }
+
+// apiKeyColumns are APIKey's fields, in order.
+const apiKeyColumns = `id::text, tenant, name, prefix, created_at, last_used_at, revoked_at, scopes`
 
 // RevokeAPIKey revokes a key by id; ErrNotFound when there is no live key with that id.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
@@ -81,10 +111,23 @@ func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
 	return nil
 }
 
-// ListAPIKeys lists the keys of a tenant ("" for all), newest first.
+// ListAPIKeys lists the keys of a tenant, newest first.
 func (s *Store) ListAPIKeys(ctx context.Context, tenant string) ([]APIKey, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id::text, tenant, name, prefix, created_at, last_used_at, revoked_at FROM api_keys
-		WHERE $1 = '' OR tenant = $1 ORDER BY created_at DESC`, tenant)
+	if err := needTenant(tenant); err != nil {
+		return nil, err
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+apiKeyColumns+` FROM api_keys WHERE tenant = $1 ORDER BY created_at DESC`, tenant)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowToStructByPos[APIKey])
+	return keys, interpretError(err)
+}
+
+// AllAPIKeys lists the keys of every tenant, newest first: the operator's
+// list (api keys list), never a tenant's.
+func (s *Store) AllAPIKeys(ctx context.Context) ([]APIKey, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+apiKeyColumns+` FROM api_keys ORDER BY created_at DESC`)
 	if err != nil {
 		return nil, interpretError(err)
 	}

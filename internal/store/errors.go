@@ -27,7 +27,19 @@ var (
 	// starting (a restart, a failover, no free connection slot). The same
 	// request may succeed a few seconds later.
 	ErrUnavailable = errors.New("database unavailable")
+	// ErrNoTenant: a tenant's operation was asked for with an empty tenant.
+	// It is refused, never read as "every tenant" (internal callers that
+	// work across tenants have methods of their own, such as JobByID).
+	ErrNoTenant = errors.New("no tenant given")
 )
+
+// needTenant refuses an empty tenant.
+func needTenant(tenant string) error {
+	if tenant == "" {
+		return ErrNoTenant
+	}
+	return nil
+}
 
 // interpretError maps pgx errors to the package's sentinels, once, here.
 func interpretError(err error) error {

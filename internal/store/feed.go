@@ -56,6 +56,9 @@ func (s *Store) AdvanceResultsFeed(ctx context.Context) (int64, error) {
 // position since, in position order. It reads what AdvanceResultsFeed has
 // logged: call that first to include the latest results.
 func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, limit int) ([]FeedItem, error) {
+	if err := needTenant(tenant); err != nil {
+		return nil, err
+	}
 	rows, err := s.pool.Query(ctx, `
 		SELECT seq, kind, stage, job_id::text, row_id, source_seq, input_row, ref, input_kind,
 			coalesce(input_profile_url, ''), coalesce(input_name, ''), coalesce(input_company, ''), coalesce(input_email, ''),

@@ -99,6 +99,9 @@ const copyBatch = 1000
 // With an idempotency key already used by the tenant, CreateJob does not call
 // feed and returns the first job with created=false.
 func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(NewRow) error) error) (job Job, created bool, err error) {
+	if err := needTenant(nj.Tenant); err != nil {
+		return Job{}, false, err
+	}
 	if nj.ChunkSize <= 0 {
 		return Job{}, false, errors.New("store: chunk size must be positive")
 	}
@@ -247,13 +250,26 @@ func nullIfEmpty(s string) any {
 	return s
 }
 
-// GetJob returns a job. With tenant "" any tenant's job is returned (workers);
-// otherwise another tenant's job is ErrNotFound.
+// GetJob returns a job of tenant; another tenant's job is ErrNotFound, and
+// an empty tenant ErrNoTenant.
 func (s *Store) GetJob(ctx context.Context, tenant, id string) (Job, error) {
+	if err := needTenant(tenant); err != nil {
+		return Job{}, err
+	}
 	if _, err := uuid.Parse(id); err != nil {
 		return Job{}, ErrNotFound
 	}
-	return scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1 AND ($2 = '' OR tenant = $2)`, id, tenant))
+	return scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1 AND tenant = $2`, id, tenant))
+}
+
+// JobByID returns a job of any tenant. It is for internal callers that hold
+// a job id from Postgres or the queue (workers, the scheduler, the operator's
+// CLI); a tenant's request goes through GetJob.
+func (s *Store) JobByID(ctx context.Context, id string) (Job, error) {
+	if _, err := uuid.Parse(id); err != nil {
+		return Job{}, ErrNotFound
+	}
+	return scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, id))
 }
 
 // RowCounts returns the number of rows of a job in each state (every state
@@ -282,6 +298,9 @@ const openChunk = `SELECT 1 FROM job_chunk_counts oc WHERE oc.job_id = j.id AND 
 // GetJobStatus is GetJob and RowCounts in one round trip: what a status
 // poll needs.
 func (s *Store) GetJobStatus(ctx context.Context, tenant, id string) (Job, map[domain.RowState]int, error) {
+	if err := needTenant(tenant); err != nil {
+		return Job{}, nil, err
+	}
 	if _, err := uuid.Parse(id); err != nil {
 		return Job{}, nil, ErrNotFound
 	}
@@ -291,7 +310,7 @@ func (s *Store) GetJobStatus(ctx context.Context, tenant, id string) (Job, map[d
 	dest := append(jobDest(&j, &maxAge), &n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &n[6])
 	err := s.pool.QueryRow(ctx, `SELECT `+jobColumns+`, k.* FROM jobs
 		CROSS JOIN LATERAL (SELECT `+sumCounts+` FROM job_chunk_counts c WHERE c.job_id = jobs.id) AS k
-		WHERE jobs.id = $1 AND ($2 = '' OR jobs.tenant = $2)`, id, tenant).Scan(dest...)
+		WHERE jobs.id = $1 AND jobs.tenant = $2`, id, tenant).Scan(dest...)
 	if err != nil {
 		return Job{}, nil, interpretError(err)
 	}
@@ -320,6 +339,9 @@ type JobCursor struct {
 
 // ListJobs returns up to limit jobs of a tenant, newest first, after the cursor (nil: from the newest).
 func (s *Store) ListJobs(ctx context.Context, tenant string, after *JobCursor, limit int) ([]Job, error) {
+	if err := needTenant(tenant); err != nil {
+		return nil, err
+	}
 	var rows pgx.Rows
 	var err error
 	if after == nil {

@@ -105,6 +105,9 @@ func (s *Store) AccountMonth(ctx context.Context, account string, month time.Tim
 // not won: its holder is calling the vendor, and its answer will be in
 // lookup_cache. Expired claims (a lost worker) are taken over.
 func (s *Store) ClaimLookups(ctx context.Context, tenant string, stage domain.Stage, keys []string, token string, ttl time.Duration) ([]string, error) {
+	if err := needTenant(tenant); err != nil {
+		return nil, err
+	}
 	if len(keys) == 0 {
 		return nil, nil
 	}

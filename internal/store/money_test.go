@@ -155,7 +155,7 @@ func TestReserveAndSettleNeverDeadlock(t *testing.T) {
 	}
 	var total int64
 	for _, id := range jobs {
-		j, err := st.GetJob(ctx, "", id)
+		j, err := st.JobByID(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +201,7 @@ func TestReconcileReplay(t *testing.T) {
 	if err != nil || n != 2 || self {
 		t.Fatalf("reconciled %d (self %v, %v), want 2, not self", n, self, err)
 	}
-	j, err := st.GetJob(ctx, "", job)
+	j, err := st.JobByID(ctx, job)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestReconcileReplay(t *testing.T) {
 	if n, self, err := st.ReconcileReplay(ctx, job2, "K", replay2, 12, true); err != nil || n != 1 || self {
 		t.Fatalf("reconciled %d (self %v, %v), want 1, not self", n, self, err)
 	}
-	if j, _ := st.GetJob(ctx, "", job2); j.CreditsSpent != 12 || j.CreditsReserved != 0 {
+	if j, _ := st.JobByID(ctx, job2); j.CreditsSpent != 12 || j.CreditsReserved != 0 {
 		t.Fatalf("job 2 spent %d reserved %d, want 12 and 0", j.CreditsSpent, j.CreditsReserved)
 	}
 

@@ -106,6 +106,9 @@ func collectMembers(rows pgx.Rows, err error) ([]PlatformMember, error) {
 // SaveConnectState records a connect request: the state's hash, its tenant
 // and its sealed PKCE verifier, valid until expiresAt.
 func (s *Store) SaveConnectState(ctx context.Context, stateHash []byte, tenant string, sealedVerifier []byte, now, expiresAt time.Time) error {
+	if err := needTenant(tenant); err != nil {
+		return err
+	}
 	_, err := s.pool.Exec(ctx, `INSERT INTO platform_connect_states (state_hash, tenant, verifier, created_at, expires_at)
 		VALUES ($1, $2, $3, $4, $5)`, stateHash, tenant, sealedVerifier, now, expiresAt)
 	return interpretError(err)
@@ -153,6 +156,9 @@ type ConnectedMember struct {
 // UpsertPlatformMember stores a member who connected (or reconnected: the
 // token is replaced and the member is active again).
 func (s *Store) UpsertPlatformMember(ctx context.Context, c ConnectedMember) (PlatformMember, error) {
+	if err := needTenant(c.Tenant); err != nil {
+		return PlatformMember{}, err
+	}
 	scopes := c.Token.Scopes
 	if scopes == nil {
 		scopes = []string{}
@@ -182,13 +188,16 @@ func jsonOrNull(b []byte) any {
 	return string(b)
 }
 
-// GetPlatformMember returns a member by enrichq's id. With tenant "" any
-// tenant's member is returned; otherwise another tenant's is ErrNotFound.
+// GetPlatformMember returns a member of tenant by enrichq's id; another
+// tenant's is ErrNotFound, and an empty tenant ErrNoTenant.
 func (s *Store) GetPlatformMember(ctx context.Context, tenant, id string) (PlatformMember, error) {
+	if err := needTenant(tenant); err != nil {
+		return PlatformMember{}, err
+	}
 	if _, err := uuid.Parse(id); err != nil {
 		return PlatformMember{}, ErrNotFound
 	}
-	return scanMember(s.pool.QueryRow(ctx, `SELECT `+memberColumns+` FROM platform_members WHERE id = $1 AND ($2 = '' OR tenant = $2)`, id, tenant))
+	return scanMember(s.pool.QueryRow(ctx, `SELECT `+memberColumns+` FROM platform_members WHERE id = $1 AND tenant = $2`, id, tenant))
 }
 
 // MemberFilter selects members to list.
@@ -206,6 +215,9 @@ type MemberFilter struct {
 
 // ListPlatformMembers lists a tenant's members in the order they connected.
 func (s *Store) ListPlatformMembers(ctx context.Context, tenant string, f MemberFilter) ([]PlatformMember, error) {
+	if err := needTenant(tenant); err != nil {
+		return nil, err
+	}
 	if f.Limit <= 0 {
 		f.Limit = 1000
 	}
@@ -360,6 +372,9 @@ var ErrNoMembers = errors.New("no connected members")
 // order given, duplicates once), in one transaction. With an idempotency key
 // already used by the tenant it returns the first job with created=false.
 func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job Job, created bool, err error) {
+	if err := needTenant(ns.Tenant); err != nil {
+		return Job{}, false, err
+	}
 	if ns.ChunkSize <= 0 {
 		return Job{}, false, errors.New("store: chunk size must be positive")
 	}
@@ -469,15 +484,17 @@ func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job
 	return job, true, nil
 }
 
-// IsPlatformSync reports whether a job (of the tenant, or of any when tenant
-// is "") is a member sync job.
+// IsPlatformSync reports whether a job of the tenant is a member sync job.
 func (s *Store) IsPlatformSync(ctx context.Context, tenant, jobID string) (bool, error) {
+	if err := needTenant(tenant); err != nil {
+		return false, err
+	}
 	if _, err := uuid.Parse(jobID); err != nil {
 		return false, nil
 	}
 	var ok bool
 	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM platform_sync_chunks c JOIN jobs j ON j.id = c.job_id
-		WHERE c.job_id = $1 AND ($2 = '' OR j.tenant = $2))`, jobID, tenant).Scan(&ok)
+		WHERE c.job_id = $1 AND j.tenant = $2)`, jobID, tenant).Scan(&ok)
 	return ok, interpretError(err)
 }
 

@@ -186,6 +186,9 @@ type Outcome struct {
 // every stage and the no-match markers as multi-row INSERT ... SELECT FROM
 // unnest(...), and the cache entries as one upsert. Never a statement per row.
 func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []Outcome, cache []CacheEntry) ([]int64, error) {
+	if err := needTenant(tenant); err != nil {
+		return nil, err
+	}
 	if len(outs) == 0 && len(cache) == 0 {
 		return nil, nil
 	}
@@ -520,6 +523,9 @@ func jsonOrArray(b []byte) []byte {
 // CachedAnswers returns the cached answers of a tenant for a stage and keys,
 // fetched after newerThan, by key.
 func (s *Store) CachedAnswers(ctx context.Context, tenant string, stage domain.Stage, keys []string, newerThan time.Time) (map[string]CacheEntry, error) {
+	if err := needTenant(tenant); err != nil {
+		return nil, err
+	}
 	if len(keys) == 0 {
 		return nil, nil
 	}

@@ -192,14 +192,14 @@ func TestReserveNeverExceedsBudget(t *testing.T) {
 	if err := st.MarkUnknown(ctx, granted[8], "timeout"); err != nil {
 		t.Fatal(err)
 	}
-	j, _ := st.GetJob(ctx, "", job.ID)
+	j, _ := st.JobByID(ctx, job.ID)
 	if j.CreditsSpent != 14+7 || j.CreditsReserved != 5*7 {
 		t.Fatalf("spent %d reserved %d, want 21 and 35", j.CreditsSpent, j.CreditsReserved)
 	}
 	if err := st.Settle(ctx, granted[8], store.Settlement{Charged: 1, Reported: true}); err != nil {
 		t.Fatal(err)
 	}
-	j, _ = st.GetJob(ctx, "", job.ID)
+	j, _ = st.JobByID(ctx, job.ID)
 	if j.CreditsSpent != 15 {
 		t.Fatalf("after correcting an unknown call: spent %d, want 15", j.CreditsSpent)
 	}
@@ -236,7 +236,7 @@ func TestCancelSkipsUnclaimedRows(t *testing.T) {
 func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	t.Parallel()
 	st := storetest.Unreachable(t)
-	_, err := st.GetJob(context.Background(), "", "00000000-0000-0000-0000-000000000001")
+	_, err := st.JobByID(context.Background(), "00000000-0000-0000-0000-000000000001")
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrUnavailable", err)
 	}

@@ -220,7 +220,7 @@ func (d *Deliverer) deliver(ctx context.Context, del store.WebhookDelivery) bool
 
 // post makes one attempt; a 2xx answer is success.
 func (d *Deliverer) post(ctx context.Context, del store.WebhookDelivery) (int, error) {
-	job, err := d.store.GetJob(ctx, "", del.JobID)
+	job, err := d.store.JobByID(ctx, del.JobID)
 	if err != nil {
 		return 0, fmt.Errorf("load job: %w", err)
 	}

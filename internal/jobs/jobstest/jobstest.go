@@ -177,7 +177,7 @@ func (b *Bundle) WaitJob(t *testing.T, id string, states ...domain.JobState) sto
 		if _, err := b.Maintainer.RunOnce(ctx); err != nil {
 			t.Fatalf("maintenance: %v", err)
 		}
-		job, err := b.Store.GetJob(ctx, "", id)
+		job, err := b.Store.JobByID(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func (b *Bundle) CheckMoney(t *testing.T, jobIDs ...string) (spent int64) {
 	t.Helper()
 	ctx := context.Background()
 	for _, id := range jobIDs {
-		job, err := b.Store.GetJob(ctx, "", id)
+		job, err := b.Store.JobByID(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package httpapi
+package service
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"github.com/enrichq/enrichq/internal/store"
 )
 
-// statusCache keeps each job's status (GET /v1/jobs/{id}) for a short
+// statusCache keeps each job's status (Service.JobStatus) for a short
 // while, so that many clients polling one job cost Postgres one read per
 // TTL, not one per poll; concurrent misses of one job share one read. A
 // poll therefore sees the job as it was at most TTL ago (progress, not a
-// ledger). The job's own changes through this API (cancel, budget) drop
+// ledger). The job's own changes through the service (cancel, budget) drop
 // its entry at once.
 type statusCache struct {
 	ttl   time.Duration

@@ -1,0 +1,140 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// Feed paging.
+const (
+	DefaultFeedLimit = 1000
+	MaxFeedLimit     = 10000
+)
+
+// FeedLine is one line of the results feed: a result of one stage (kind
+// profile, email or phone) or a no-match marker (kind no_match; stage is the
+// lookup that found nothing), with the input of its row. Field names are
+// those of the job results (ResultLine); the found fields of other kinds are
+// null. For email and phone lines, found_profile_url is the profile the
+// lookup was made for.
+type FeedLine struct {
+	Seq        int64             `json:"seq"`
+	Kind       string            `json:"kind"`
+	Stage      domain.Stage      `json:"stage"`
+	JobID      string            `json:"job_id"`
+	Row        int               `json:"row"`
+	Ref        string            `json:"ref"`
+	ProfileURL string            `json:"profile_url"`
+	Name       string            `json:"name"`
+	Company    string            `json:"company"`
+	InputEmail string            `json:"input_email"`
+	Role       string            `json:"role"`
+	Extra      map[string]string `json:"extra"`
+	Source     string            `json:"source"`
+	FromCache  bool              `json:"from_cache"`
+	FetchedAt  *time.Time        `json:"fetched_at"`
+
+	FoundProfileURL *string  `json:"found_profile_url"`
+	FullName        *string  `json:"full_name"`
+	Headline        *string  `json:"headline"`
+	CurrentCompany  *string  `json:"current_company"`
+	CurrentRole     *string  `json:"current_role"`
+	Location        *string  `json:"location"`
+	CompanySize     *string  `json:"company_size"`
+	Industry        *string  `json:"industry"`
+	Technographics  []string `json:"technographics"`
+
+	Email           *string      `json:"email"`
+	EmailConfidence *json.Number `json:"email_confidence"`
+	EmailVerified   *bool        `json:"email_verified"`
+
+	Phones json.RawMessage `json:"phones"`
+}
+
+// FeedPage is a page of the feed and the position to ask for next.
+type FeedPage struct {
+	Results   []FeedLine `json:"results"`
+	NextSince int64      `json:"next_since"`
+}
+
+// FeedLineOf is the feed line of a stored feed item.
+func FeedLineOf(it store.FeedItem) FeedLine {
+	l := FeedLine{
+		Seq: it.Seq, Kind: it.Kind, Stage: it.Stage, JobID: it.JobID, Row: it.InputRow, Ref: it.Ref,
+		ProfileURL: it.ProfileURL, Name: it.Name, Company: it.Company, InputEmail: it.Email, Role: it.Role, Extra: it.Extra,
+		Source: it.Source, FromCache: it.FromCache,
+	}
+	if l.Extra == nil {
+		l.Extra = map[string]string{}
+	}
+	if !it.FetchedAt.IsZero() {
+		t := it.FetchedAt.UTC()
+		l.FetchedAt = &t
+	}
+	switch {
+	case it.Profile != nil:
+		p := it.Profile
+		l.FoundProfileURL = orNull(p.ProfileURL)
+		l.FullName = orNull(p.Name)
+		l.Headline = orNull(p.Headline)
+		l.CurrentCompany = orNull(p.Company)
+		l.CurrentRole = orNull(p.Role)
+		l.Location = orNull(p.Location)
+		l.CompanySize = orNull(p.CompanySize)
+		l.Industry = orNull(p.Industry)
+		l.Technographics = nonNil(p.Technographics)
+	case it.FoundEmail != nil:
+		e := it.FoundEmail
+		l.FoundProfileURL = orNull(e.ProfileURL)
+		l.Email = orNull(e.Email)
+		c := json.Number(strconv.FormatFloat(e.Confidence, 'f', -1, 32)) // a real in Postgres
+		l.EmailConfidence = &c
+		v := e.Verified
+		l.EmailVerified = &v
+	case it.FoundPhones != nil:
+		l.FoundProfileURL = orNull(it.FoundPhones.ProfileURL)
+		if json.Valid(it.FoundPhones.Phones) {
+			l.Phones = json.RawMessage(it.FoundPhones.Phones)
+		}
+	}
+	return l
+}
+
+// Feed returns the tenant's results and no-match markers of every job, in
+// feed order, after position since (0: from the start), up to limit lines
+// (0 or less: DefaultFeedLimit; above MaxFeedLimit, MaxFeedLimit) (scope
+// read). NextSince is the position to ask for next (since itself when
+// nothing is new). A line's position is handed out once its transaction has
+// committed, and positions appear in order: a client that stores NextSince
+// reads every line exactly once. See migrations/00001_schema.sql, "The feed".
+func (s *Service) Feed(ctx context.Context, p Principal, since int64, limit int) (FeedPage, error) {
+	if err := p.Require(domain.ScopeRead); err != nil {
+		return FeedPage{}, err
+	}
+	if since < 0 {
+		return FeedPage{}, invalidParam("since", "since %d is not a feed position (a whole number >= 0)", since)
+	}
+	if limit <= 0 {
+		limit = DefaultFeedLimit
+	}
+	limit = min(limit, MaxFeedLimit)
+	// Log what committed since the last advance, so the answer is current.
+	if _, err := s.store.AdvanceResultsFeed(ctx); err != nil {
+		return FeedPage{}, err
+	}
+	items, err := s.store.ResultsFeed(ctx, p.Tenant, since, limit)
+	if err != nil {
+		return FeedPage{}, err
+	}
+	out := FeedPage{Results: make([]FeedLine, 0, len(items)), NextSince: since}
+	for _, it := range items {
+		out.Results = append(out.Results, FeedLineOf(it))
+		out.NextSince = it.Seq
+	}
+	return out, nil
+}

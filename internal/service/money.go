@@ -1,0 +1,52 @@
+package service
+
+import (
+	"context"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// SetBudget sets the budget of the tenant's job id (scope submit): budget
+// nil removes it. Raising the budget of a job paused by it resumes the job.
+func (s *Service) SetBudget(ctx context.Context, p Principal, id string, budget *int64) (JobStatus, error) {
+	if err := p.Require(domain.ScopeSubmit); err != nil {
+		return JobStatus{}, err
+	}
+	if budget != nil && *budget < 0 {
+		return JobStatus{}, &InvalidError{Code: CodeInvalidOptions, Message: "budget_credits must be a whole number >= 0 or null"}
+	}
+	job, err := s.store.UpdateBudget(ctx, p.Tenant, id, budget)
+	s.statuses.drop(p.Tenant, id)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	return s.status(ctx, job)
+}
+
+// JobCosts is what a job cost, by stage, and its credits.
+type JobCosts struct {
+	JobID   string                           `json:"job_id"`
+	ByStage map[domain.Stage]store.StageCost `json:"by_stage"`
+	Credits JobCredits                       `json:"credits"`
+}
+
+// Costs returns what the tenant's job id cost, by stage (scope read).
+func (s *Service) Costs(ctx context.Context, p Principal, id string) (JobCosts, error) {
+	if err := p.Require(domain.ScopeRead); err != nil {
+		return JobCosts{}, err
+	}
+	job, err := s.store.GetJob(ctx, p.Tenant, id)
+	if err != nil {
+		return JobCosts{}, err
+	}
+	byStage, err := s.store.JobCosts(ctx, job.ID)
+	if err != nil {
+		return JobCosts{}, err
+	}
+	if byStage == nil {
+		byStage = map[domain.Stage]store.StageCost{}
+	}
+	return JobCosts{JobID: job.ID, ByStage: byStage,
+		Credits: JobCredits{Budget: job.BudgetCredits, Reserved: job.CreditsReserved, Spent: job.CreditsSpent}}, nil
+}

@@ -1,0 +1,62 @@
+// Package service is what a tenant's API key can do, whatever the door it
+// comes in by: estimate and submit jobs, follow them, read their results and
+// the results feed, change a budget, cancel. REST (internal/httpapi) calls
+// it, and so will every other front door, so that none can disagree with
+// another on money or tenancy.
+//
+// Every operation takes the caller's Principal first and checks the scope it
+// needs. Errors are few: ErrNotFound, ErrConflict (or a *ConflictError that
+// says why), ErrUnavailable, ErrNoTenant, *ForbiddenError (the scope lacking)
+// and *InvalidError (what is wrong, with details); an upload's own problems
+// come as the parser's *ingest.Error. Each front door maps them once.
+package service
+
+import (
+	"time"
+
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// Config is what the service needs. Store and Submitter are required.
+type Config struct {
+	Store     *store.Store
+	Submitter *jobs.Submitter
+	// Limits bound an upload; a zero MaxBytes takes ingest.DefaultLimits'.
+	// Front doors parse uploads with them (Service.Limits).
+	Limits ingest.Limits
+	// Now is the clock for computed fields (eta_seconds); default time.Now.
+	Now func() time.Time
+	// StatusCacheTTL is how long a job's status is served from memory
+	// (config.API.StatusCache); 0 reads Postgres every time.
+	StatusCacheTTL time.Duration
+}
+
+// Service carries out a tenant's operations. It holds no state but the
+// status cache: Postgres (through the store) is the truth.
+type Service struct {
+	store    *store.Store
+	submit   *jobs.Submitter
+	limits   ingest.Limits
+	now      func() time.Time
+	statuses *statusCache
+}
+
+// New returns the service of cfg.
+func New(cfg Config) *Service {
+	if cfg.Store == nil || cfg.Submitter == nil {
+		panic("service: Config.Store and Config.Submitter are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Limits.MaxBytes <= 0 {
+		cfg.Limits.MaxBytes = ingest.DefaultLimits().MaxBytes
+	}
+	return &Service{store: cfg.Store, submit: cfg.Submitter, limits: cfg.Limits, now: cfg.Now,
+		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now)}
+}
+
+// Limits are the bounds an upload is parsed with.
+func (s *Service) Limits() ingest.Limits { return s.limits }

@@ -1,0 +1,67 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/jobs"
+)
+
+// MaxIdempotencyKey is the longest idempotency key accepted, in characters.
+const MaxIdempotencyKey = 200
+
+// CheckIdempotencyKey is nil for a key the service takes ("" for none), else
+// an *InvalidError invalid_idempotency_key. Submit checks it; a front door
+// may check it before it reads an upload.
+func CheckIdempotencyKey(key string) error {
+	if !utf8.ValidString(key) || strings.IndexFunc(key, unicode.IsControl) >= 0 {
+		return &InvalidError{Code: CodeInvalidIdempotencyKey, Message: "Idempotency-Key must be printable UTF-8 text"}
+	}
+	if n := utf8.RuneCountInString(key); n > MaxIdempotencyKey {
+		return &InvalidError{Code: CodeInvalidIdempotencyKey,
+			Message: fmt.Sprintf("Idempotency-Key is %d characters; the limit is %d", n, MaxIdempotencyKey)}
+	}
+	return nil
+}
+
+// Submit stores a job for the tenant and hands it to the queue (scope
+// submit). sub's Feed streams the upload's lookups; its Tenant is the
+// principal's, whatever it held. The upload is parsed within the limits and
+// the job options checked (the callback URL too) before anything is
+// stored: a rejected upload stores nothing. With an idempotency key the
+// tenant used before, nothing is stored and the first job's status is the
+// answer, with created false.
+func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) (st JobStatus, created bool, err error) {
+	if err := p.Require(domain.ScopeSubmit); err != nil {
+		return JobStatus{}, false, err
+	}
+	if err := CheckIdempotencyKey(sub.IdempotencyKey); err != nil {
+		return JobStatus{}, false, err
+	}
+	sub.Tenant = p.Tenant
+	job, created, err := s.submit.Submit(ctx, sub)
+	if err != nil {
+		return JobStatus{}, false, err
+	}
+	if !created {
+		// The key was used before: the first job, as it is now.
+		st, err := s.status(ctx, job)
+		return st, false, err
+	}
+	// A new job's rows are all pending: no need to count them.
+	return StatusOf(job, map[domain.RowState]int{domain.RowPending: job.TotalRows}, s.now()), true, nil
+}
+
+// Estimate parses the upload as Submit would and prices it without storing
+// anything (scope submit: an estimate is the first step of spending).
+func (s *Service) Estimate(ctx context.Context, p Principal, sub jobs.Submission) (jobs.Estimate, error) {
+	if err := p.Require(domain.ScopeSubmit); err != nil {
+		return jobs.Estimate{}, err
+	}
+	sub.Tenant = p.Tenant
+	return s.submit.Estimate(ctx, sub)
+}
