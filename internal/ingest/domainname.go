@@ -1,10 +1,12 @@
 package ingest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
 	"strings"
+	"unicode/utf8"
 
 	"golang.org/x/net/idna"
 )
@@ -53,7 +55,15 @@ func canonicalDomain(raw string) (string, string) {
 		return "", fmt.Sprintf("%q is an IP address; give the company's domain name", clip(host))
 	}
 	ascii, err := idna.Lookup.ToASCII(host)
-	if err != nil {
+	if err == nil {
+		// A mapping that does not hold on its own output (a replacement
+		// character, say) is not a name.
+		again, aerr := idna.Lookup.ToASCII(ascii)
+		if aerr != nil || again != ascii {
+			err = errors.New("not stable")
+		}
+	}
+	if err != nil || !utf8.ValidString(host) {
 		return "", fmt.Sprintf("%q is not a valid domain name", clip(host))
 	}
 	if rest, ok := strings.CutPrefix(ascii, "www."); ok && strings.Contains(rest, ".") {

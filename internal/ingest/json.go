@@ -465,6 +465,24 @@ func ExpandJSON(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error)
 		cols[f] = extraColumn(k)
 	}
 	found := map[string]bool{}
+	for _, r := range rows {
+		for k := range mapped {
+			if _, ok := r.Extra[k]; ok {
+				found[k] = true
+			}
+		}
+	}
+	var missing []FieldError
+	for k, f := range mapped {
+		if !found[k] {
+			missing = append(missing, FieldError{Column: "columns", Message: fmt.Sprintf(
+				"columns maps %s to %q, which no row has in its \"extra\"", f, clip(k))})
+		}
+	}
+	if len(missing) > 0 {
+		slices.SortFunc(missing, func(a, b FieldError) int { return strings.Compare(a.Message, b.Message) })
+		return Summary{}, &Error{Code: CodeInvalidRows, Message: "a mapped column is missing", Details: missing}
+	}
 	extraKeys := map[string]bool{}
 	x := &expander{lim: lim, roles: opts.Roles, emit: emit}
 	for i, r := range rows {
@@ -511,7 +529,6 @@ func ExpandJSON(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error)
 					continue
 				}
 				if f, ok := mapped[k]; ok {
-					found[k] = true
 					in.setField(f, cell(col, r.Extra[k]))
 					continue
 				}
@@ -540,17 +557,6 @@ func ExpandJSON(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error)
 	}
 	if err := x.result("", 0); err != nil {
 		return Summary{}, err
-	}
-	var missing []FieldError
-	for k, f := range mapped {
-		if !found[k] {
-			missing = append(missing, FieldError{Column: "columns", Message: fmt.Sprintf(
-				"columns maps %s to %q, which no row has in its \"extra\"", f, clip(k))})
-		}
-	}
-	if len(missing) > 0 {
-		slices.SortFunc(missing, func(a, b FieldError) int { return strings.Compare(a.Message, b.Message) })
-		return Summary{}, &Error{Code: CodeInvalidRows, Message: "a mapped column is missing", Details: missing}
 	}
 	s := Summary{Rows: x.rows, Lookups: x.lookups, Columns: map[string]string{}, Extra: slices.Sorted(maps.Keys(extraKeys))}
 	for k, f := range mapped {
