@@ -4,11 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -19,6 +21,8 @@ func profileQuery(r store.Row) enrich.ProfileQuery {
 		return enrich.ProfileQuery{ProfileURL: r.ProfileURL}
 	case domain.InputEmail:
 		return enrich.ProfileQuery{Email: r.Email}
+	case domain.InputNameDomain:
+		return enrich.ProfileQuery{Name: r.Name, Domain: r.Domain}
 	default:
 		return enrich.ProfileQuery{Name: r.Name, Company: r.Company}
 	}
@@ -35,10 +39,34 @@ func cacheKey(stage domain.Stage, r store.Row) string {
 		return "url:" + r.ProfileURL
 	case domain.InputEmail:
 		return "email:" + strings.ToLower(strings.TrimSpace(r.Email))
+	case domain.InputNameDomain:
+		return "nd:" + normName(r.Name) + "|" + strings.ToLower(strings.TrimSpace(r.Domain)) // ingest made it canonical
 	default:
 		return "nc:" + normName(r.Name) + "|" + normName(r.Company)
 	}
 }
+
+// DistinctLookups counts the distinct profile questions among lookups: the
+// ones the vendor is asked once however often they repeat. It keeps a 64-bit
+// hash per question, not the key: a million lookups cost megabytes, and a
+// collision among them is beyond likely.
+type DistinctLookups struct {
+	seen map[uint64]struct{}
+}
+
+// Add counts l.
+func (d *DistinctLookups) Add(l ingest.Lookup) {
+	if d.seen == nil {
+		d.seen = map[uint64]struct{}{}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(cacheKey(domain.StageProfile, store.Row{Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name,
+		Company: l.Company, Domain: l.Domain, Email: l.Email})))
+	d.seen[h.Sum64()] = struct{}{}
+}
+
+// Len is the number of distinct questions added.
+func (d *DistinctLookups) Len() int { return len(d.seen) }
 
 func normName(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
 
