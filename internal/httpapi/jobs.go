@@ -30,9 +30,10 @@ type jobStatus struct {
 	ETASeconds  *int64          `json:"eta_seconds"`
 	Lookups     []domain.Stage  `json:"lookups"`
 	Roles       []string        `json:"roles"`
-	CreatedAt   time.Time       `json:"created_at"`
-	StartedAt   *time.Time      `json:"started_at"`
-	FinishedAt  *time.Time      `json:"finished_at"`
+	uploadFields
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
 }
 
 type rowCounts struct {
@@ -67,17 +68,18 @@ func statusOf(job store.Job, counts map[domain.RowState]int, now time.Time) jobS
 	}
 	rc.Total = rc.Pending + rc.InFlight + rc.RetryWait + rc.terminal()
 	st := jobStatus{
-		ID:          job.ID,
-		Name:        job.Name,
-		State:       job.State,
-		StateReason: job.StateReason,
-		Rows:        rc,
-		Credits:     jobCredits{Budget: job.BudgetCredits, Reserved: job.CreditsReserved, Spent: job.CreditsSpent},
-		Lookups:     nonNil(job.Lookups),
-		Roles:       nonNil(job.Roles),
-		CreatedAt:   job.CreatedAt.UTC(),
-		StartedAt:   utc(job.StartedAt),
-		FinishedAt:  utc(job.FinishedAt),
+		ID:           job.ID,
+		Name:         job.Name,
+		State:        job.State,
+		StateReason:  job.StateReason,
+		Rows:         rc,
+		Credits:      jobCredits{Budget: job.BudgetCredits, Reserved: job.CreditsReserved, Spent: job.CreditsSpent},
+		Lookups:      nonNil(job.Lookups),
+		Roles:        nonNil(job.Roles),
+		uploadFields: uploadFieldsOf(job.Upload),
+		CreatedAt:    job.CreatedAt.UTC(),
+		StartedAt:    utc(job.StartedAt),
+		FinishedAt:   utc(job.FinishedAt),
 	}
 	done := rc.terminal()
 	switch {

@@ -34,6 +34,7 @@ type resultLine struct {
 	ProfileURL string            `json:"profile_url"`
 	Name       string            `json:"name"`
 	Company    string            `json:"company"`
+	Domain     string            `json:"domain"`
 	InputEmail string            `json:"input_email"`
 	Role       string            `json:"role"`
 	Extra      map[string]string `json:"extra"`
@@ -60,7 +61,7 @@ type resultLine struct {
 
 func lineOf(r store.Result) resultLine {
 	l := resultLine{
-		Row: r.InputRow, Ref: r.Ref, ProfileURL: r.ProfileURL, Name: r.Name, Company: r.Company, InputEmail: r.Email,
+		Row: r.InputRow, Ref: r.Ref, ProfileURL: r.ProfileURL, Name: r.Name, Company: r.Company, Domain: r.Domain, InputEmail: r.Email,
 		Role: r.Role, Extra: r.Extra, State: r.State, Reason: r.StateReason, NoMatch: nonNil(r.NoMatches),
 	}
 	if l.Extra == nil {
@@ -306,11 +307,11 @@ func (n *ndjsonWriter) write(l resultLine) {
 }
 
 // resultColumns are the fixed CSV columns, in order; extra columns follow,
-// sorted by name.
+// sorted by name. Columns added later go last, so no column moves.
 var resultColumns = []string{
 	"row", "ref", "profile_url", "name", "company", "input_email", "role", "state", "reason",
 	"found_profile_url", "full_name", "headline", "current_company", "current_role", "location", "company_size", "industry",
-	"technographics", "email", "email_confidence", "email_verified", "phones", "no_match",
+	"technographics", "email", "email_confidence", "email_verified", "phones", "no_match", "domain",
 }
 
 type resultsCSV struct {
@@ -349,7 +350,7 @@ func (c *resultsCSV) write(page []store.Result) {
 			strconv.Itoa(l.Row), l.Ref, l.ProfileURL, l.Name, l.Company, l.InputEmail, l.Role, string(l.State), l.Reason,
 			deref(l.FoundProfileURL), deref(l.FullName), deref(l.Headline), deref(l.CurrentCompany), deref(l.CurrentRole),
 			deref(l.Location), deref(l.CompanySize), deref(l.Industry), strings.Join(l.Technographics, ";"),
-			deref(l.Email), conf, verified, phoneNumbers(l.Phones), joinStages(l.NoMatch, ";"))
+			deref(l.Email), conf, verified, phoneNumbers(l.Phones), joinStages(l.NoMatch, ";"), l.Domain)
 		for _, k := range c.extra {
 			rec = append(rec, l.Extra[k])
 		}
