@@ -143,9 +143,13 @@ func assignColumns(names []string, mapping map[string]string) ([]string, []Field
 			for j, c := range cols {
 				quoted[j] = fmt.Sprintf("%q", names[c])
 			}
+			all, others := "all", "the others are"
+			if len(cols) == 2 {
+				all, others = "both", "the other is"
+			}
 			errs = append(errs, FieldError{Column: names[cols[0]], Message: fmt.Sprintf(
-				"columns %s all look like the %s; say which one is with columns=%s:%s (the others are kept as extra columns)",
-				strings.Join(quoted, " and "), f, f, names[cols[0]])})
+				"columns %s %s look like the %s; say which one is with columns=%s:%s (%s kept as an extra column)",
+				strings.Join(quoted, " and "), all, f, f, names[cols[0]], others)})
 		}
 	}
 	return fields, errs

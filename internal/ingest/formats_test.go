@@ -120,11 +120,11 @@ func TestHeaderMatching(t *testing.T) {
 		{"First Name,Last Name,Account Name", nil, "first_name last_name company", ""},
 		{"Full Name,Employer,Position", nil, "name company role", ""},
 		{"Contact ID,Person LinkedIn URL,Work Email", nil, "ref profile_url email", ""},
-		{"Record ID,Name,Company Domain Name,Homepage", nil, "", `"Company Domain Name" and "Homepage" all look like the domain`},
+		{"Record ID,Name,Company Domain Name,Homepage", nil, "", `"Company Domain Name" and "Homepage" both look like the domain`},
 		// An exact field name wins over an alias: the alias stays an extra.
 		{"company,Account Name,Website", nil, "company - domain", ""},
 		{"email,Email Address", nil, "email -", ""},
-		{"Company Name,Account Name", nil, "", `columns "Company Name" and "Account Name" all look like the company; say which one is with columns=company:Company Name`},
+		{"Company Name,Account Name", nil, "", `columns "Company Name" and "Account Name" both look like the company; say which one is with columns=company:Company Name (the other is kept`},
 		{"Company Name,Account Name", map[string]string{"company": "account name"}, "- company", ""},
 		{"Company Name,Account Name", map[string]string{"company": "Account Name", "domain": "Web"}, "", `columns maps domain to "Web", which is not a column of the file`},
 		{"Org,Site,Who", map[string]string{"company": "Org", "domain": "Site", "name": "who"}, "company domain name", ""},
@@ -308,5 +308,30 @@ func TestParseXLSXHostile(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 1 {
 		t.Fatalf("temporary files left: %v", left)
+	}
+}
+
+// docs/uploads.md's table of accepted headers lists every alias, on its
+// field's line.
+func TestUploadsDocListsHeaders(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile("../../docs/uploads.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]string{}
+	for _, l := range strings.Split(string(doc), "\n") {
+		for _, f := range Fields {
+			if strings.HasPrefix(l, "| `"+f+"` |") {
+				lines[f] = l
+			}
+		}
+	}
+	for f, as := range HeaderAliases {
+		for _, a := range as {
+			if !strings.Contains(lines[f], " "+a+",") && !strings.Contains(lines[f], " "+a+" |") {
+				t.Errorf("docs/uploads.md: the line of %s lacks %q", f, a)
+			}
+		}
 	}
 }
