@@ -32,6 +32,7 @@ type feedLine struct {
 	ProfileURL string            `json:"profile_url"`
 	Name       string            `json:"name"`
 	Company    string            `json:"company"`
+	Domain     string            `json:"domain"`
 	InputEmail string            `json:"input_email"`
 	Role       string            `json:"role"`
 	Extra      map[string]string `json:"extra"`
@@ -64,7 +65,7 @@ type feedPage struct {
 func feedLineOf(it store.FeedItem) feedLine {
 	l := feedLine{
 		Seq: it.Seq, Kind: it.Kind, Stage: it.Stage, JobID: it.JobID, Row: it.InputRow, Ref: it.Ref,
-		ProfileURL: it.ProfileURL, Name: it.Name, Company: it.Company, InputEmail: it.Email, Role: it.Role, Extra: it.Extra,
+		ProfileURL: it.ProfileURL, Name: it.Name, Company: it.Company, Domain: it.Domain, InputEmail: it.Email, Role: it.Role, Extra: it.Extra,
 		Source: it.Source, FromCache: it.FromCache,
 	}
 	if l.Extra == nil {
