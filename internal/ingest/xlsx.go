@@ -237,10 +237,29 @@ func (s *xmlScan) Write(p []byte) (int, error) {
 		s.runTooLong = true
 		return 0, errRunTooLong
 	}
-	buf := append(s.tail, p...)
-	s.items += int64(bytes.Count(buf, []byte("<si>")) + bytes.Count(buf, []byte("<si ")) + bytes.Count(buf, []byte("<si/")) +
-		bytes.Count(buf, []byte(":si>")) + bytes.Count(buf, []byte(":si ")) + bytes.Count(buf, []byte(":si/")))
-	// Keep the last three bytes: a match needs four, so none is counted twice.
-	s.tail = append(s.tail[:0], buf[max(0, len(buf)-3):]...)
+	// Items whole in p, then those that straddle the previous write and p.
+	s.items += countItems(p)
+	if len(s.tail) > 0 {
+		seam := append(s.tail, p[:min(len(p), 3)]...)
+		s.items += countItems(seam)
+	}
+	// Keep the last three bytes: an item's mark has four, so none is counted twice.
+	if len(p) >= 3 {
+		s.tail = append(s.tail[:0], p[len(p)-3:]...)
+	} else {
+		s.tail = append(s.tail, p...)
+		s.tail = s.tail[max(0, len(s.tail)-3):]
+	}
 	return len(p), nil
+}
+
+// countItems counts the shared string items' marks in b: "<si>", "<si " and
+// "<si/" with or without a namespace prefix (a prefixed closing tag counts
+// too: more, never fewer).
+func countItems(b []byte) int64 {
+	var n int
+	for _, m := range [][]byte{[]byte("<si>"), []byte("<si "), []byte("<si/"), []byte(":si>"), []byte(":si "), []byte(":si/")} {
+		n += bytes.Count(b, m)
+	}
+	return int64(n)
 }
