@@ -4,7 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
+	"slices"
 	"sort"
 	"strings"
 
@@ -48,25 +49,32 @@ func cacheKey(stage domain.Stage, r store.Row) string {
 
 // DistinctLookups counts the distinct profile questions among lookups: the
 // ones the vendor is asked once however often they repeat. It keeps a 64-bit
-// hash per question, not the key: a million lookups cost megabytes, and a
-// collision among them is beyond likely.
+// hash per lookup in a slice, sorted when counted: a million lookups cost 8
+// MB, and a collision among them is beyond likely.
 type DistinctLookups struct {
-	seen map[uint64]struct{}
+	seed   maphash.Seed
+	hashes []uint64
+	sorted int // hashes[:sorted] are sorted and unique
 }
 
 // Add counts l.
 func (d *DistinctLookups) Add(l ingest.Lookup) {
-	if d.seen == nil {
-		d.seen = map[uint64]struct{}{}
+	if d.hashes == nil {
+		d.seed = maphash.MakeSeed()
 	}
-	h := fnv.New64a()
-	h.Write([]byte(cacheKey(domain.StageProfile, store.Row{Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name,
-		Company: l.Company, Domain: l.Domain, Email: l.Email})))
-	d.seen[h.Sum64()] = struct{}{}
+	d.hashes = append(d.hashes, maphash.String(d.seed, cacheKey(domain.StageProfile, store.Row{Kind: l.Kind,
+		ProfileURL: l.ProfileURL, Name: l.Name, Company: l.Company, Domain: l.Domain, Email: l.Email})))
 }
 
 // Len is the number of distinct questions added.
-func (d *DistinctLookups) Len() int { return len(d.seen) }
+func (d *DistinctLookups) Len() int {
+	if d.sorted < len(d.hashes) {
+		slices.Sort(d.hashes)
+		d.hashes = slices.Compact(d.hashes)
+		d.sorted = len(d.hashes)
+	}
+	return len(d.hashes)
+}
 
 func normName(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
 

@@ -36,7 +36,13 @@ func TestDomainLookupKeyAndQuery(t *testing.T) {
 	} {
 		d.Add(l)
 	}
-	if d.Len() != 3 {
+	if d.Len() != 3 || d.Len() != 3 {
 		t.Fatalf("distinct = %d, want 3", d.Len())
+	}
+	// Counting again after more lookups.
+	d.Add(ingest.Lookup{Kind: domain.InputEmail, Email: "jane@acme.com"})
+	d.Add(ingest.Lookup{Kind: domain.InputEmail, Email: "joe@acme.com"})
+	if d.Len() != 4 {
+		t.Fatalf("distinct = %d, want 4", d.Len())
 	}
 }
