@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -35,10 +37,11 @@ type jobStatus struct {
 		Reserved int64  `json:"reserved"`
 		Spent    int64  `json:"spent"`
 	} `json:"credits"`
-	Progress   float64    `json:"progress"`
-	ETASeconds *int64     `json:"eta_seconds"`
-	Lookups    []string   `json:"lookups"`
-	Roles      []string   `json:"roles"`
+	Progress   float64  `json:"progress"`
+	ETASeconds *int64   `json:"eta_seconds"`
+	Lookups    []string `json:"lookups"`
+	Roles      []string `json:"roles"`
+	uploadInfo
 	CreatedAt  time.Time  `json:"created_at"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
@@ -80,10 +83,59 @@ func (s jobStatus) budget() string {
 	return fmt.Sprintf("budget %d", *s.Credits.Budget)
 }
 
+// uploadInfo is what an upload held, in the status and the estimate.
+type uploadInfo struct {
+	RowsUploaded    *int              `json:"rows_uploaded"`
+	DistinctLookups *int              `json:"distinct_lookups"`
+	Columns         map[string]string `json:"columns"`
+	ExtraColumns    []string          `json:"extra_columns"`
+}
+
+// describe says how the file was read: which header went to which field,
+// and what was kept as extra columns; "" when the API did not say.
+func (u uploadInfo) describe() string {
+	if len(u.Columns) == 0 {
+		return ""
+	}
+	var pairs []string
+	for h, f := range u.Columns {
+		pairs = append(pairs, fmt.Sprintf("%q -> %s", h, f))
+	}
+	sort.Strings(pairs)
+	s := "columns:  " + strings.Join(pairs, ", ")
+	if len(u.ExtraColumns) > 0 {
+		s += fmt.Sprintf("; kept as extra: %s", strings.Join(u.ExtraColumns, ", "))
+	}
+	return s
+}
+
 // jobOptions are the flags of submit and estimate that become the upload's
 // query parameters.
 type jobOptions struct {
 	roles, lookups, budget, maxAge, name, callbackURL string
+	encoding, sheet                                   string
+	maps                                              mapFlag
+}
+
+// mapFlag collects --map field=Header, repeatable.
+type mapFlag map[string]string
+
+func (m *mapFlag) String() string { return "" }
+
+func (m *mapFlag) Set(v string) error {
+	f, h, ok := strings.Cut(v, "=")
+	f, h = strings.ToLower(strings.TrimSpace(f)), strings.TrimSpace(h)
+	if !ok || f == "" || h == "" {
+		return fmt.Errorf("%q is not field=Header (like company=\"Account Name\")", v)
+	}
+	if *m == nil {
+		*m = mapFlag{}
+	}
+	if _, dup := (*m)[f]; dup {
+		return fmt.Errorf("%s is mapped twice", f)
+	}
+	(*m)[f] = h
+	return nil
 }
 
 func (o *jobOptions) register(f *flags) {
@@ -95,6 +147,9 @@ func (o *jobOptions) register(f *flags) {
 	if f.name == "submit" {
 		f.StringVar(&o.callbackURL, "callback-url", "", "a URL the API calls (a signed POST) when the job ends")
 	}
+	f.Var(&o.maps, "map", `read a column as a field, over the header matching: field=Header (fields: ref, profile_url, email, name, first_name, last_name, company, domain, role); repeatable`)
+	f.StringVar(&o.encoding, "encoding", "", "a CSV's text encoding: utf-8, windows-1252, utf-16le, utf-16be (default: from its BOM, else UTF-8, else Windows-1252)")
+	f.StringVar(&o.sheet, "sheet", "", "an .xlsx's sheet to read (default the first)")
 }
 
 func (o *jobOptions) query() (url.Values, error) {
@@ -115,32 +170,57 @@ func (o *jobOptions) query() (url.Values, error) {
 	set("max_age", o.maxAge)
 	set("name", o.name)
 	set("callback_url", o.callbackURL)
+	set("encoding", o.encoding)
+	set("sheet", o.sheet)
+	if len(o.maps) > 0 {
+		b, err := json.Marshal(o.maps) // JSON: a header may hold a comma or a colon
+		if err != nil {
+			return nil, err
+		}
+		q.Set("columns", string(b))
+	}
 	return q, nil
 }
 
-// openUpload opens the CSV file to upload; "-" is stdin.
-func openUpload(e *env, name string) (io.Reader, func(), error) {
+// Content types of the files enrichq uploads.
+const (
+	typeCSV  = "text/csv"
+	typeTSV  = "text/tab-separated-values"
+	typeXLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+)
+
+// openUpload opens the file to upload ("-" is stdin, as CSV) and says its
+// content type, from its extension: .xlsx, .tsv, else CSV.
+func openUpload(e *env, name string) (io.Reader, string, func(), error) {
 	if name == "-" {
-		return e.stdin, func() {}, nil
+		return e.stdin, typeCSV, func() {}, nil
 	}
-	if strings.HasSuffix(strings.ToLower(name), ".json") {
-		return nil, nil, usagef("%s: enrichq uploads CSV files (a header row naming ref, profile_url, name, company, email); for JSON jobs POST /v1/jobs directly", name)
+	ct := typeCSV
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".json":
+		return nil, "", nil, usagef("%s: enrichq uploads CSV, TSV and .xlsx files (a header row naming the columns); for JSON jobs POST /v1/jobs directly", name)
+	case ".xls", ".xlsm", ".xlsb", ".ods", ".numbers":
+		return nil, "", nil, usagef("%s: save the sheet as .xlsx (Excel Workbook) or as CSV", name)
+	case ".xlsx":
+		ct = typeXLSX
+	case ".tsv", ".tab":
+		ct = typeTSV
 	}
 	f, err := os.Open(name)
 	if err != nil {
-		return nil, nil, err
+		return nil, "", nil, err
 	}
-	return f, func() { f.Close() }, nil
+	return f, ct, func() { f.Close() }, nil
 }
 
-// upload POSTs a CSV upload with query and answers the response, open.
+// upload POSTs a file upload with query and answers the response, open.
 func upload(ctx context.Context, c *client, e *env, file string, q url.Values, idemKey string) (*http.Response, error) {
-	body, closeBody, err := openUpload(e, file)
+	body, ct, closeBody, err := openUpload(e, file)
 	if err != nil {
 		return nil, err
 	}
 	defer closeBody()
-	h := http.Header{"Content-Type": {"text/csv"}}
+	h := http.Header{"Content-Type": {ct}}
 	if idemKey != "" {
 		h.Set("Idempotency-Key", idemKey)
 	}
@@ -153,7 +233,7 @@ func upload(ctx context.Context, c *client, e *env, file string, q url.Values, i
 }
 
 func runSubmit(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "submit", "submit FILE.csv [--roles R1,R2] [--lookups profile,email,phone] [--budget N] [--max-age 30d] [--name NAME] [--callback-url URL] [--idempotency-key K] [--wait] [--json]")
+	f := newFlags(e, "submit", "submit FILE.csv|FILE.tsv|FILE.xlsx [--map field=Header]... [--roles R1,R2] [--lookups profile,email,phone] [--budget N] [--max-age 30d] [--name NAME] [--callback-url URL] [--idempotency-key K] [--wait] [--json]")
 	var opts jobOptions
 	opts.register(f)
 	idemKey := f.String("idempotency-key", "", "submitting again with the same key returns the first job instead of a new one")
@@ -195,6 +275,9 @@ func runSubmit(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stderr, "job %s was submitted before with this idempotency key: this is that job (%s)\n", st.ID, st.State)
 	} else {
 		fmt.Fprintf(e.stderr, "submitted job %s: %d lookups, %s, %s\n", st.ID, st.Rows.Total, describeLookups(st), st.budget())
+		if d := st.describe(); d != "" {
+			fmt.Fprintln(e.stderr, d)
+		}
 	}
 	if !*wait {
 		return printJob(e.stdout, st, *asJSON)
@@ -316,7 +399,7 @@ func summary(st jobStatus, now time.Time) string {
 }
 
 func runEstimate(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "estimate", "estimate FILE.csv [--roles R1,R2] [--lookups profile,email,phone] [--budget N] [--max-age 30d] [--json]")
+	f := newFlags(e, "estimate", "estimate FILE.csv|FILE.tsv|FILE.xlsx [--map field=Header]... [--roles R1,R2] [--lookups profile,email,phone] [--budget N] [--max-age 30d] [--json]")
 	var opts jobOptions
 	opts.register(f)
 	asJSON := f.Bool("json", false, "print the API's answer as JSON")
@@ -357,6 +440,7 @@ func runEstimate(ctx context.Context, e *env, args []string) error {
 			Max int64 `json:"max"`
 		} `json:"credits"`
 		Seconds float64 `json:"seconds"`
+		uploadInfo
 	}
 	if err := json.Unmarshal(raw, &est); err != nil {
 		return fmt.Errorf("the API's estimate is not the JSON expected: %v", err)
@@ -378,9 +462,15 @@ func runEstimate(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	w := e.stdout
+	if d := est.describe(); d != "" {
+		fmt.Fprintln(w, d)
+	}
 	fmt.Fprintf(w, "rows:     %d lookups", est.Rows)
 	if est.Distinct > 0 && est.Distinct != est.Rows {
 		fmt.Fprintf(w, " (%d distinct)", est.Distinct)
+	}
+	if est.RowsUploaded != nil {
+		fmt.Fprintf(w, " from %d rows in the file", *est.RowsUploaded)
 	}
 	fmt.Fprintf(w, ", %d answered by the cache\n", est.Cached)
 	fmt.Fprintf(w, "credits:  %d to %d\n", est.Credits.Min, est.Credits.Max)

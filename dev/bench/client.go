@@ -48,6 +48,11 @@ var httpClient = &http.Client{Transport: &http.Transport{
 
 // submitCSV uploads a CSV body as a job with options in the query.
 func (s *stack) submitCSV(ctx context.Context, q url.Values, body io.Reader, size int64) (jobStatus, error) {
+	return s.submitBody(ctx, q, body, size, "text/csv")
+}
+
+// submitBody uploads a body of a content type as a job with options in the query.
+func (s *stack) submitBody(ctx context.Context, q url.Values, body io.Reader, size int64, contentType string) (jobStatus, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.apiURL+"/v1/jobs?"+q.Encode(), body)
 	if err != nil {
 		return jobStatus{}, err
@@ -56,7 +61,7 @@ func (s *stack) submitCSV(ctx context.Context, q url.Values, body io.Reader, siz
 		req.ContentLength = size
 	}
 	req.Header.Set("Authorization", "Bearer "+s.apiKey)
-	req.Header.Set("Content-Type", "text/csv")
+	req.Header.Set("Content-Type", contentType)
 	var st jobStatus
 	if err := do(req, http.StatusCreated, &st); err != nil {
 		return jobStatus{}, fmt.Errorf("submit: %w", err)
@@ -66,6 +71,11 @@ func (s *stack) submitCSV(ctx context.Context, q url.Values, body io.Reader, siz
 
 // submitFile uploads the CSV file at path.
 func (s *stack) submitFile(ctx context.Context, q url.Values, path string) (jobStatus, error) {
+	return s.submitFileAs(ctx, q, path, "text/csv")
+}
+
+// submitFileAs uploads the file at path with a content type.
+func (s *stack) submitFileAs(ctx context.Context, q url.Values, path, contentType string) (jobStatus, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return jobStatus{}, err
@@ -75,7 +85,7 @@ func (s *stack) submitFile(ctx context.Context, q url.Values, path string) (jobS
 	if err != nil {
 		return jobStatus{}, err
 	}
-	return s.submitCSV(ctx, q, f, fi.Size())
+	return s.submitBody(ctx, q, f, fi.Size(), contentType)
 }
 
 // status is GET /v1/jobs/{id}.

@@ -16,7 +16,9 @@
 //	ceiling   100,000 rows, bulk, vendor without latency or limit: rows/s end to end;
 //	          baseline: the write path alone (claims and SaveOutcomes straight to Postgres)
 //	ingest    a 1,000,000-row CSV uploaded: time to 201 and the API's peak RSS;
-//	          baseline: psql \copy of the same file
+//	          baseline: psql \copy of the same file; then the same companies as a
+//	          CRM export in Windows-1252 with semicolons, and as an .xlsx
+//	          (-ingest-formats), each on a fresh API
 //	polling   200 status polls/s while a ceiling job runs: latency percentiles
 //	manyjobs  50 small jobs submitted while a 100,000-row job runs: each one's
 //	          submit to finish
@@ -36,6 +38,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -74,6 +77,8 @@ type options struct {
 	psql        string
 	settle      time.Duration
 	locale      string
+	// ingestFormats are the ingest scenario's formats besides the CSV.
+	ingestFormats []string
 }
 
 // bench is one run of the benchmark.
@@ -102,6 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.Float64Var(&o.pollRate, "poll-rate", 200, "polling scenario: status polls per second")
 	fs.IntVar(&o.smallJobs, "small-jobs", 50, "manyjobs scenario: small jobs submitted (scaled)")
 	fs.IntVar(&o.smallRows, "small-rows", 100, "manyjobs scenario: rows of each small job")
+	formats := fs.String("ingest-formats", strings.Join(ingestFormats, ","), "ingest scenario: formats uploaded after the CSV, comma-separated: "+strings.Join(ingestFormats, ", ")+` ("" for none)`)
 	fs.StringVar(&o.psql, "psql", "psql", "psql binary for the ingest baseline (\\copy)")
 	fs.StringVar(&o.locale, "locale", "", `create the scenarios' databases with this locale (from template0), e.g. en_US.UTF-8 as the official postgres image's; "" takes the server's default`)
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "before each run, wait at most this long for a second in which the CPUs are 90 % idle (0: do not wait)")
@@ -116,6 +122,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.scale <= 0 || o.repeat < 1 {
 		return errors.New("-scale must be positive and -repeat at least 1")
+	}
+	for _, f := range strings.Split(*formats, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		if !slices.Contains(ingestFormats, f) {
+			return fmt.Errorf("-ingest-formats: unknown %q (want %s)", f, strings.Join(ingestFormats, ", "))
+		}
+		o.ingestFormats = append(o.ingestFormats, f)
 	}
 	if *scenarios == "all" || *scenarios == "" {
 		o.scenarios = allScenarios

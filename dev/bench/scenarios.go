@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -307,6 +308,92 @@ func (b *bench) ingest(ctx context.Context) error {
 			b.report.add("ingest.rss", sample{Value: float64(rss) / 1024,
 				Detail: fmt.Sprintf("%.0f MB before the upload", float64(rssBefore)/1024)})
 			b.logf("ingest: 201 after %.2f s, api peak RSS %.0f MB; psql \\copy %.2f s", took.Seconds(), float64(rss)/1024, copyTook.Seconds())
+			return nil
+		}()
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	for _, format := range b.opts.ingestFormats {
+		if err := b.ingestFormat(ctx, format, n); err != nil {
+			return fmt.Errorf("ingest %s: %w", format, err)
+		}
+	}
+	return nil
+}
+
+// ingestFormats are the ingest scenario's formats besides the plain CSV.
+var ingestFormats = []string{"windows-1252", "xlsx"}
+
+// xlsxMemLimit is the API's soft memory limit in the .xlsx run.
+const xlsxMemLimit = "150MiB"
+
+// ingestFormat uploads the same n companies as a CRM export in format
+// (windows-1252: a semicolon CSV as Excel saves it in Germany; xlsx: an Excel
+// workbook with shared strings), each run on a fresh API so its peak RSS is
+// its own. Every row names a website: n domain lookups.
+func (b *bench) ingestFormat(ctx context.Context, format string, n int) error {
+	path := filepath.Join(b.opts.logDir, fmt.Sprintf("ingest-%d.%s", n, format))
+	contentType := "text/csv"
+	switch format {
+	case "windows-1252":
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := windows1252CSV(f, n); err != nil {
+			f.Close()
+			return err
+		}
+		if err := f.Close(); err != nil {
+			return err
+		}
+	case "xlsx":
+		contentType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+		if err := writeXLSX(path, n); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("unknown format %q (want %s)", format, strings.Join(ingestFormats, ", "))
+	}
+	defer os.Remove(path)
+	fi, _ := os.Stat(path)
+	// An .xlsx holds about 100 MB live per 2 million shared strings (the
+	// XML library's index of them); the API runs with a soft memory limit, as
+	// docs/uploads.md advises, unless GOMEMLIMIT is set.
+	var apiEnv []string
+	memNote := ""
+	if format == "xlsx" && os.Getenv("GOMEMLIMIT") == "" {
+		apiEnv = []string{"GOMEMLIMIT=" + xlsxMemLimit}
+		memNote = ", GOMEMLIMIT=" + xlsxMemLimit
+	}
+	for rep := range b.opts.repeat {
+		ctx, cancel := context.WithTimeout(ctx, b.opts.timeout)
+		err := func() error {
+			st, err := b.startStack(ctx, stackSpec{name: "ingest", apiEnv: apiEnv})
+			if err != nil {
+				return err
+			}
+			defer b.report.rss("ingest", st)
+			defer st.stop()
+			b.logf("ingest %s %d/%d: %d rows, %.1f MB", format, rep+1, b.opts.repeat, n, float64(fi.Size())/1e6)
+			rssBefore := peakRSS(st.pid("api"))
+			start := time.Now()
+			job, err := st.submitFileAs(ctx, jobQuery("ingest-"+format), path, contentType)
+			if err != nil {
+				return err
+			}
+			took := time.Since(start)
+			if job.Rows["total"] != n {
+				return fmt.Errorf("job has %d rows, want %d", job.Rows["total"], n)
+			}
+			rss := peakRSS(st.pid("api"))
+			b.report.add("ingest."+format+".time", sample{Value: took.Seconds(),
+				Detail: fmt.Sprintf("%s rows/s, %.0f MB", groupThousands(int64(float64(n)/took.Seconds())), float64(fi.Size())/1e6)})
+			b.report.add("ingest."+format+".rss", sample{Value: float64(rss) / 1024,
+				Detail: fmt.Sprintf("%.0f MB before the upload%s", float64(rssBefore)/1024, memNote)})
+			b.logf("ingest %s: 201 after %.2f s, api peak RSS %.0f MB", format, took.Seconds(), float64(rss)/1024)
 			return nil
 		}()
 		cancel()

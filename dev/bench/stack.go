@@ -40,6 +40,7 @@ type stackSpec struct {
 	rps       float64 // the worker's ENRICHQ_VENDOR_RPS
 	burst     int
 	pprof     bool
+	apiEnv    []string // more environment for the API alone
 }
 
 // proc is one started process.
@@ -122,7 +123,7 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 		env = append(env, "ENRICHQ_VENDOR_URL=http://127.0.0.1:9") // the worker requires one; it is not started
 	}
 	// The API migrates the fresh database first, alone; the others find the schema in place.
-	if s.apiURL, err = s.start(ctx, "api", env, "api listening on "); err != nil {
+	if s.apiURL, err = s.start(ctx, "api", append(append([]string(nil), env...), spec.apiEnv...), "api listening on "); err != nil {
 		s.stop()
 		return nil, err
 	}

@@ -220,8 +220,10 @@ func TestHostileUploads(t *testing.T) {
 		{"broken quoting: bare quote in a cell", "text/csv", "", "profile_url,ref\nhttps://platform.example/in/a,x\"y\n", 400, ingest.CodeMalformedCSV},
 		{"broken quoting: quote never closed", "text/csv", "", "ref,profile_url\n\"1,https://platform.example/in/a\n2,https://platform.example/in/b\n", 400, ingest.CodeMalformedCSV},
 		{"broken quoting after a BOM and CRLF", "text/csv", "", "\ufeffref,profile_url\r\n1,\"https://platform.example/in/a\r\n", 400, ingest.CodeMalformedCSV},
-		{"non-UTF-8 bytes in a cell", "text/csv", "", "ref,profile_url\nr\xff\xfe1,https://platform.example/in/a\n", 422, ingest.CodeInvalidRows},
-		{"Latin-1 encoded file", "text/csv", "roles=CTO", "ref,company\n1,M\xfcller GmbH\n", 422, ingest.CodeInvalidRows},
+		// Bytes that are not UTF-8 after ASCII alone read as Windows-1252 (docs/uploads.md); after UTF-8 text,
+		// or in a file said to be UTF-8, they are refused.
+		{"non-UTF-8 bytes in a cell after UTF-8 text", "text/csv", "", "ref,profile_url\nré,https://platform.example/in/a\nr\xff\xfe1,https://platform.example/in/b\n", 422, ingest.CodeInvalidRows},
+		{"Latin-1 encoded file said to be UTF-8", "text/csv", "roles=CTO&encoding=utf-8", "ref,company\n1,M\xfcller GmbH\n", 422, ingest.CodeInvalidRows},
 		{"UTF-16 file", "text/csv", "", "\xff\xfep\x00r\x00o\x00f\x00i\x00l\x00e\x00\n\x00", 422, ""},
 		{"NUL bytes", "text/csv", "", "ref,profile_url\n\x00\x00,https://platform.example/in/a\n", 422, ingest.CodeInvalidRows},
 		{"10,000 columns", "text/csv", "", wide, 422, ""},

@@ -159,9 +159,9 @@ func parseBaseURL(s string) (string, error) {
 // Costs is the client's cost table (for reservations and estimates).
 func (c *Client) Costs() CostTable { return c.costs }
 
-// Profile looks a profile up by profile URL, by email, or by name and company.
-// No match is a result with a nil Profile, not an error (and is charged: the
-// search was done). An invalid query is refused before any call with a
+// Profile looks a profile up by profile URL, by email, or by name and company
+// or domain. No match is a result with a nil Profile, not an error (and is
+// charged: the search was done). An invalid query is refused before any call with a
 // permanent error.
 func (c *Client) Profile(ctx context.Context, q ProfileQuery, idempotencyKey string) (ProfileResult, error) {
 	if err := q.Validate(); err != nil {

@@ -13,7 +13,7 @@ import (
 // The zero value is not useful: start from [DefaultCosts].
 type CostTable struct {
 	ProfileByURL    int64 // profile by profile_url, match or no match; default 1
-	ProfileBySearch int64 // profile by name+company or by email, match or no match (the search was done); default 2
+	ProfileBySearch int64 // profile by name+company, name+domain or email, match or no match (the search was done); default 2
 	EmailHit        int64 // email found, not verified; default 5
 	EmailVerified   int64 // email found and verified; default 10
 	EmailMiss       int64 // no email found; default 0
@@ -89,7 +89,7 @@ func (t CostTable) ProfileCost(kind domain.InputKind) int64 {
 	switch kind {
 	case domain.InputProfileURL:
 		return t.ProfileByURL
-	case domain.InputEmail, domain.InputNameCompany:
+	case domain.InputEmail, domain.InputNameCompany, domain.InputNameDomain:
 		return t.ProfileBySearch
 	}
 	return t.Worst(domain.StageProfile)

@@ -19,44 +19,56 @@ import (
 )
 
 // ProfileQuery is the input of a profile lookup: exactly one of ProfileURL,
-// Email, or Name together with Company is set. Name may be a person's name or
-// a role title such as "VP Sales". The client sends the values as given:
-// normalising them is the caller's job.
+// Email, Name together with Company, or Name together with Domain is set.
+// Name may be a person's name or a role title such as "VP Sales"; Domain is
+// the company's website host name (acme.com). The client sends the values as
+// given: normalising them is the caller's job.
 type ProfileQuery struct {
 	ProfileURL string
 	Name       string
 	Company    string
+	Domain     string
 	Email      string
 }
 
-// Kind is [domain.InputProfileURL], [domain.InputEmail] or
-// [domain.InputNameCompany] for a valid query, and "" for one that sets none
-// or more than one of the three inputs (see [ProfileQuery.Validate]).
+// Kind is [domain.InputProfileURL], [domain.InputEmail],
+// [domain.InputNameCompany] or [domain.InputNameDomain] for a valid query,
+// and "" for one that sets none or more than one of the inputs (see
+// [ProfileQuery.Validate]).
 func (q ProfileQuery) Kind() domain.InputKind {
 	url, email := set(q.ProfileURL), set(q.Email)
-	name, company := set(q.Name), set(q.Company)
+	name, company, dom := set(q.Name), set(q.Company), set(q.Domain)
 	switch {
-	case url && !email && !name && !company:
+	case url && !email && !name && !company && !dom:
 		return domain.InputProfileURL
-	case email && !url && !name && !company:
+	case email && !url && !name && !company && !dom:
 		return domain.InputEmail
-	case name && company && !url && !email:
+	case name && company && !dom && !url && !email:
 		return domain.InputNameCompany
+	case name && dom && !company && !url && !email:
+		return domain.InputNameDomain
 	}
 	return ""
 }
 
-// Validate returns an error unless exactly one input of q is set (Name and
-// Company count as one and need each other). Values that are only blanks
-// count as unset.
+// Validate returns an error unless exactly one input of q is set (Name goes
+// with Company or with Domain, and needs one of them). Values that are only
+// blanks count as unset.
 func (q ProfileQuery) Validate() error {
 	if q.Kind() != "" {
 		return nil
 	}
-	if set(q.Name) != set(q.Company) && !set(q.ProfileURL) && !set(q.Email) {
-		return errString("profile query: name and company go together")
+	url, email := set(q.ProfileURL), set(q.Email)
+	name, company, dom := set(q.Name), set(q.Company), set(q.Domain)
+	if !url && !email {
+		switch {
+		case company && dom:
+			return errString("profile query: give company or domain, not both")
+		case name != (company || dom):
+			return errString("profile query: a name goes with a company or a domain")
+		}
 	}
-	return errString("profile query: set exactly one of profile URL, email, or name with company")
+	return errString("profile query: set exactly one of profile URL, email, name with company, or name with domain")
 }
 
 func set(s string) bool { return strings.TrimSpace(s) != "" }

@@ -73,6 +73,7 @@ const (
 	paramProfileURL = "profile_url"
 	paramName       = "name"
 	paramCompany    = "company"
+	paramDomain     = "domain" // (assumed) a bare host name: acme.com
 	paramEmail      = "email"
 )
 
@@ -99,6 +100,8 @@ func wireRow(q ProfileQuery) map[string]string {
 		return map[string]string{paramEmail: q.Email}
 	case domain.InputNameCompany:
 		return map[string]string{paramName: q.Name, paramCompany: q.Company}
+	case domain.InputNameDomain:
+		return map[string]string{paramName: q.Name, paramDomain: q.Domain}
 	}
 	return nil
 }
@@ -116,7 +119,8 @@ func wireStage(s domain.Stage) string {
 }
 
 // bulkRequest is the body of POST /v1/bulk (assumed shape):
-// {"rows": [{"profile_url": "..."}, {"name": "...", "company": "..."}], "include": ["email", "phone"]}
+// {"rows": [{"profile_url": "..."}, {"name": "...", "company": "..."}, {"name": "...", "domain": "acme.com"}],
+// "include": ["email", "phone"]}
 type bulkRequest struct {
 	Rows    []map[string]string `json:"rows"`
 	Include []string            `json:"include,omitempty"`

@@ -143,3 +143,15 @@ func FuzzDecodeProfile(f *testing.F) {
 		_, _ = decodePhones(body)
 	})
 }
+
+func TestWireRowDomain(t *testing.T) {
+	t.Parallel()
+	got := wireRow(ProfileQuery{Name: "CTO", Domain: "acme.com"})
+	if len(got) != 2 || got[paramName] != "CTO" || got["domain"] != "acme.com" {
+		t.Fatalf("wireRow = %v, want name and domain", got)
+	}
+	body, err := bulkBody([]ProfileQuery{{Name: "CTO", Domain: "acme.com"}}, nil)
+	if err != nil || string(body) != `{"rows":[{"domain":"acme.com","name":"CTO"}]}` {
+		t.Fatalf("bulk body %s, %v", body, err)
+	}
+}

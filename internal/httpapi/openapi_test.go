@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/webhook"
 )
@@ -226,7 +225,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		"FieldError":  reflect.TypeFor[ingest.FieldError](),
 		"JobRequest":  reflect.TypeFor[ingest.JobRequest](),
 		"JobRow":      reflect.TypeFor[ingest.RowIn](),
-		"Estimate":    reflect.TypeFor[jobs.Estimate](),
+		"Estimate":    reflect.TypeFor[estimateBody](),
 		"StageCost":   reflect.TypeFor[store.StageCost](),
 		"Error.error": reflect.TypeFor[errorJSON](),
 

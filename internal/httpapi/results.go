@@ -191,11 +191,11 @@ func (n *ndjsonWriter) write(l resultLine) {
 }
 
 // resultColumns are the fixed CSV columns, in order; extra columns follow,
-// sorted by name.
+// sorted by name. Columns added later go last, so no column moves.
 var resultColumns = []string{
 	"row", "ref", "profile_url", "name", "company", "input_email", "role", "state", "reason",
 	"found_profile_url", "full_name", "headline", "current_company", "current_role", "location", "company_size", "industry",
-	"technographics", "email", "email_confidence", "email_verified", "phones", "no_match",
+	"technographics", "email", "email_confidence", "email_verified", "phones", "no_match", "domain",
 }
 
 type resultsCSV struct {
@@ -234,7 +234,7 @@ func (c *resultsCSV) write(page []store.Result) {
 			strconv.Itoa(l.Row), l.Ref, l.ProfileURL, l.Name, l.Company, l.InputEmail, l.Role, string(l.State), l.Reason,
 			deref(l.FoundProfileURL), deref(l.FullName), deref(l.Headline), deref(l.CurrentCompany), deref(l.CurrentRole),
 			deref(l.Location), deref(l.CompanySize), deref(l.Industry), strings.Join(l.Technographics, ";"),
-			deref(l.Email), conf, verified, phoneNumbers(l.Phones), joinStages(l.NoMatch, ";"))
+			deref(l.Email), conf, verified, phoneNumbers(l.Phones), joinStages(l.NoMatch, ";"), l.Domain)
 		for _, k := range c.extra {
 			rec = append(rec, l.Extra[k])
 		}

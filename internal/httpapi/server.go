@@ -51,6 +51,9 @@ type Deps struct {
 	Platform *platform.Platform
 	// Metrics counts requests by route pattern and status; nil records nothing.
 	Metrics *metrics.HTTP
+	// SpoolDir is where uploads that need a file (an .xlsx) are spooled;
+	// "" is the system's temporary directory.
+	SpoolDir string
 	// StatusCacheTTL is how long a job's status (GET /v1/jobs/{id}) is
 	// served from memory (config.API.StatusCache); 0 reads Postgres every time.
 	StatusCacheTTL time.Duration

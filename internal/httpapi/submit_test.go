@@ -249,12 +249,12 @@ func TestSubmitRejectsBadUploads(t *testing.T) {
 func TestSubmitKeepsUnknownColumnsAsExtra(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	st := b.mustCreate(t, keyA, "", "profile_url,Owner,crm id\nhttps://platform.example/in/a,kim,42\n")
+	st := b.mustCreate(t, keyA, "", "profile_url,Owner,crm tier\nhttps://platform.example/in/a,kim,42\n")
 	res, err := b.st.ListResults(context.Background(), st.ID, "", 0, 10)
 	if err != nil || len(res) != 1 {
 		t.Fatalf("results: %v %d", err, len(res))
 	}
-	if res[0].Extra["Owner"] != "kim" || res[0].Extra["crm id"] != "42" || len(res[0].Extra) != 2 {
+	if res[0].Extra["Owner"] != "kim" || res[0].Extra["crm tier"] != "42" || len(res[0].Extra) != 2 {
 		t.Fatalf("extra = %v", res[0].Extra)
 	}
 }

@@ -1,17 +1,20 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/service"
+	"github.com/enrichq/enrichq/internal/store"
 )
 
 // bodySlack is what a body may carry beyond the upload's MaxBytes, which
@@ -19,10 +22,12 @@ import (
 // and small form fields.
 const bodySlack = 64 << 10
 
-// submitJob is POST /v1/jobs. The upload streams from the body through the
-// ingest parser into the store's COPY, inside one transaction: a rejected
-// upload stores nothing, and nothing is buffered but the JSON body's rows.
-// The service decides (service.Submit, service.Estimate).
+// submitJob is POST /v1/jobs. A CSV or JSON upload streams from the body
+// through the ingest parser into the store's COPY, inside one transaction: a
+// rejected upload stores nothing, and nothing is buffered but the JSON body's
+// rows. An .xlsx is spooled to a temporary file first (a zip needs random
+// access), removed when the request is done. The service decides
+// (service.Submit, service.Estimate).
 func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
 	key, err := idempotencyKey(r.Header.Values("Idempotency-Key"))
@@ -35,7 +40,8 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sub, err := s.submission(w, r)
+	sub, up, done, err := s.submission(w, r)
+	defer done()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -48,7 +54,7 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, est)
+		writeJSON(w, http.StatusOK, estimateOf(est, up.upload()))
 		return
 	}
 	st, created, err := s.svc.Submit(r.Context(), p, sub)
@@ -66,8 +72,46 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, st)
 }
 
-// idempotencyKey reads the Idempotency-Key header; "" when absent. Checked
-// before the upload is read, so the answer does not depend on the body.
+// estimateBody is the answer of a dry run: the estimate and what the upload
+// held, named as in the job's status.
+type estimateBody struct {
+	jobs.Estimate
+	service.UploadFields
+}
+
+func estimateOf(est jobs.Estimate, u store.Upload) estimateBody {
+	return estimateBody{Estimate: est, UploadFields: service.UploadFieldsOf(u)}
+}
+
+// counted is the Feed of a submission that also records what the upload held
+// and counts its distinct lookups, for the job's record and the estimate.
+type counted struct {
+	sum      ingest.Summary
+	distinct jobs.DistinctLookups
+	ran      bool
+}
+
+func (c *counted) feed(parse func(emit func(ingest.Lookup) error) (ingest.Summary, error)) func(func(ingest.Lookup) error) error {
+	return func(emit func(ingest.Lookup) error) error {
+		sum, err := parse(func(l ingest.Lookup) error {
+			c.distinct.Add(l)
+			return emit(l)
+		})
+		c.sum, c.ran = sum, err == nil
+		return err
+	}
+}
+
+// upload is what the feed found; empty before it has run.
+func (c *counted) upload() store.Upload {
+	if c == nil || !c.ran {
+		return store.Upload{}
+	}
+	rows, distinct := c.sum.Rows, c.distinct.Len()
+	return store.Upload{Columns: c.sum.Columns, ExtraColumns: c.sum.Extra, RowsUploaded: &rows, DistinctLookups: &distinct}
+}
+
+// idempotencyKey validates the Idempotency-Key header; "" when absent.
 func idempotencyKey(vals []string) (string, error) {
 	switch len(vals) {
 	case 0:
@@ -83,61 +127,115 @@ func idempotencyKey(vals []string) (string, error) {
 	return key, nil
 }
 
+// Content types of an upload, besides JSON and multipart.
+const (
+	mediaCSV  = "text/csv"
+	mediaTSV  = "text/tab-separated-values"
+	mediaXLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+)
+
 // submission reads the options of an upload by its content type and
-// returns the job to submit, whose Feed streams the rows from the body.
-func (s *server) submission(w http.ResponseWriter, r *http.Request) (jobs.Submission, error) {
+// returns the job to submit, whose Feed reads the rows from the body (or
+// from the spooled file of an .xlsx), what the feed found, and done, which
+// removes what the upload left on disk: call it on every path.
+func (s *server) submission(w http.ResponseWriter, r *http.Request) (jobs.Submission, *counted, func(), error) {
+	none := func() {}
 	ct := r.Header.Get("Content-Type")
 	mediaType, params, err := mime.ParseMediaType(ct)
 	if err != nil && ct != "" {
-		return jobs.Submission{}, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
-			"Content-Type %q cannot be parsed; send application/json, text/csv or multipart/form-data", clip(ct))
+		return jobs.Submission{}, nil, none, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
+			"Content-Type %q cannot be parsed; send application/json, text/csv, text/tab-separated-values, an .xlsx or multipart/form-data", clip(ct))
 	}
 	lim := s.svc.Limits()
+	c := &counted{}
 	switch mediaType {
 	case "application/json":
 		body := s.uploadBody(w, r, lim.MaxBytes+bodySlack)
 		req, err := ingest.DecodeJSON(body, lim)
 		if err != nil {
-			return jobs.Submission{}, err
+			return jobs.Submission{}, nil, none, err
 		}
 		opts, err := req.Options(lim)
 		if err != nil {
-			return jobs.Submission{}, err
+			return jobs.Submission{}, nil, none, err
 		}
-		return jobs.Submission{Format: "json", Options: opts, Feed: func(emit func(ingest.Lookup) error) error {
-			return ingest.ExpandRows(req.Rows, ingest.Options{Roles: opts.Roles}, lim, emit)
-		}}, nil
+		return jobs.Submission{Format: "json", Options: opts, Upload: c.upload, Feed: c.feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
+			return ingest.ExpandJSON(req.Rows, opts.Ingest(), lim, emit)
+		})}, c, none, nil
 
-	case "text/csv":
+	case mediaCSV, mediaTSV, mediaXLSX:
 		opts, err := ingest.ParseOptions(r.URL.Query(), lim)
 		if err != nil {
-			return jobs.Submission{}, err
+			return jobs.Submission{}, nil, none, err
 		}
 		body := s.uploadBody(w, r, lim.MaxBytes+bodySlack)
-		return jobs.Submission{Format: "csv", Options: opts, Feed: func(emit func(ingest.Lookup) error) error {
-			return ingest.ParseCSV(body, ingest.Options{Roles: opts.Roles}, lim, emit)
-		}}, nil
+		return s.fileSubmission(r, c, opts, body, mediaType)
 
 	case "multipart/form-data":
 		opts, err := ingest.ParseOptions(r.URL.Query(), lim)
 		if err != nil {
-			return jobs.Submission{}, err
+			return jobs.Submission{}, nil, none, err
 		}
 		if params["boundary"] == "" {
-			return jobs.Submission{}, errorf(http.StatusBadRequest, "malformed_multipart", "multipart/form-data without a boundary")
+			return jobs.Submission{}, nil, none, errorf(http.StatusBadRequest, "malformed_multipart", "multipart/form-data without a boundary")
 		}
 		body := s.uploadBody(w, r, lim.MaxBytes+bodySlack)
 		file, err := filePart(multipart.NewReader(body, params["boundary"]))
 		if err != nil {
-			return jobs.Submission{}, err
+			return jobs.Submission{}, nil, none, err
 		}
-		return jobs.Submission{Format: "csv", Options: opts, Feed: func(emit func(ingest.Lookup) error) error {
-			return ingest.ParseCSV(file, ingest.Options{Roles: opts.Roles}, lim, emit)
-		}}, nil
+		return s.fileSubmission(r, c, opts, file, partMediaType(file))
 	}
-	return jobs.Submission{}, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
-		"Content-Type %q is not supported; send application/json, text/csv (options as query parameters) or multipart/form-data with a file field",
-		clip(mediaType))
+	return jobs.Submission{}, nil, none, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
+		"Content-Type %q is not supported; send application/json, text/csv or text/tab-separated-values (options as query parameters), %s for an .xlsx, or multipart/form-data with a file field",
+		clip(mediaType), mediaXLSX)
+}
+
+// fileSubmission is the job of a file upload (CSV, TSV or .xlsx) read from body.
+func (s *server) fileSubmission(r *http.Request, c *counted, opts ingest.JobOptions, body io.Reader, mediaType string) (jobs.Submission, *counted, func(), error) {
+	lim := s.svc.Limits()
+	in := opts.Ingest()
+	switch mediaType {
+	case mediaXLSX:
+		// Parsing a spooled workbook reads no network: the upload's time
+		// limit holds from here, over the copy and the parse.
+		deadline := time.Now().Add(s.UploadTimeout)
+		maxBytes := lim.MaxBytes
+		if maxBytes <= 0 {
+			maxBytes = ingest.DefaultLimits().MaxBytes
+		}
+		sp, err := spoolUpload(s.SpoolDir, body, maxBytes)
+		if err != nil {
+			return jobs.Submission{}, nil, func() {}, err
+		}
+		ctx, cancel := context.WithDeadline(r.Context(), deadline)
+		done := func() { cancel(); sp.Remove() }
+		return jobs.Submission{Format: "xlsx", Options: opts, Upload: c.upload, Feed: c.feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
+			return ingest.ParseXLSX(ctx, sp.Path, sp.TmpDir(), in, lim, emit)
+		})}, c, done, nil
+	case mediaTSV:
+		in.Delimiter = '\t'
+	}
+	return jobs.Submission{Format: "csv", Options: opts, Upload: c.upload, Feed: c.feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
+		return ingest.ParseCSV(body, in, lim, emit)
+	})}, c, func() {}, nil
+}
+
+// partMediaType is the format of a multipart file: by its file name's
+// extension, else its Content-Type; CSV when neither says.
+func partMediaType(p *multipart.Part) string {
+	switch strings.ToLower(path.Ext(p.FileName())) {
+	case ".xlsx":
+		return mediaXLSX
+	case ".tsv", ".tab":
+		return mediaTSV
+	case ".csv", ".txt":
+		return mediaCSV
+	}
+	if mt, _, err := mime.ParseMediaType(p.Header.Get("Content-Type")); err == nil && (mt == mediaXLSX || mt == mediaTSV) {
+		return mt
+	}
+	return mediaCSV
 }
 
 // filePart skips to the form field "file"; other fields are ignored.

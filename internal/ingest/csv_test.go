@@ -19,6 +19,7 @@ func TestParseCSV(t *testing.T) {
 		name    string
 		in      string
 		roles   []string
+		enc     string
 		lim     Limits
 		want    []Lookup
 		code    string
@@ -191,10 +192,23 @@ func TestParseCSV(t *testing.T) {
 			details: []at{{1, "", "1 fields; the header has 2"}, {2, "", "3 fields"}},
 		},
 		{
-			name:    "non-UTF-8 cell",
+			name:    "non-UTF-8 cell, the file said to be UTF-8",
 			in:      "company,name,notes\nAc\xffme,Jane,\nAcme,Jane,\xe9t\xe9\n",
+			enc:     EncodingUTF8,
 			code:    CodeInvalidRows,
 			details: []at{{1, "company", "UTF-8"}, {2, "notes", "UTF-8"}},
+		},
+		{
+			name: "bytes that are not UTF-8 after ASCII are Windows-1252",
+			in:   "company,name,notes\nAc\xffme,Jane,\nAcme,Jane,\xe9t\xe9 \x80\n",
+			want: []Lookup{{Row: 1, Kind: domain.InputNameCompany, Company: "Acÿme", Name: "Jane", Extra: map[string]string{"notes": ""}},
+				{Row: 2, Kind: domain.InputNameCompany, Company: "Acme", Name: "Jane", Extra: map[string]string{"notes": "été €"}}},
+		},
+		{
+			name:    "bytes that are not UTF-8 after UTF-8 are named",
+			in:      "company,name,notes\nAcmé,Jane,\nAcme,Jane,\xe9t\xe9\n",
+			code:    CodeInvalidRows,
+			details: []at{{2, "notes", "encoding=windows-1252"}},
 		},
 		{
 			name:    "control characters; tab is allowed, newline only in extra columns",
@@ -325,7 +339,7 @@ func TestParseCSV(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			var got []Lookup
-			err := ParseCSV(strings.NewReader(tt.in), Options{Roles: tt.roles}, tt.lim, collect(&got))
+			err := csvErr(strings.NewReader(tt.in), Options{Roles: tt.roles, Encoding: tt.enc}, tt.lim, collect(&got))
 			checkResult(t, err, got, tt.want, tt.code, tt.details)
 			if tt.code != "" && len(got) > 0 && tt.code == CodeInvalidRows {
 				// Emitting stops at the first error; rows before it may have been emitted.
@@ -363,7 +377,7 @@ func TestParseCSVBoundedRecord(t *testing.T) {
 				b = '"'
 			}
 			src := &countingReader{r: io.MultiReader(strings.NewReader(tt.prefix), &repeatReader{b: b, n: 10 << 20})}
-			err := ParseCSV(src, Options{}, lim, func(Lookup) error { return nil })
+			err := csvErr(src, Options{}, lim, func(Lookup) error { return nil })
 			checkResult(t, err, nil, nil, CodeInvalidRows, []at{{tt.row, "", "longer than"}})
 			if src.n > tt.max {
 				t.Errorf("consumed %d bytes of the upload, want at most %d", src.n, tt.max)
@@ -386,7 +400,7 @@ func TestParseCSVLargestRecord(t *testing.T) {
 	}
 	in := "company,name,a,b\r\n" + strings.Repeat(record, 3)
 	var got []Lookup
-	if err := ParseCSV(strings.NewReader(in), Options{}, lim, collect(&got)); err != nil {
+	if err := csvErr(strings.NewReader(in), Options{}, lim, collect(&got)); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 3 || len(got[0].Company) != 64 || len(got[0].Extra["a"]) != 64 {
@@ -394,7 +408,7 @@ func TestParseCSVLargestRecord(t *testing.T) {
 	}
 	// One more byte in a cell is a cell error, not a record error.
 	in = "company,name,a,b\r\n" + strings.Replace(record, "x", "xy", 1)
-	err := ParseCSV(strings.NewReader(in), Options{}, lim, nil)
+	err := csvErr(strings.NewReader(in), Options{}, lim, nil)
 	checkResult(t, err, nil, nil, CodeInvalidRows, []at{{1, "a", "65 bytes"}})
 }
 
@@ -403,7 +417,7 @@ func TestParseCSVStopsAtMaxLookups(t *testing.T) {
 	t.Parallel()
 	src := &countingReader{r: strings.NewReader("company,name\n" + strings.Repeat("Acme,Jane\n", 100_000))}
 	n := 0
-	err := ParseCSV(src, Options{}, Limits{MaxLookups: 10}, func(Lookup) error { n++; return nil })
+	err := csvErr(src, Options{}, Limits{MaxLookups: 10}, func(Lookup) error { n++; return nil })
 	checkResult(t, err, nil, nil, CodeTooLarge, nil)
 	if !strings.Contains(err.Error(), "more than 10 lookups") {
 		t.Errorf("message %q does not name the limit", err)
@@ -417,7 +431,7 @@ func TestParseCSVEmitError(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("boom")
 	calls := 0
-	err := ParseCSV(strings.NewReader("company,name\nA,a\nB,b\n"), Options{}, Limits{}, func(Lookup) error {
+	err := csvErr(strings.NewReader("company,name\nA,a\nB,b\n"), Options{}, Limits{}, func(Lookup) error {
 		calls++
 		return boom
 	})
@@ -430,7 +444,7 @@ func TestParseCSVReadError(t *testing.T) {
 	t.Parallel()
 	boom := errors.New("connection reset")
 	r := io.MultiReader(strings.NewReader("company,name\nA,a\n"), iotestErrReader{boom})
-	err := ParseCSV(r, Options{}, Limits{}, nil)
+	err := csvErr(r, Options{}, Limits{}, nil)
 	var e *Error
 	if !errors.Is(err, boom) || errors.As(err, &e) {
 		t.Fatalf("err = %v, want the read error wrapped, not an *Error", err)
@@ -443,7 +457,7 @@ func (r iotestErrReader) Read([]byte) (int, error) { return 0, r.err }
 
 func TestParseCSVMaxErrorsMessage(t *testing.T) {
 	t.Parallel()
-	err := ParseCSV(strings.NewReader("company\n"+strings.Repeat("Acme\n", 10)), Options{}, Limits{MaxErrors: 3}, nil)
+	err := csvErr(strings.NewReader("company\n"+strings.Repeat("Acme\n", 10)), Options{}, Limits{MaxErrors: 3}, nil)
 	var e *Error
 	if !errors.As(err, &e) || len(e.Details) != 3 || !strings.Contains(e.Message, "more than 3 errors; stopped reading at row 4") {
 		t.Fatalf("err = %v", err)
@@ -497,7 +511,7 @@ func ExampleParseCSV() {
 	in := "ref,company,name,profile_url\n" +
 		"c1,Acme GmbH,,\n" +
 		"c2,,,https://www.platform.example/in/jane-doe/\n"
-	err := ParseCSV(strings.NewReader(in), Options{Roles: []string{"VP Sales", "CTO"}}, DefaultLimits(), func(l Lookup) error {
+	_, err := ParseCSV(strings.NewReader(in), Options{Roles: []string{"VP Sales", "CTO"}}, DefaultLimits(), func(l Lookup) error {
 		fmt.Printf("row %d %s: %q %q %q\n", l.Row, l.Kind, l.ProfileURL, l.Name, l.Company)
 		return nil
 	})

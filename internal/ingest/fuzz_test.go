@@ -33,6 +33,11 @@ func FuzzParseCSV(f *testing.F) {
 		"company,name\nAc\xffme,Ja\x01ne\n",
 		"name\nJane\n",
 		"company,name\n\"" + strings.Repeat(`""`, 40) + "\",x\n",
+		"Company Name;Website;Job Title\nM\xfcller;https://www.M\xfcller.de/;CTO\n",
+		"sep=;\r\nOrganisation;Title;Full Name\r\nAcme;CTO;\r\n",
+		"\xff\xfec\x00o\x00m\x00p\x00a\x00n\x00y\x00\n\x00A\x00\n\x00",
+		"Email Address\tFirst Name\tLast Name\nj@x.example\tJane\tDoe\n",
+		"Account Name,Company Name\nA,B\n",
 	} {
 		f.Add([]byte(s), false)
 		f.Add([]byte(s), true)
@@ -43,7 +48,7 @@ func FuzzParseCSV(f *testing.F) {
 			roles = fuzzRoles
 		}
 		var got []Lookup
-		err := ParseCSV(bytes.NewReader(data), Options{Roles: roles}, fuzzLimits, collect(&got))
+		err := csvErr(bytes.NewReader(data), Options{Roles: roles}, fuzzLimits, collect(&got))
 		for _, l := range got {
 			checkLookup(t, l)
 		}
@@ -56,10 +61,10 @@ func FuzzParseCSV(f *testing.F) {
 		}
 
 		// Round trip: write the emitted rows as CSV, parse again, get the same.
-		re, rowOf := encodeCSV(t, got)
+		re, rowOf := encodeCSV(t, got, roles)
 		big := Limits{MaxBytes: 1 << 24, MaxCellBytes: 1 << 12}
 		var again []Lookup
-		if err := ParseCSV(bytes.NewReader(re), Options{Roles: roles}, big, collect(&again)); err != nil {
+		if err := csvErr(bytes.NewReader(re), Options{Roles: roles}, big, collect(&again)); err != nil {
 			t.Fatalf("re-encoded upload fails: %v\n%q", err, re)
 		}
 		want := slices.Clone(got)
@@ -73,8 +78,9 @@ func FuzzParseCSV(f *testing.F) {
 }
 
 // encodeCSV writes one CSV row per source row of lookups (a company expanded
-// to roles is one company-only row again) and maps old row numbers to new.
-func encodeCSV(t *testing.T, ls []Lookup) ([]byte, map[int]int) {
+// to roles is one company-only row again, a row's own title its role cell)
+// and maps old row numbers to new.
+func encodeCSV(t *testing.T, ls []Lookup, roles []string) ([]byte, map[int]int) {
 	var extra []string
 	for k := range ls[0].Extra {
 		extra = append(extra, k)
@@ -87,18 +93,25 @@ func encodeCSV(t *testing.T, ls []Lookup) ([]byte, map[int]int) {
 			t.Fatal(err)
 		}
 	}
-	write(append([]string{"ref", "profile_url", "name", "company", "email"}, extra...))
+	write(append([]string{"ref", "profile_url", "name", "company", "domain", "email", "role"}, extra...))
 	rowOf := map[int]int{}
+	byRow := map[int][]Lookup{}
+	for _, l := range ls {
+		byRow[l.Row] = append(byRow[l.Row], l)
+	}
 	for _, l := range ls {
 		if _, done := rowOf[l.Row]; done {
 			continue
 		}
 		rowOf[l.Row] = len(rowOf) + 1
-		name := l.Name
-		if l.Role != "" {
+		name, role := l.Name, l.Role
+		if role != "" && name == role {
 			name = ""
+			if expandedOnly(byRow[l.Row], roles) {
+				role = ""
+			}
 		}
-		rec := []string{l.Ref, l.ProfileURL, name, l.Company, l.Email}
+		rec := []string{l.Ref, l.ProfileURL, name, l.Company, l.Domain, l.Email, role}
 		for _, k := range extra {
 			rec = append(rec, l.Extra[k])
 		}
@@ -106,6 +119,20 @@ func encodeCSV(t *testing.T, ls []Lookup) ([]byte, map[int]int) {
 	}
 	w.Flush()
 	return b.Bytes(), rowOf
+}
+
+// expandedOnly reports whether a row's lookups are its expansion to the job
+// roles alone.
+func expandedOnly(ls []Lookup, roles []string) bool {
+	if len(ls) != len(roles) {
+		return false
+	}
+	for i, l := range ls {
+		if l.Role != roles[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // checkLookup checks what every emitted lookup must satisfy.
@@ -118,7 +145,9 @@ func checkLookup(t *testing.T, l Lookup) {
 	case domain.InputEmail:
 		ok = ok && l.Email != ""
 	case domain.InputNameCompany:
-		ok = ok && l.Name != "" && l.Company != ""
+		ok = ok && l.Name != "" && l.Company != "" && l.Domain == ""
+	case domain.InputNameDomain:
+		ok = ok && l.Name != "" && l.Domain != ""
 	default:
 		ok = false
 	}
@@ -130,8 +159,9 @@ func checkLookup(t *testing.T, l Lookup) {
 		c, msg := canonicalEmail(l.Email)
 		ok = ok && c == l.Email && msg == ""
 	}
-	if l.Role != "" {
-		ok = ok && l.Kind == domain.InputNameCompany && l.Name == l.Role
+	if l.Domain != "" {
+		c, msg := canonicalDomain(l.Domain)
+		ok = ok && c == l.Domain && msg == ""
 	}
 	ok = ok && len(l.Ref) <= maxRefBytes
 	if !ok {
@@ -146,7 +176,7 @@ func checkError(t *testing.T, err error, lim Limits) {
 		t.Fatalf("error %v (%T) is not an *Error", err, err)
 	}
 	switch e.Code {
-	case CodeMalformedCSV, CodeMalformedJSON, CodeTooLarge, CodeInvalidRows, CodeEmptyUpload, CodeInvalidOptions:
+	case CodeMalformedCSV, CodeMalformedJSON, CodeMalformedXLSX, CodeTooLarge, CodeInvalidRows, CodeEmptyUpload, CodeInvalidOptions:
 	default:
 		t.Fatalf("unknown code %q", e.Code)
 	}

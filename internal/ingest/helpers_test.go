@@ -89,3 +89,9 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	r.n -= k
 	return int(k), nil
 }
+
+// csvErr is ParseCSV for tests that look at the lookups and the error only.
+func csvErr(r io.Reader, opts Options, lim Limits, emit func(Lookup) error) error {
+	_, err := ParseCSV(r, opts, lim, emit)
+	return err
+}

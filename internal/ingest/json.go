@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,8 @@ type JobRequest struct {
 	BudgetCredits *int64   `json:"budget_credits,omitempty"`
 	MaxAge        string   `json:"max_age,omitempty"`
 	CallbackURL   string   `json:"callback_url,omitempty"`
+	// Columns maps a field to a key of the rows' "extra" that holds it.
+	Columns map[string]string `json:"columns,omitempty"`
 }
 
 // RowIn is one row of a JSON job, as given.
@@ -29,13 +32,15 @@ type RowIn struct {
 	ProfileURL string            `json:"profile_url,omitempty"`
 	Name       string            `json:"name,omitempty"`
 	Company    string            `json:"company,omitempty"`
+	Domain     string            `json:"domain,omitempty"`
 	Email      string            `json:"email,omitempty"`
+	Role       string            `json:"role,omitempty"`
 	Extra      map[string]string `json:"extra,omitempty"`
 }
 
 var (
-	jobFields = []string{"name", "rows", "roles", "lookups", "budget_credits", "max_age", "callback_url"}
-	rowFields = []string{"ref", "profile_url", "name", "company", "email", "extra"}
+	jobFields = []string{"name", "rows", "roles", "lookups", "budget_credits", "max_age", "callback_url", "columns"}
+	rowFields = []string{"ref", "profile_url", "name", "company", "domain", "email", "role", "extra"}
 
 	errNotUTF8 = errors.New("ingest: body is not UTF-8")
 )
@@ -238,6 +243,8 @@ func (d *jsonDecoder) job() (*JobRequest, error) {
 			err = d.field(&req.CallbackURL, 0, key, path, "string (an https URL)")
 		case "budget_credits":
 			err = d.field(&req.BudgetCredits, 0, key, path, "a whole number")
+		case "columns":
+			err = d.field(&req.Columns, 0, key, path, `object of field to "extra" key ({"company": "Account Name"})`)
 		case "roles":
 			req.Roles, err = d.strings(key)
 		case "lookups":
@@ -355,8 +362,12 @@ func (d *jsonDecoder) row(i int) (RowIn, error) {
 			dst = &row.Name
 		case "company":
 			dst = &row.Company
+		case "domain":
+			dst = &row.Domain
 		case "email":
 			dst = &row.Email
+		case "role":
+			dst = &row.Role
 		}
 		switch {
 		case seen[key]:
@@ -430,12 +441,49 @@ func extraColumn(key string) string { return "extra." + fieldName(key) }
 // order, with ParseCSV's semantics: rows are numbered from 1, a bad row stops
 // emitting but not validating (up to lim.MaxErrors details), a nil emit only
 // validates. Each value is checked like a CSV cell; "extra" may have at most
-// lim.MaxColumns keys, each non-empty and at most 200 bytes.
+// lim.MaxColumns keys, each non-empty and at most 200 bytes. opts.Columns
+// takes a field from a key of "extra" (the key then leaves extra); a mapped
+// key that no row has is an error.
 func ExpandRows(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error) error {
+	_, err := ExpandJSON(rows, opts, lim, emit)
+	return err
+}
+
+// ExpandJSON is ExpandRows that also says what the rows held.
+func ExpandJSON(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error) (Summary, error) {
 	lim = lim.withDefaults()
 	if len(rows) == 0 {
-		return emptyUpload(`the job has no rows ("rows": [...])`)
+		return Summary{}, emptyUpload(`the job has no rows ("rows": [...])`)
 	}
+	mapped := map[string]string{} // extra key -> field
+	var cols map[string]string    // field -> its place, for messages
+	for f, k := range opts.Columns {
+		mapped[k] = f
+		if cols == nil {
+			cols = map[string]string{}
+		}
+		cols[f] = extraColumn(k)
+	}
+	found := map[string]bool{}
+	for _, r := range rows {
+		for k := range mapped {
+			if _, ok := r.Extra[k]; ok {
+				found[k] = true
+			}
+		}
+	}
+	var missing []FieldError
+	for k, f := range mapped {
+		if !found[k] {
+			missing = append(missing, FieldError{Column: "columns", Message: fmt.Sprintf(
+				"columns maps %s to %q, which no row has in its \"extra\"", f, clip(k))})
+		}
+	}
+	if len(missing) > 0 {
+		slices.SortFunc(missing, func(a, b FieldError) int { return strings.Compare(a.Message, b.Message) })
+		return Summary{}, &Error{Code: CodeInvalidRows, Message: "a mapped column is missing", Details: missing}
+	}
+	extraKeys := map[string]bool{}
 	x := &expander{lim: lim, roles: opts.Roles, emit: emit}
 	for i, r := range rows {
 		n := i + 1
@@ -455,9 +503,11 @@ func ExpandRows(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error)
 			profileURL: cell(colProfileURL, r.ProfileURL),
 			name:       cell(colName, r.Name),
 			company:    cell(colCompany, r.Company),
+			domain:     cell(colDomain, r.Domain),
 			email:      cell(colEmail, r.Email),
+			role:       cell(colRole, r.Role),
+			cols:       cols,
 		}
-		in.badCell = badCell
 		if len(r.Extra) > lim.MaxColumns {
 			errs = append(errs, FieldError{Row: n, Column: "extra", Message: fmt.Sprintf(
 				"extra has %d fields; the limit is %d", len(r.Extra), lim.MaxColumns)})
@@ -478,23 +528,65 @@ func ExpandRows(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error)
 					errs = append(errs, FieldError{Row: n, Column: col, Message: "key " + msg})
 					continue
 				}
+				if f, ok := mapped[k]; ok {
+					in.setField(f, cell(col, r.Extra[k]))
+					continue
+				}
 				v, msg := checkCell(r.Extra[k], lim.MaxCellBytes, true)
 				if msg != "" {
 					errs = append(errs, FieldError{Row: n, Column: col, Message: msg})
 					continue
 				}
 				in.extra[k] = v
+				if len(extraKeys) < lim.MaxColumns {
+					extraKeys[k] = true
+				}
+			}
+			if len(in.extra) == 0 {
+				in.extra = nil
 			}
 		}
+		in.badCell = badCell
 		err := x.row(in, errs)
 		if err == errStop {
-			return x.result("", n)
+			return Summary{}, x.result("", n)
 		}
 		if err != nil {
-			return err
+			return Summary{}, err
 		}
 	}
-	return x.result("", 0)
+	if err := x.result("", 0); err != nil {
+		return Summary{}, err
+	}
+	s := Summary{Rows: x.rows, Lookups: x.lookups, Columns: map[string]string{}, Extra: slices.Sorted(maps.Keys(extraKeys))}
+	for k, f := range mapped {
+		s.Columns[k] = f
+	}
+	return s, nil
+}
+
+// setField sets field f of in to v (a mapped JSON "extra" value).
+func (in *rowIn) setField(f, v string) {
+	switch f {
+	case colRef:
+		in.ref = v
+	case colProfileURL:
+		in.profileURL = v
+	case colName:
+		in.name = v
+	case colFirstName:
+		in.firstName = v
+	case colLastName:
+		in.lastName = v
+	case colCompany:
+		in.company = v
+	case colDomain:
+		in.domain = v
+	case colEmail:
+		in.email = v
+	case colRole:
+		in.role = v
+	}
 }
 
 // jsonGuard fails past maxTotal bytes and on bytes that are not UTF-8.

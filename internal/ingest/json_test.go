@@ -239,3 +239,28 @@ func TestErrorJSON(t *testing.T) {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}
 }
+
+// A JSON job's columns take fields from the rows' "extra".
+func TestExpandJSONColumns(t *testing.T) {
+	t.Parallel()
+	rows := []RowIn{
+		{Ref: "a", Extra: map[string]string{"Account Name": "Acme", "Website": "https://www.acme.com/", "Tier": "A"}},
+		{Ref: "b", Domain: "beta.io", Role: "CTO", Extra: map[string]string{"Tier": "B"}},
+	}
+	var got []Lookup
+	sum, err := ExpandJSON(rows, Options{Roles: []string{"CFO"}, Columns: map[string]string{"company": "Account Name", "domain": "Website"}},
+		DefaultLimits(), collect(&got))
+	checkResult(t, err, got, []Lookup{
+		{Row: 1, Ref: "a", Kind: domain.InputNameDomain, Name: "CFO", Company: "Acme", Domain: "acme.com", Role: "CFO", Extra: map[string]string{"Tier": "A"}},
+		{Row: 2, Ref: "b", Kind: domain.InputNameDomain, Name: "CTO", Domain: "beta.io", Role: "CTO", Extra: map[string]string{"Tier": "B"}},
+		{Row: 2, Ref: "b", Kind: domain.InputNameDomain, Name: "CFO", Domain: "beta.io", Role: "CFO", Extra: map[string]string{"Tier": "B"}},
+	}, "", nil)
+	if sum.Rows != 2 || sum.Lookups != 3 || len(sum.Columns) != 2 || sum.Columns["Website"] != "domain" || strings.Join(sum.Extra, ",") != "Tier" {
+		t.Fatalf("summary %+v", sum)
+	}
+	// A mapped key that no row has is named; a bad mapped value names its place.
+	_, err = ExpandJSON(rows, Options{Roles: []string{"CFO"}, Columns: map[string]string{"company": "Org"}}, DefaultLimits(), nil)
+	checkResult(t, err, nil, nil, CodeInvalidRows, []at{{0, "columns", `maps company to "Org", which no row has`}})
+	_, err = ExpandJSON([]RowIn{{Name: "CTO", Extra: map[string]string{"Site": "127.0.0.1"}}}, Options{Columns: map[string]string{"domain": "Site"}}, DefaultLimits(), nil)
+	checkResult(t, err, nil, nil, CodeInvalidRows, []at{{1, "extra.Site", "IP address"}})
+}

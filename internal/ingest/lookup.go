@@ -19,23 +19,15 @@ import (
 type Lookup struct {
 	Row        int               // 1-based data row (CSV: header is row 0; JSON: index in "rows" + 1)
 	Ref        string            // the caller's id, echoed in every result
-	Kind       domain.InputKind  // domain.InputProfileURL, InputEmail or InputNameCompany
+	Kind       domain.InputKind  // domain.InputProfileURL, InputEmail, InputNameCompany or InputNameDomain
 	ProfileURL string            // canonical: https, lower-case host without "www.", no trailing slash, query or fragment
-	Name       string            // the person; for company+roles rows the role title
+	Name       string            // the person, or the role title the lookup searches for
 	Company    string            //
+	Domain     string            // canonical (canonicalDomain): a bare lower-case ASCII host name
 	Email      string            // lower-cased
-	Role       string            // the role this lookup was expanded from, "" otherwise
+	Role       string            // the role title: the row's own (a role column) or the job role it was expanded from
 	Extra      map[string]string // CSV columns other than the known ones; JSON row "extra"; nil when none
 }
-
-// Column names of the known fields, as in the CSV header and JSON rows.
-const (
-	colRef        = "ref"
-	colProfileURL = "profile_url"
-	colName       = "name"
-	colCompany    = "company"
-	colEmail      = "email"
-)
 
 const (
 	maxRefBytes   = 200 // ref
@@ -46,8 +38,18 @@ const (
 type rowIn struct {
 	row                                   int
 	ref, profileURL, name, company, email string
+	firstName, lastName, domain, role     string
 	extra                                 map[string]string
-	badCell                               bool // a known cell failed checkCell (its error is reported)
+	badCell                               bool              // a known cell failed checkCell (its error is reported)
+	cols                                  map[string]string // field -> the column that holds it, for messages; nil: the field's name
+}
+
+// col names the column of field f in messages: its header in a file.
+func (in *rowIn) col(f string) string {
+	if c := in.cols[f]; c != "" {
+		return c
+	}
+	return f
 }
 
 // checkCell checks one raw value: size, UTF-8 and control characters (tab is
@@ -58,7 +60,7 @@ func checkCell(v string, maxBytes int, multiline bool) (string, string) {
 		return "", fmt.Sprintf("value is %d bytes; the limit is %d", len(v), maxBytes)
 	}
 	if !utf8.ValidString(v) {
-		return "", "value is not valid UTF-8 (save the file as UTF-8)"
+		return "", "value is not valid UTF-8 (save the file as UTF-8, or name its encoding: encoding=windows-1252)"
 	}
 	for _, r := range v {
 		if unicode.IsControl(r) && r != '\t' && (r != '\n' || !multiline) {
@@ -126,6 +128,7 @@ type expander struct {
 	lim     Limits
 	roles   []string
 	emit    func(Lookup) error
+	strict  bool         // a record must have as many fields as the header (CSV)
 	lookups int          // counted lookups, valid rows or not
 	rows    int          // non-blank rows seen
 	bad     int          // rows with errors
@@ -157,25 +160,52 @@ func (x *expander) fail(errs ...FieldError) error {
 // row validates one row (errs are the cell errors already found in it) and
 // emits its lookups while no error has been seen. It returns errStop, a
 // too_large *Error, or emit's error.
+//
+// What a row looks up, by the first that applies: its profile URL; its email;
+// its person (name, or first and last name) at its domain, else its company;
+// its role title at its domain, else its company (and, with job roles, each
+// of them too); with job roles and no title, each job role at its domain,
+// else its company. A domain is sent in preference to a company name.
 func (x *expander) row(in rowIn, errs []FieldError) error {
 	x.rows++
 	bad := func(col, msg string) { errs = append(errs, FieldError{Row: in.row, Column: col, Message: msg}) }
-	l := Lookup{Row: in.row, Ref: in.ref, Name: in.name, Company: in.company}
+	name := in.name
+	if name == "" && (in.firstName != "" || in.lastName != "") {
+		name = strings.TrimSpace(in.firstName + " " + in.lastName)
+	}
+	l := Lookup{Row: in.row, Ref: in.ref, Name: name, Company: in.company, Role: in.role}
 	if len(in.ref) > maxRefBytes {
-		bad(colRef, fmt.Sprintf("ref is %d bytes; the limit is %d", len(in.ref), maxRefBytes))
+		bad(in.col(colRef), fmt.Sprintf("ref is %d bytes; the limit is %d", len(in.ref), maxRefBytes))
 	}
 	if in.profileURL != "" {
 		var msg string
 		if l.ProfileURL, msg = canonicalProfileURL(in.profileURL); msg != "" {
-			bad(colProfileURL, msg)
+			bad(in.col(colProfileURL), msg)
 		}
 	}
 	if in.email != "" {
 		var msg string
 		if l.Email, msg = canonicalEmail(in.email); msg != "" {
-			bad(colEmail, msg)
+			bad(in.col(colEmail), msg)
 		}
 	}
+	if in.domain != "" {
+		var msg string
+		if l.Domain, msg = canonicalDomain(in.domain); msg != "" {
+			bad(in.col(colDomain), msg)
+		}
+	}
+	if in.role != "" {
+		if msg := shortText(in.role); msg != "" {
+			bad(in.col(colRole), "role "+msg)
+		}
+	}
+	kindAt := domain.InputNameCompany
+	if in.domain != "" {
+		kindAt = domain.InputNameDomain
+	}
+	at := in.company != "" || in.domain != ""
+	roles := x.roles
 	n := 1
 	expand := false
 	switch {
@@ -183,21 +213,29 @@ func (x *expander) row(in rowIn, errs []FieldError) error {
 		l.Kind = domain.InputProfileURL
 	case in.email != "":
 		l.Kind = domain.InputEmail
-	case in.name != "" && in.company != "":
-		l.Kind = domain.InputNameCompany
-	case in.company != "" && !in.badCell:
-		l.Kind = domain.InputNameCompany
+	case name != "" && at:
+		l.Kind = kindAt
+	case in.role != "" && at:
+		l.Kind, l.Name = kindAt, in.role
+		roles = otherRoles(in.role, x.roles)
+		expand, n = len(roles) > 0, 1+len(roles)
+	case at && !in.badCell:
+		l.Kind = kindAt
 		if len(x.roles) == 0 {
-			bad(colCompany, `a company without a name needs roles (?roles=... or "roles": [...])`)
+			col := in.col(colCompany)
+			if in.company == "" {
+				col = in.col(colDomain)
+			}
+			bad(col, `a company without a name needs roles (a role column, ?roles=... or "roles": [...])`)
 		} else {
 			expand, n = true, len(x.roles)
 		}
 	case in.badCell:
 		// The kind is unknown; the cell's own error says why.
-	case in.name != "":
-		bad(colCompany, "a name needs a company (or give profile_url or email)")
+	case name != "" || in.role != "":
+		bad(in.col(colCompany), "a name or role needs a company or domain (or give profile_url or email)")
 	default:
-		bad("", "the row has none of profile_url, email, name with company, or company")
+		bad("", "the row has none of profile_url, email, a name or role with a company or domain, or a company or domain")
 	}
 
 	if x.lookups > x.lim.MaxLookups-n {
@@ -211,13 +249,30 @@ func (x *expander) row(in rowIn, errs []FieldError) error {
 		l.Extra = in.extra // a fresh map per row
 		return x.emit(l)
 	}
-	for _, role := range x.roles {
+	if in.role != "" {
+		l.Extra = maps.Clone(in.extra)
+		if err := x.emit(l); err != nil {
+			return err
+		}
+	}
+	for _, role := range roles {
 		l.Name, l.Role, l.Extra = role, role, maps.Clone(in.extra)
 		if err := x.emit(l); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// otherRoles are the job roles but title (case-insensitively).
+func otherRoles(title string, roles []string) []string {
+	var out []string
+	for _, r := range roles {
+		if !strings.EqualFold(r, title) {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // result is the outcome once reading stopped at row last (0: at the end).

@@ -2,7 +2,9 @@ package ingest
 
 import (
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/url"
 	"slices"
@@ -15,11 +17,21 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 )
 
-// Options are what ParseCSV and ExpandRows need of the job options.
+// Options are what ParseCSV, ParseXLSX and ExpandRows need of the job
+// options (JobOptions.Ingest gives them).
 type Options struct {
 	// Roles are the role titles a company-only row expands to, one lookup
 	// each (JobOptions.Roles, already validated).
 	Roles []string
+	// Columns maps a field (one of Fields) to the header of the column that
+	// holds it, over the header matching (JobOptions.Columns).
+	Columns map[string]string
+	// Encoding is the text encoding of a CSV, one of the Encoding constants.
+	Encoding string
+	// Delimiter splits a CSV's cells; 0 sniffs it from the header line.
+	Delimiter byte
+	// Sheet is the sheet of an .xlsx to read; "" is the first one.
+	Sheet string
 }
 
 // DefaultMaxAge is max_age when the job does not give one: 30 days.
@@ -28,12 +40,20 @@ const DefaultMaxAge = 720 * time.Hour
 // JobOptions are a job's options, from the JSON body or the query parameters
 // of a CSV upload, validated.
 type JobOptions struct {
-	Name          string         // trimmed, at most 200 characters; "" when not given
-	Lookups       []domain.Stage // a subset of domain.Stages, in their order; default [profile]
-	Roles         []string       // trimmed, deduplicated (case-insensitively, first spelling kept), at most Limits.MaxRoles
-	BudgetCredits *int64         // >= 0; nil: the job has no budget of its own
-	MaxAge        time.Duration  // reuse results newer than this; default DefaultMaxAge
-	CallbackURL   string         // called when the job ends; an absolute http(s) URL, "" for none
+	Name          string            // trimmed, at most 200 characters; "" when not given
+	Lookups       []domain.Stage    // a subset of domain.Stages, in their order; default [profile]
+	Roles         []string          // trimmed, deduplicated (case-insensitively, first spelling kept), at most Limits.MaxRoles
+	BudgetCredits *int64            // >= 0; nil: the job has no budget of its own
+	MaxAge        time.Duration     // reuse results newer than this; default DefaultMaxAge
+	CallbackURL   string            // called when the job ends; an absolute http(s) URL, "" for none
+	Columns       map[string]string // field -> header, over the header matching; nil for none
+	Encoding      string            // a CSV's text encoding, one of the Encoding constants
+	Sheet         string            // the sheet of an .xlsx; "" for the first
+}
+
+// Ingest is what the parsers need of the options.
+func (o JobOptions) Ingest() Options {
+	return Options{Roles: o.Roles, Columns: o.Columns, Encoding: o.Encoding, Sheet: o.Sheet}
 }
 
 // optionsIn are the options as given, before validation.
@@ -44,17 +64,22 @@ type optionsIn struct {
 	lookups, roles   []listItem
 	queryBudget      string
 	queryBudgetGiven bool
+	columns          map[string]string
+	encoding, sheet  string
 }
 
 // listItem is one element of lookups or roles with its place for messages.
 type listItem struct{ v, place string }
 
-var queryParams = []string{"name", "lookups", "roles", "budget_credits", "max_age", "callback_url"}
+var queryParams = []string{"name", "lookups", "roles", "budget_credits", "max_age", "callback_url", "columns", "encoding", "sheet"}
 
 // ParseOptions reads the options of a CSV upload from its query parameters:
-// name, lookups, roles, budget_credits, max_age. lookups and roles may repeat
-// and each value is a comma-separated list (CSV quoting lets a role contain a
-// comma: roles="VP Sales, EMEA",CTO). An empty value is the same as an absent
+// name, lookups, roles, budget_credits, max_age, callback_url, columns,
+// encoding, sheet. lookups and roles may repeat and each value is a
+// comma-separated list (CSV quoting lets a role contain a comma:
+// roles="VP Sales, EMEA",CTO). columns may repeat too: a list of
+// field:Header pairs (columns=company:Account Name,domain:Website), or a JSON
+// object {"company": "Account Name"}. An empty value is the same as an absent
 // parameter; an unknown or repeated single-valued parameter is an error.
 // Errors are *Error with code invalid_options.
 func ParseOptions(v url.Values, lim Limits) (JobOptions, error) {
@@ -70,7 +95,13 @@ func ParseOptions(v url.Values, lim Limits) (JobOptions, error) {
 	for _, key := range keys {
 		vals := v[key]
 		switch key {
-		case "name", "budget_credits", "max_age", "callback_url":
+		case "columns":
+			for _, val := range vals {
+				if err := parseColumnsParam(val, &in.columns); err != "" {
+					bad(key, err)
+				}
+			}
+		case "name", "budget_credits", "max_age", "callback_url", "encoding", "sheet":
 			if len(vals) > 1 {
 				bad(key, fmt.Sprintf("%s is given %d times", key, len(vals)))
 				continue
@@ -85,6 +116,10 @@ func ParseOptions(v url.Values, lim Limits) (JobOptions, error) {
 				in.callback = val
 			case "budget_credits":
 				in.queryBudget, in.queryBudgetGiven = val, val != ""
+			case "encoding":
+				in.encoding = val
+			case "sheet":
+				in.sheet = val
 			}
 		case "lookups", "roles":
 			n := 0
@@ -144,7 +179,8 @@ func splitList(v string) ([]string, error) {
 // (roles and lookups are JSON arrays here, not comma-separated).
 func (r *JobRequest) Options(lim Limits) (JobOptions, error) {
 	lim = lim.withDefaults()
-	in := optionsIn{name: r.Name, maxAge: strings.TrimSpace(r.MaxAge), budget: r.BudgetCredits, callback: strings.TrimSpace(r.CallbackURL)}
+	in := optionsIn{name: r.Name, maxAge: strings.TrimSpace(r.MaxAge), budget: r.BudgetCredits, callback: strings.TrimSpace(r.CallbackURL),
+		columns: r.Columns}
 	for i, v := range r.Lookups {
 		in.lookups = append(in.lookups, listItem{v: v, place: fmt.Sprintf("lookups[%d]", i)})
 	}
@@ -228,6 +264,27 @@ func (in *optionsIn) validate(lim Limits, errs []FieldError) (JobOptions, error)
 		}
 	}
 
+	if len(in.columns) > 0 {
+		if cerrs := checkMapping(in.columns, lim); len(cerrs) > 0 {
+			errs = append(errs, cerrs...)
+		} else {
+			o.Columns = map[string]string{}
+			for f, h := range in.columns {
+				o.Columns[f] = strings.TrimSpace(h)
+			}
+		}
+	}
+	if enc, ok := canonicalEncoding(in.encoding); ok {
+		o.Encoding = enc
+	} else {
+		bad("encoding", fmt.Sprintf("encoding %q is not one of %s (or auto)", clip(in.encoding), strings.Join(Encodings, ", ")))
+	}
+	if msg := shortText(in.sheet); msg != "" {
+		bad("sheet", "sheet "+msg)
+	} else {
+		o.Sheet = strings.TrimSpace(in.sheet)
+	}
+
 	if len(errs) > 0 {
 		errs = errs[:min(len(errs), lim.MaxErrors)]
 		return JobOptions{}, &Error{Code: CodeInvalidOptions, Message: "invalid job options", Details: errs}
@@ -304,6 +361,54 @@ func checkCallbackURL(raw string) string {
 	}
 	if u.Fragment != "" {
 		return "callback_url must not have a #fragment"
+	}
+	return ""
+}
+
+// parseColumnsParam adds one value of the columns query parameter to m: a
+// JSON object of field to header, or field:Header pairs separated by commas
+// (CSV quoting lets a header hold a comma). It returns what is wrong, or "".
+func parseColumnsParam(v string, m *map[string]string) string {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return ""
+	}
+	add := func(f, h string) string {
+		f = strings.ToLower(strings.TrimSpace(f))
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		if _, dup := (*m)[f]; dup {
+			return fmt.Sprintf("columns: %s is mapped twice", clip(f))
+		}
+		(*m)[f] = h
+		return ""
+	}
+	if strings.HasPrefix(v, "{") {
+		var obj map[string]string
+		if err := json.Unmarshal([]byte(v), &obj); err != nil {
+			return `columns is not a JSON object of field to header ({"company": "Account Name"})`
+		}
+		keys := slices.Sorted(maps.Keys(obj))
+		for _, f := range keys {
+			if msg := add(f, obj[f]); msg != "" {
+				return msg
+			}
+		}
+		return ""
+	}
+	items, err := splitList(v)
+	if err != nil {
+		return fmt.Sprintf("columns: %v", err)
+	}
+	for _, it := range items {
+		f, h, ok := strings.Cut(it, ":")
+		if !ok {
+			return fmt.Sprintf("columns: %q is not field:Header (like company:Account Name)", clip(it))
+		}
+		if msg := add(f, h); msg != "" {
+			return msg
+		}
 	}
 	return ""
 }

@@ -64,6 +64,16 @@ func TestParseOptions(t *testing.T) {
 		{name: "name too long", query: "name=" + strings.Repeat("x", 201), details: []at{{0, "name", "201 characters"}}},
 		{name: "repeated name", query: "name=a&name=b", details: []at{{0, "name", "given 2 times"}}},
 		{name: "unknown parameter", query: "role=CTO", details: []at{{0, "role", `unknown parameter "role"`}}},
+		{name: "columns as pairs, encoding and sheet", query: "columns=company:Account%20Name,%22domain:Web,%20site%22&encoding=CP1252&sheet=%20Leads%20",
+			want: with(func(o *JobOptions) {
+				o.Columns, o.Encoding, o.Sheet = map[string]string{"company": "Account Name", "domain": "Web, site"}, EncodingWindows1252, "Leads"
+			})},
+		{name: "columns as a JSON object, repeated", query: "columns=%7B%22Company%22:%22Org%22%7D&columns=role:Title",
+			want: with(func(o *JobOptions) { o.Columns = map[string]string{"company": "Org", "role": "Title"} })},
+		{name: "columns errors", query: "columns=company:A,firm:B", details: []at{{0, "columns", `unknown field "firm"`}}},
+		{name: "columns twice to one header", query: "columns=company:A,name:a", details: []at{{0, "columns", `company and name are both mapped to "a"`}}},
+		{name: "columns not a pair", query: "columns=Account%20Name", details: []at{{0, "columns", "not field:Header"}}},
+		{name: "unknown encoding", query: "encoding=ebcdic", details: []at{{0, "encoding", "utf-8, windows-1252"}}},
 		{
 			name:    "all errors at once",
 			query:   "budget_credits=-5&lookups=fax&max_age=soon",

@@ -53,7 +53,7 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 	est := Estimate{DryRun: true}
 	err := sub.Feed(func(l ingest.Lookup) error {
 		est.Rows++
-		r := store.Row{Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name, Company: l.Company, Email: l.Email}
+		r := store.Row{Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name, Company: l.Company, Domain: l.Domain, Email: l.Email}
 		k := cacheKey(domain.StageProfile, r)
 		if _, ok := inputs[k]; !ok {
 			inputs[k] = &input{kind: l.Kind, url: l.ProfileURL,

@@ -4,11 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash/maphash"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -19,6 +22,8 @@ func profileQuery(r store.Row) enrich.ProfileQuery {
 		return enrich.ProfileQuery{ProfileURL: r.ProfileURL}
 	case domain.InputEmail:
 		return enrich.ProfileQuery{Email: r.Email}
+	case domain.InputNameDomain:
+		return enrich.ProfileQuery{Name: r.Name, Domain: r.Domain}
 	default:
 		return enrich.ProfileQuery{Name: r.Name, Company: r.Company}
 	}
@@ -35,9 +40,40 @@ func cacheKey(stage domain.Stage, r store.Row) string {
 		return "url:" + r.ProfileURL
 	case domain.InputEmail:
 		return "email:" + strings.ToLower(strings.TrimSpace(r.Email))
+	case domain.InputNameDomain:
+		return "nd:" + normName(r.Name) + "|" + strings.ToLower(strings.TrimSpace(r.Domain)) // ingest made it canonical
 	default:
 		return "nc:" + normName(r.Name) + "|" + normName(r.Company)
 	}
+}
+
+// DistinctLookups counts the distinct profile questions among lookups: the
+// ones the vendor is asked once however often they repeat. It keeps a 64-bit
+// hash per lookup in a slice, sorted when counted: a million lookups cost 8
+// MB, and a collision among them is beyond likely.
+type DistinctLookups struct {
+	seed   maphash.Seed
+	hashes []uint64
+	sorted int // hashes[:sorted] are sorted and unique
+}
+
+// Add counts l.
+func (d *DistinctLookups) Add(l ingest.Lookup) {
+	if d.hashes == nil {
+		d.seed = maphash.MakeSeed()
+	}
+	d.hashes = append(d.hashes, maphash.String(d.seed, cacheKey(domain.StageProfile, store.Row{Kind: l.Kind,
+		ProfileURL: l.ProfileURL, Name: l.Name, Company: l.Company, Domain: l.Domain, Email: l.Email})))
+}
+
+// Len is the number of distinct questions added.
+func (d *DistinctLookups) Len() int {
+	if d.sorted < len(d.hashes) {
+		slices.Sort(d.hashes)
+		d.hashes = slices.Compact(d.hashes)
+		d.sorted = len(d.hashes)
+	}
+	return len(d.hashes)
 }
 
 func normName(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }

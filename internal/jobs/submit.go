@@ -44,6 +44,9 @@ type Submission struct {
 	// Feed parses the upload, calling emit for every lookup; an error
 	// (an *ingest.Error for bad input) rejects the whole job.
 	Feed func(emit func(ingest.Lookup) error) error
+	// Upload, when set, says what the upload held once Feed has run; it is
+	// stored with the job.
+	Upload func() store.Upload
 }
 
 // Submit stores the job and its rows in one transaction, then enqueues its
@@ -78,11 +81,12 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (job store.Job, 
 		IdempotencyKey: sub.IdempotencyKey,
 		ChunkSize:      chunk,
 		CallbackURL:    sub.Options.CallbackURL,
+		Upload:         sub.Upload,
 	}
 	job, created, err = s.Store.CreateJob(ctx, nj, func(add func(store.NewRow) error) error {
 		return sub.Feed(func(l ingest.Lookup) error {
 			return add(store.NewRow{InputRow: l.Row, Ref: l.Ref, Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name,
-				Company: l.Company, Email: l.Email, Role: l.Role, Extra: l.Extra})
+				Company: l.Company, Domain: l.Domain, Email: l.Email, Role: l.Role, Extra: l.Extra})
 		})
 	})
 	if err != nil || !created {

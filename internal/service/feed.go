@@ -32,6 +32,7 @@ type FeedLine struct {
 	ProfileURL string            `json:"profile_url"`
 	Name       string            `json:"name"`
 	Company    string            `json:"company"`
+	Domain     string            `json:"domain"`
 	InputEmail string            `json:"input_email"`
 	Role       string            `json:"role"`
 	Extra      map[string]string `json:"extra"`
@@ -66,7 +67,7 @@ type FeedPage struct {
 func FeedLineOf(it store.FeedItem) FeedLine {
 	l := FeedLine{
 		Seq: it.Seq, Kind: it.Kind, Stage: it.Stage, JobID: it.JobID, Row: it.InputRow, Ref: it.Ref,
-		ProfileURL: it.ProfileURL, Name: it.Name, Company: it.Company, InputEmail: it.Email, Role: it.Role, Extra: it.Extra,
+		ProfileURL: it.ProfileURL, Name: it.Name, Company: it.Company, Domain: it.Domain, InputEmail: it.Email, Role: it.Role, Extra: it.Extra,
 		Source: it.Source, FromCache: it.FromCache,
 	}
 	if l.Extra == nil {

@@ -27,6 +27,7 @@ type ResultLine struct {
 	ProfileURL string            `json:"profile_url"`
 	Name       string            `json:"name"`
 	Company    string            `json:"company"`
+	Domain     string            `json:"domain"`
 	InputEmail string            `json:"input_email"`
 	Role       string            `json:"role"`
 	Extra      map[string]string `json:"extra"`
@@ -54,7 +55,7 @@ type ResultLine struct {
 // LineOf is the result line of a stored result.
 func LineOf(r store.Result) ResultLine {
 	l := ResultLine{
-		Row: r.InputRow, Ref: r.Ref, ProfileURL: r.ProfileURL, Name: r.Name, Company: r.Company, InputEmail: r.Email,
+		Row: r.InputRow, Ref: r.Ref, ProfileURL: r.ProfileURL, Name: r.Name, Company: r.Company, Domain: r.Domain, InputEmail: r.Email,
 		Role: r.Role, Extra: r.Extra, State: r.State, Reason: r.StateReason, NoMatch: nonNil(r.NoMatches),
 	}
 	if l.Extra == nil {

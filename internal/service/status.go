@@ -22,9 +22,29 @@ type JobStatus struct {
 	ETASeconds  *int64          `json:"eta_seconds"`
 	Lookups     []domain.Stage  `json:"lookups"`
 	Roles       []string        `json:"roles"`
-	CreatedAt   time.Time       `json:"created_at"`
-	StartedAt   *time.Time      `json:"started_at"`
-	FinishedAt  *time.Time      `json:"finished_at"`
+	UploadFields
+	CreatedAt  time.Time  `json:"created_at"`
+	StartedAt  *time.Time `json:"started_at"`
+	FinishedAt *time.Time `json:"finished_at"`
+}
+
+// UploadFields are what a job's upload held, in its status and in the
+// estimate: rows in the file, distinct lookups, which header went to which
+// field, and the columns kept as extras.
+type UploadFields struct {
+	RowsUploaded    *int              `json:"rows_uploaded"`
+	DistinctLookups *int              `json:"distinct_lookups"`
+	Columns         map[string]string `json:"columns"`
+	ExtraColumns    []string          `json:"extra_columns"`
+}
+
+// UploadFieldsOf is the view of what an upload held.
+func UploadFieldsOf(u store.Upload) UploadFields {
+	f := UploadFields{RowsUploaded: u.RowsUploaded, DistinctLookups: u.DistinctLookups, Columns: u.Columns, ExtraColumns: nonNil(u.ExtraColumns)}
+	if f.Columns == nil {
+		f.Columns = map[string]string{}
+	}
+	return f
 }
 
 // RowCounts are a job's rows by state.
@@ -61,17 +81,18 @@ func StatusOf(job store.Job, counts map[domain.RowState]int, now time.Time) JobS
 	}
 	rc.Total = rc.Pending + rc.InFlight + rc.RetryWait + rc.terminal()
 	st := JobStatus{
-		ID:          job.ID,
-		Name:        job.Name,
-		State:       job.State,
-		StateReason: job.StateReason,
-		Rows:        rc,
-		Credits:     JobCredits{Budget: job.BudgetCredits, Reserved: job.CreditsReserved, Spent: job.CreditsSpent},
-		Lookups:     nonNil(job.Lookups),
-		Roles:       nonNil(job.Roles),
-		CreatedAt:   job.CreatedAt.UTC(),
-		StartedAt:   utc(job.StartedAt),
-		FinishedAt:  utc(job.FinishedAt),
+		ID:           job.ID,
+		Name:         job.Name,
+		State:        job.State,
+		StateReason:  job.StateReason,
+		Rows:         rc,
+		Credits:      JobCredits{Budget: job.BudgetCredits, Reserved: job.CreditsReserved, Spent: job.CreditsSpent},
+		Lookups:      nonNil(job.Lookups),
+		Roles:        nonNil(job.Roles),
+		UploadFields: UploadFieldsOf(job.Upload),
+		CreatedAt:    job.CreatedAt.UTC(),
+		StartedAt:    utc(job.StartedAt),
+		FinishedAt:   utc(job.FinishedAt),
 	}
 	done := rc.terminal()
 	switch {

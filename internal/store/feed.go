@@ -31,11 +31,11 @@ type FeedItem struct {
 	Ref       string
 	InputKind domain.InputKind
 	// The row's input ("" when not given).
-	ProfileURL, Name, Company, Email, Role string
-	Extra                                  map[string]string
-	Source                                 string
-	FromCache                              bool
-	FetchedAt                              time.Time
+	ProfileURL, Name, Company, Domain, Email, Role string
+	Extra                                          map[string]string
+	Source                                         string
+	FromCache                                      bool
+	FetchedAt                                      time.Time
 
 	Profile     *ProfileResult // Kind profile
 	FoundEmail  *EmailResult   // Kind email
@@ -66,7 +66,7 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 			coalesce(profile_url, ''), coalesce(name, ''), coalesce(headline, ''), coalesce(company, ''), coalesce(role, ''),
 			coalesce(location, ''), coalesce(company_size, ''), coalesce(industry, ''), technographics,
 			coalesce(email, ''), coalesce(confidence, 0), coalesce(verified, false),
-			coalesce(phones::text, ''), coalesce(primary_number, ''), coalesce(primary_type, '')
+			coalesce(phones::text, ''), coalesce(primary_number, ''), coalesce(primary_type, ''), coalesce(input_domain, '')
 		FROM results_feed
 		WHERE tenant = $1 AND seq > $2
 		ORDER BY seq
@@ -88,7 +88,7 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 	)
 	_, err = pgx.ForEachRow(rows, []any{&it.Seq, &it.Kind, &it.Stage, &it.JobID, &it.RowID, &it.SourceSeq, &it.InputRow, &it.Ref,
 		&it.InputKind, &it.ProfileURL, &it.Name, &it.Company, &it.Email, &it.Role, &extra, &it.Source, &it.FromCache, &fetched,
-		&url, &name, &head, &comp, &rl, &loc, &size, &ind, &tech, &email, &conf, &verified, &phones, &pNum, &pType}, func() error {
+		&url, &name, &head, &comp, &rl, &loc, &size, &ind, &tech, &email, &conf, &verified, &phones, &pNum, &pType, &it.Domain}, func() error {
 		item := it
 		if extra != "" {
 			if err := json.Unmarshal([]byte(extra), &item.Extra); err != nil {

@@ -30,15 +30,25 @@ type Job struct {
 	SourceFormat    string
 	IdempotencyKey  *string
 	CallbackURL     string // called when the job ends; "" for none
+	Upload          Upload // what the upload held
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
 	UpdatedAt       time.Time
 }
 
+// Upload is what a job's upload held, as its status shows it.
+type Upload struct {
+	Columns         map[string]string // uploaded header -> the field it was read as
+	ExtraColumns    []string          // uploaded headers kept as extra columns, in file order
+	RowsUploaded    *int              // data rows of the upload; nil: not recorded (member syncs)
+	DistinctLookups *int              // distinct inputs among the lookups; nil: not recorded
+}
+
 const jobColumns = `id::text, tenant, name, state, state_reason, lookups, roles, budget_credits,
 	credits_reserved, credits_spent, max_age_seconds, total_rows, chunk_count, source_format,
-	idempotency_key, coalesce(callback_url, ''), created_at, started_at, finished_at, updated_at`
+	idempotency_key, coalesce(callback_url, ''), column_map, extra_columns, rows_uploaded, distinct_lookups,
+	created_at, started_at, finished_at, updated_at`
 
 func scanJob(row pgx.Row) (Job, error) {
 	var j Job
@@ -55,7 +65,8 @@ func scanJob(row pgx.Row) (Job, error) {
 func jobDest(j *Job, maxAge *int64) []any {
 	return []any{&j.ID, &j.Tenant, &j.Name, &j.State, &j.StateReason, &j.Lookups, &j.Roles, &j.BudgetCredits,
 		&j.CreditsReserved, &j.CreditsSpent, maxAge, &j.TotalRows, &j.ChunkCount, &j.SourceFormat,
-		&j.IdempotencyKey, &j.CallbackURL, &j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt}
+		&j.IdempotencyKey, &j.CallbackURL, &j.Upload.Columns, &j.Upload.ExtraColumns, &j.Upload.RowsUploaded, &j.Upload.DistinctLookups,
+		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt}
 }
 
 // NewJob is what CreateJob stores.
@@ -70,6 +81,9 @@ type NewJob struct {
 	IdempotencyKey string // "" for none
 	ChunkSize      int    // rows per chunk task
 	CallbackURL    string // "" for none
+	// Upload, when set, is called once the feed has returned without an
+	// error: what the upload held, stored with the job.
+	Upload func() Upload
 }
 
 // NewRow is one lookup of a new job.
@@ -80,6 +94,7 @@ type NewRow struct {
 	ProfileURL string
 	Name       string
 	Company    string
+	Domain     string
 	Email      string
 	Role       string
 	Extra      map[string]string
@@ -138,7 +153,7 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 		return Job{}, false, interpretError(err)
 	}
 
-	columns := []string{"job_id", "chunk", "input_row", "ref", "input_kind", "profile_url", "name", "company", "email", "role", "extra", "found_profile_url"}
+	columns := []string{"job_id", "chunk", "input_row", "ref", "input_kind", "profile_url", "name", "company", "domain", "email", "role", "extra", "found_profile_url"}
 	fctx, stopFeed := context.WithCancel(ctx)
 	defer stopFeed()
 	batches := make(chan [][]any, 4)
@@ -169,7 +184,7 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 			}
 			found := nullIfEmpty(r.ProfileURL)
 			buf = append(buf, []any{jobID, total / nj.ChunkSize, r.InputRow, r.Ref, r.Kind,
-				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Email), nullIfEmpty(r.Role), extra, found})
+				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Domain), nullIfEmpty(r.Email), nullIfEmpty(r.Role), extra, found})
 			total++
 			if len(buf) == copyBatch {
 				return send()
@@ -194,6 +209,20 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	chunks := (total + nj.ChunkSize - 1) / nj.ChunkSize
 	if _, err := tx.Exec(ctx, `UPDATE jobs SET total_rows = $2, chunk_count = $3 WHERE id = $1`, jobID, total, chunks); err != nil {
 		return Job{}, false, interpretError(err)
+	}
+	if nj.Upload != nil {
+		u := nj.Upload()
+		cols, extra := u.Columns, u.ExtraColumns
+		if cols == nil {
+			cols = map[string]string{}
+		}
+		if extra == nil {
+			extra = []string{}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET column_map = $2, extra_columns = $3, rows_uploaded = $4, distinct_lookups = $5 WHERE id = $1`,
+			jobID, cols, extra, u.RowsUploaded, u.DistinctLookups); err != nil {
+			return Job{}, false, interpretError(err)
+		}
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO job_chunks (job_id, chunk) SELECT $1, generate_series(0, $2 - 1)`, jobID, chunks); err != nil {
 		return Job{}, false, interpretError(err)

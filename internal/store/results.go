@@ -17,6 +17,7 @@ type Result struct {
 	ProfileURL  string // input
 	Name        string // input
 	Company     string // input
+	Domain      string // input
 	Email       string // input
 	Role        string
 	Extra       map[string]string
@@ -36,7 +37,7 @@ type Result struct {
 func (s *Store) ListResults(ctx context.Context, jobID string, state domain.RowState, afterID int64, limit int) ([]Result, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT r.id, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''), coalesce(r.company, ''),
-			coalesce(r.email, ''), coalesce(r.role, ''), coalesce(r.extra::text, ''), r.state, r.state_reason, r.last_error, r.attempts,
+			coalesce(r.domain, ''), coalesce(r.email, ''), coalesce(r.role, ''), coalesce(r.extra::text, ''), r.state, r.state_reason, r.last_error, r.attempts,
 			p.profile_url, coalesce(p.name, ''), coalesce(p.headline, ''), coalesce(p.company, ''), coalesce(p.role, ''),
 			coalesce(p.location, ''), coalesce(p.company_size, ''), coalesce(p.industry, ''), p.technographics,
 			e.email, coalesce(e.confidence, 0), coalesce(e.verified, false),
@@ -64,7 +65,7 @@ func (s *Store) ListResults(ctx context.Context, jobID string, state domain.RowS
 		verified                         bool
 	)
 	_, err = pgx.ForEachRow(rows, []any{&res.RowID, &res.InputRow, &res.Ref, &res.Kind, &res.ProfileURL, &res.Name, &res.Company,
-		&res.Email, &res.Role, &extra, &res.State, &res.StateReason, &res.LastError, &res.Attempts,
+		&res.Domain, &res.Email, &res.Role, &extra, &res.State, &res.StateReason, &res.LastError, &res.Attempts,
 		&pURL, &pName, &pHead, &pComp, &pRole, &pLoc, &pSize, &pInd, &tech,
 		&eAddr, &conf, &verified, &phones, &phNum, &phType, &res.NoMatches}, func() error {
 		r := res

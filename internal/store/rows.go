@@ -24,6 +24,7 @@ type Row struct {
 	ProfileURL      string
 	Name            string
 	Company         string
+	Domain          string
 	Email           string
 	Role            string
 	State           domain.RowState
@@ -70,7 +71,7 @@ func (s *Store) ClaimChunk(ctx context.Context, jobID string, chunk int, lease t
 	var claimed []Row
 	var r Row
 	_, err = pgx.ForEachRow(rows, []any{&r.ID, &r.JobID, &r.Chunk, &r.InputRow, &r.Ref, &r.Kind, &r.ProfileURL, &r.Name,
-		&r.Company, &r.Email, &r.Role, &r.State, &r.Attempts, &r.FoundProfileURL, &r.StagesDone, &r.AnyMatch}, func() error {
+		&r.Company, &r.Domain, &r.Email, &r.Role, &r.State, &r.Attempts, &r.FoundProfileURL, &r.StagesDone, &r.AnyMatch}, func() error {
 		claimed = append(claimed, r)
 		r = Row{}
 		return nil
@@ -93,7 +94,7 @@ var claimChunkSQL = `
 	  -- MultiXacts, made the claim cost grow with the job.
 	  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1 AND j.state IN ('queued', 'running'))
 	RETURNING r.id, r.job_id::text, r.chunk, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''),
-		coalesce(r.company, ''), coalesce(r.email, ''), coalesce(r.role, ''), r.state, r.attempts,
+		coalesce(r.company, ''), coalesce(r.domain, ''), coalesce(r.email, ''), coalesce(r.role, ''), r.state, r.attempts,
 		coalesce(r.found_profile_url, ''), r.stages_done, r.any_match`
 
 // ExtendLease pushes the lease of the rows still held under token, and the

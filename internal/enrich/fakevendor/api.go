@@ -358,14 +358,18 @@ func (v *Vendor) checkInputs(in map[string]string) (enrich.ProfileQuery, *apiErr
 		Email:      strings.TrimSpace(in["email"]),
 		Name:       strings.TrimSpace(in["name"]),
 		Company:    strings.TrimSpace(in["company"]),
+		Domain:     strings.TrimSpace(in["domain"]),
 	}
-	if (q.Name == "") != (q.Company == "") && q.ProfileURL == "" && q.Email == "" {
-		return q, &apiError{http.StatusBadRequest, "invalid_request", "name and company go together"}
+	if q.Name != "" && q.Company != "" && q.Domain != "" {
+		return q, &apiError{http.StatusBadRequest, "invalid_request", "give company or domain, not both"}
+	}
+	if (q.Name == "") != (q.Company == "" && q.Domain == "") && q.ProfileURL == "" && q.Email == "" {
+		return q, &apiError{http.StatusBadRequest, "invalid_request", "name goes with company or domain"}
 	}
 	if q.Kind() == "" {
-		return q, &apiError{http.StatusBadRequest, "invalid_request", "give exactly one of profile_url, email, or name with company"}
+		return q, &apiError{http.StatusBadRequest, "invalid_request", "give exactly one of profile_url, email, name with company, or name with domain"}
 	}
-	if v.rejected(q.ProfileURL, q.Email, q.Name, q.Company) {
+	if v.rejected(q.ProfileURL, q.Email, q.Name, q.Company, q.Domain) {
 		return q, &apiError{http.StatusBadRequest, "invalid_request", "input rejected"}
 	}
 	if q.ProfileURL != "" && !validProfileURL(q.ProfileURL) {
@@ -374,7 +378,24 @@ func (v *Vendor) checkInputs(in map[string]string) (enrich.ProfileQuery, *apiErr
 	if local, domain, ok := strings.Cut(q.Email, "@"); q.Email != "" && (!ok || local == "" || !strings.Contains(domain, ".")) {
 		return q, &apiError{http.StatusUnprocessableEntity, "invalid_email", "email is not an email address"}
 	}
+	if q.Domain != "" && !bareDomain(q.Domain) {
+		return q, &apiError{http.StatusUnprocessableEntity, "invalid_domain", "domain is not a bare host name such as acme.com"}
+	}
 	return q, nil
+}
+
+// bareDomain is the contract's domain: lower-case ASCII letters, digits,
+// hyphens and dots, with a dot, no "www.", no scheme, port or path.
+func bareDomain(d string) bool {
+	if !strings.Contains(d, ".") || strings.HasPrefix(d, "www.") || strings.HasPrefix(d, ".") || strings.HasSuffix(d, ".") {
+		return false
+	}
+	for _, r := range d {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' && r != '.' {
+			return false
+		}
+	}
+	return true
 }
 
 func (v *Vendor) rejected(inputs ...string) bool {
@@ -413,6 +434,8 @@ func inputOf(q enrich.ProfileQuery) string {
 		return "profile_url=" + q.ProfileURL
 	case domain.InputEmail:
 		return "email=" + q.Email
+	case domain.InputNameDomain:
+		return "name=" + q.Name + "&domain=" + q.Domain
 	}
 	return "name=" + q.Name + "&company=" + q.Company
 }
@@ -424,11 +447,12 @@ func profileCost(q enrich.ProfileQuery) int64 {
 	return CostProfileBySearch
 }
 
-// GET /v1/profile?profile_url= | ?email= | ?name=&company=
+// GET /v1/profile?profile_url= | ?email= | ?name=&company= | ?name=&domain=
 func (v *Vendor) profile(r *http.Request, _ []byte) answer {
 	p := r.URL.Query()
 	q, aerr := v.checkInputs(map[string]string{
 		"profile_url": p.Get("profile_url"), "email": p.Get("email"), "name": p.Get("name"), "company": p.Get("company"),
+		"domain": p.Get("domain"),
 	})
 	if aerr != nil {
 		return errorAnswer(aerr.status, aerr.code, aerr.msg)

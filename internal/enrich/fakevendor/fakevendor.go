@@ -29,7 +29,7 @@ import (
 // its rows (a row with an error costs 0); 4xx, 429 and 503 answers cost 0.
 const (
 	CostProfileByURL    = 1  // profile by profile_url, match or no match
-	CostProfileBySearch = 2  // profile by name+company or by email, match or no match
+	CostProfileBySearch = 2  // profile by name+company, name+domain or email, match or no match
 	CostEmail           = 5  // email found, not verified
 	CostEmailVerified   = 10 // email found and verified
 	CostPhone           = 5  // numbers found, no mobile among them
@@ -134,7 +134,7 @@ type LedgerEntry struct {
 	APIKey         string    `json:"-"`
 	Endpoint       string    `json:"endpoint"` // "profile", "email", "phone", "bulk"
 	IdempotencyKey string    `json:"idempotency_key,omitempty"`
-	Inputs         []string  `json:"inputs"` // "profile_url=...", "name=...&company=...", "email=..."
+	Inputs         []string  `json:"inputs"` // "profile_url=...", "name=...&company=...", "name=...&domain=...", "email=..."
 	Status         int       `json:"status"`
 	Credits        int64     `json:"credits"`
 }

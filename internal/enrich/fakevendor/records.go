@@ -52,6 +52,8 @@ func profileHash(q enrich.ProfileQuery) (uint64, bool) {
 		return hash("profile", "email", normText(q.Email)), true
 	case domain.InputNameCompany:
 		return hash("profile", "name_company", normText(q.Name), normText(q.Company)), true
+	case domain.InputNameDomain:
+		return hash("profile", "name_domain", normText(q.Name), normText(q.Domain)), true
 	}
 	return 0, false
 }
@@ -86,7 +88,8 @@ type profileRecord struct {
 
 // makeProfile is the record that matches q (whether q matches is ProfileHit's
 // business). A name+company query returns a generated person with the name
-// as role; a profile URL query a name derived from the URL's slug; an email
+// as role (a name+domain query likewise, its company named after the
+// domain); a profile URL query a name derived from the URL's slug; an email
 // query a name from the local part and a company from the domain.
 func makeProfile(q enrich.ProfileQuery) profileRecord {
 	h, _ := profileHash(q)
@@ -112,6 +115,11 @@ func makeProfile(q enrich.ProfileQuery) profileRecord {
 	case domain.InputNameCompany:
 		name = pick(firstNames, h>>3) + " " + pick(lastNames, h>>7)
 		company, role = strings.TrimSpace(q.Company), strings.TrimSpace(q.Name)
+		profileURL = "https://platform.example/in/" + slugify(name) + "-" + hex6(h)
+	case domain.InputNameDomain:
+		name = pick(firstNames, h>>3) + " " + pick(lastNames, h>>7)
+		label, _, _ := strings.Cut(strings.TrimSpace(q.Domain), ".")
+		company, role = titleWords([]string{label}), strings.TrimSpace(q.Name)
 		profileURL = "https://platform.example/in/" + slugify(name) + "-" + hex6(h)
 	}
 	r := profileRecord{
