@@ -161,7 +161,7 @@ func (s *Service) Upload(ctx context.Context, p Principal, req UploadRequest) (U
 		return Upload{}, err
 	}
 	u.Rows, u.Lookups, u.RowsNeedingRoles, u.Columns, u.ExtraColumns = sum.Rows, sum.Lookups, sum.RowsNeedingRoles, sum.Columns, sum.Extra
-	now := s.now()
+	now := s.now().Truncate(time.Microsecond) // as Postgres keeps it
 	u.ExpiresAt = now.Add(s.uploads.TTL)
 	saved, err := s.store.CreateUploadFile(ctx, u, now, store.UploadQuota{MaxUploads: s.uploads.MaxUploads, MaxBytes: s.uploads.MaxBytes})
 	var qe *store.UploadQuotaError
