@@ -104,6 +104,7 @@ type command struct {
 var commands = map[string]command{
 	"submit":   {runSubmit, "submit FILE.csv [flags]: upload a list; --wait shows progress until the job ends"},
 	"estimate": {runEstimate, "estimate FILE.csv [flags]: what a list would cost and take; nothing is stored"},
+	"upload":   {runUpload, "upload FILE.csv [flags]: store a list once, print its id for estimate and submit --upload ID"},
 	"status":   {runStatus, "status JOB [flags]: a job's state, rows and credits"},
 	"list":     {runList, "list [flags]: the latest jobs, newest first"},
 	"results":  {runResults, "results JOB [flags]: a job's results to stdout"},
@@ -172,6 +173,8 @@ func newFlags(e *env, name, synopsis string) *flags {
 // parse parses args, flags before, between and after the positional
 // arguments ("--" ends the flags), and checks there are nargs positionals.
 // It returns flag.ErrHelp after printing the help for -h.
+// parse parses args and wants nargs positional arguments (any number when
+// nargs < 0: the caller checks them).
 func (f *flags) parse(args []string, nargs int) ([]string, error) {
 	var pos []string
 	for {
@@ -192,7 +195,7 @@ func (f *flags) parse(args []string, nargs int) ([]string, error) {
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
-	if len(pos) != nargs {
+	if nargs >= 0 && len(pos) != nargs {
 		return nil, usagef("usage: enrichq %s (enrichq %s -h describes its flags)", f.synopsis, f.name)
 	}
 	if *f.api != "" {

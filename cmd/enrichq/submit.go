@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -115,6 +117,7 @@ type jobOptions struct {
 	roles, lookups, budget, maxAge, name, callbackURL string
 	encoding, sheet                                   string
 	maps                                              mapFlag
+	uploadID                                          string // --upload: a stored upload instead of a file
 }
 
 // mapFlag collects --map field=Header, repeatable.
@@ -150,6 +153,9 @@ func (o *jobOptions) register(f *flags) {
 	f.Var(&o.maps, "map", `read a column as a field, over the header matching: field=Header (fields: ref, profile_url, email, name, first_name, last_name, company, domain, role); repeatable`)
 	f.StringVar(&o.encoding, "encoding", "", "a CSV's text encoding: utf-8, windows-1252, utf-16le, utf-16be (default: from its BOM, else UTF-8, else Windows-1252)")
 	f.StringVar(&o.sheet, "sheet", "", "an .xlsx's sheet to read (default the first)")
+	if f.name != "upload" {
+		f.StringVar(&o.uploadID, "upload", "", "a stored upload's id (enrichq upload) instead of FILE; --map, --encoding and --sheet are the upload's")
+	}
 }
 
 func (o *jobOptions) query() (url.Values, error) {
@@ -213,14 +219,29 @@ func openUpload(e *env, name string) (io.Reader, string, func(), error) {
 	return f, ct, func() { f.Close() }, nil
 }
 
-// upload POSTs a file upload with query and answers the response, open.
-func upload(ctx context.Context, c *client, e *env, file string, q url.Values, idemKey string) (*http.Response, error) {
-	body, ct, closeBody, err := openUpload(e, file)
-	if err != nil {
-		return nil, err
+// upload POSTs a file upload with query, or the JSON job of a stored
+// upload with query's options when uploadID is set, and answers the
+// response, open.
+func upload(ctx context.Context, c *client, e *env, file, uploadID string, q url.Values, idemKey string) (*http.Response, error) {
+	var body io.Reader
+	h := http.Header{}
+	if uploadID != "" {
+		b, err := storedJob(uploadID, q)
+		if err != nil {
+			return nil, err
+		}
+		body, file = bytes.NewReader(b), "upload "+uploadID
+		h.Set("Content-Type", "application/json")
+		q = url.Values{"dry_run": q["dry_run"]}
+	} else {
+		f, ct, closeBody, err := openUpload(e, file)
+		if err != nil {
+			return nil, err
+		}
+		defer closeBody()
+		body = f
+		h.Set("Content-Type", ct)
 	}
-	defer closeBody()
-	h := http.Header{"Content-Type": {ct}}
 	if idemKey != "" {
 		h.Set("Idempotency-Key", idemKey)
 	}
@@ -232,8 +253,54 @@ func upload(ctx context.Context, c *client, e *env, file string, q url.Values, i
 	return resp, err
 }
 
+// fileOrUpload is the FILE argument, or "" with --upload (then no FILE).
+func fileOrUpload(f *flags, pos []string, uploadID string) (string, error) {
+	switch {
+	case uploadID == "" && len(pos) == 1:
+		return pos[0], nil
+	case uploadID != "" && len(pos) == 0:
+		return "", nil
+	case uploadID != "" && len(pos) > 0:
+		return "", usagef("%s: give FILE or --upload ID, not both", f.name)
+	}
+	return "", usagef("usage: enrichq %s (enrichq %s -h describes its flags)", f.synopsis, f.name)
+}
+
+// storedJob is the JSON job of the stored upload id with the options of q
+// (as opts.query made them); a file's reading options are refused.
+func storedJob(id string, q url.Values) ([]byte, error) {
+	for _, k := range []string{"columns", "encoding", "sheet"} {
+		if q.Get(k) != "" {
+			return nil, usagef("--upload: the upload was read with its own --map, --encoding and --sheet; give them to enrichq upload")
+		}
+	}
+	job := map[string]any{"upload_id": id}
+	for _, k := range []string{"roles", "lookups"} {
+		if v := q.Get(k); v != "" {
+			items, err := csv.NewReader(strings.NewReader(v)).Read()
+			if err != nil {
+				return nil, usagef("--%s %q: %v", k, v, err)
+			}
+			for i := range items {
+				items[i] = strings.TrimSpace(items[i])
+			}
+			job[k] = items
+		}
+	}
+	if v := q.Get("budget_credits"); v != "" {
+		n, _ := strconv.ParseInt(v, 10, 64) // opts.query checked it
+		job["budget_credits"] = n
+	}
+	for _, k := range []string{"name", "max_age", "callback_url"} {
+		if v := q.Get(k); v != "" {
+			job[k] = v
+		}
+	}
+	return json.Marshal(job)
+}
+
 func runSubmit(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "submit", "submit FILE.csv|FILE.tsv|FILE.xlsx [--map field=Header]... [--roles R1,R2] [--lookups profile,email,phone] [--budget N] [--max-age 30d] [--name NAME] [--callback-url URL] [--idempotency-key K] [--wait] [--json]")
+	f := newFlags(e, "submit", "submit FILE.csv|FILE.tsv|FILE.xlsx|--upload ID [--map field=Header]... [--roles R1,R2] [--lookups profile,email,phone] [--budget N] [--max-age 30d] [--name NAME] [--callback-url URL] [--idempotency-key K] [--wait] [--json]")
 	var opts jobOptions
 	opts.register(f)
 	idemKey := f.String("idempotency-key", "", "submitting again with the same key returns the first job instead of a new one")
@@ -241,9 +308,13 @@ func runSubmit(ctx context.Context, e *env, args []string) error {
 	asJSON := f.Bool("json", false, "print the job's status body (with --wait, the final one) instead of its id")
 	interval := f.Duration("interval", time.Second, "with --wait: how often to ask for the job's status")
 	progress := f.String("progress", "auto", "with --wait: bar, plain (a line now and then), none, or auto (a bar on a terminal, else plain)")
-	pos, err := f.parse(args, 1)
+	pos, err := f.parse(args, -1)
 	if err != nil {
 		return helpOK(err)
+	}
+	file, err := fileOrUpload(f, pos, opts.uploadID)
+	if err != nil {
+		return err
 	}
 	q, err := opts.query()
 	if err != nil {
@@ -261,7 +332,7 @@ func runSubmit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 
-	resp, err := upload(ctx, c, e, pos[0], q, *idemKey)
+	resp, err := upload(ctx, c, e, file, opts.uploadID, q, *idemKey)
 	if err != nil {
 		return err
 	}
@@ -399,13 +470,17 @@ func summary(st jobStatus, now time.Time) string {
 }
 
 func runEstimate(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "estimate", "estimate FILE.csv|FILE.tsv|FILE.xlsx [--map field=Header]... [--roles R1,R2] [--lookups profile,email,phone] [--budget N] [--max-age 30d] [--json]")
+	f := newFlags(e, "estimate", "estimate FILE.csv|FILE.tsv|FILE.xlsx|--upload ID [--map field=Header]... [--roles R1,R2] [--lookups profile,email,phone] [--budget N] [--max-age 30d] [--json]")
 	var opts jobOptions
 	opts.register(f)
 	asJSON := f.Bool("json", false, "print the API's answer as JSON")
-	pos, err := f.parse(args, 1)
+	pos, err := f.parse(args, -1)
 	if err != nil {
 		return helpOK(err)
+	}
+	file, err := fileOrUpload(f, pos, opts.uploadID)
+	if err != nil {
+		return err
 	}
 	q, err := opts.query()
 	if err != nil {
@@ -416,7 +491,7 @@ func runEstimate(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := upload(ctx, c, e, pos[0], q, "")
+	resp, err := upload(ctx, c, e, file, opts.uploadID, q, "")
 	var ae *apiError
 	if errors.As(err, &ae) && (ae.Status == http.StatusBadRequest || ae.Status == http.StatusUnprocessableEntity) && mentionsDryRun(ae) {
 		return fmt.Errorf("the API at %s cannot estimate (it does not know dry_run): %s", c.base.Redacted(), oneLine(ae.Message))

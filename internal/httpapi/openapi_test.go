@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/webhook"
 )
@@ -226,6 +227,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		"JobRequest":  reflect.TypeFor[ingest.JobRequest](),
 		"JobRow":      reflect.TypeFor[ingest.RowIn](),
 		"Estimate":    reflect.TypeFor[estimateBody](),
+		"Upload":      reflect.TypeFor[service.Upload](),
 		"StageCost":   reflect.TypeFor[store.StageCost](),
 		"Error.error": reflect.TypeFor[errorJSON](),
 

@@ -23,6 +23,10 @@ func (s *server) routes() {
 	s.mux.Handle("PATCH /v1/jobs/{id}", s.authenticate(scopeSubmit, s.patchJob))        // {"budget_credits": N}: raising it resumes a budget-paused job
 	s.mux.Handle("GET /v1/jobs/{id}/costs", s.authenticate(scopeRead, s.jobCosts))      // the ledger by stage
 
+	s.mux.Handle("POST /v1/uploads", s.authenticate(scopeSubmit, s.postUpload))          // a file kept for estimates and submits by id (uploads.go)
+	s.mux.Handle("GET /v1/uploads/{id}", s.authenticate(scopeRead, s.getUpload))         // what it held, until when it is kept
+	s.mux.Handle("DELETE /v1/uploads/{id}", s.authenticate(scopeSubmit, s.deleteUpload)) // 204
+
 	s.mux.Handle("GET /v1/results", s.authenticate(scopeRead, s.resultsFeed)) // every job's results in commit order, ?since=&limit= (feed.go)
 
 	// The platform's own API (platform.go): connected members only; a profile URL is a 422 (cold lookups go to the vendor).

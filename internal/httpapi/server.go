@@ -57,6 +57,9 @@ type Deps struct {
 	// StatusCacheTTL is how long a job's status (GET /v1/jobs/{id}) is
 	// served from memory (config.API.StatusCache); 0 reads Postgres every time.
 	StatusCacheTTL time.Duration
+	// Uploads bound the tenants' stored uploads (POST /v1/uploads); zero
+	// fields take service.UploadLimits' defaults.
+	Uploads service.UploadLimits
 }
 
 // Defaults of Deps.
@@ -92,7 +95,7 @@ func NewServer(deps Deps) http.Handler {
 		deps.UploadTimeout = DefaultUploadTimeout
 	}
 	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
-		StatusCacheTTL: deps.StatusCacheTTL})
+		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir})
 	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
 	s.routes()
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.dispatch)))

@@ -54,7 +54,14 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, estimateOf(est, up.upload()))
+		body := estimateOf(est, up.upload())
+		if sub.UploadID != "" {
+			if body, err = s.uploadEstimate(r, body, sub.UploadID); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		writeJSON(w, http.StatusOK, body)
 		return
 	}
 	st, created, err := s.svc.Submit(r.Context(), p, sub)
@@ -158,6 +165,10 @@ func (s *server) submission(w http.ResponseWriter, r *http.Request) (jobs.Submis
 		opts, err := req.Options(lim)
 		if err != nil {
 			return jobs.Submission{}, nil, none, err
+		}
+		if req.UploadID != "" {
+			// A stored upload: the service reads it (uploads.go).
+			return jobs.Submission{Options: opts, UploadID: req.UploadID}, c, none, nil
 		}
 		return jobs.Submission{Format: "json", Options: opts, Upload: c.upload, Feed: c.feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
 			return ingest.ExpandJSON(req.Rows, opts.Ingest(), lim, emit)

@@ -66,7 +66,7 @@ func ParseCSV(r io.Reader, opts Options, lim Limits, emit func(Lookup) error) (S
 	}
 	g.setMaxRecord(len(h.names))
 
-	x := &expander{lim: lim, roles: opts.Roles, emit: emit, strict: true}
+	x := &expander{lim: lim, roles: opts.Roles, deferRoles: opts.DeferRoles, emit: emit, strict: true}
 	row := 0
 	for {
 		rec, err := cr.Read()

@@ -24,6 +24,9 @@ type JobRequest struct {
 	CallbackURL   string   `json:"callback_url,omitempty"`
 	// Columns maps a field to a key of the rows' "extra" that holds it.
 	Columns map[string]string `json:"columns,omitempty"`
+	// UploadID names a stored upload that takes the place of Rows: exactly
+	// one of them is given.
+	UploadID string `json:"upload_id,omitempty"`
 }
 
 // RowIn is one row of a JSON job, as given.
@@ -39,7 +42,7 @@ type RowIn struct {
 }
 
 var (
-	jobFields = []string{"name", "rows", "roles", "lookups", "budget_credits", "max_age", "callback_url", "columns"}
+	jobFields = []string{"name", "rows", "upload_id", "roles", "lookups", "budget_credits", "max_age", "callback_url", "columns"}
 	rowFields = []string{"ref", "profile_url", "name", "company", "domain", "email", "role", "extra"}
 
 	errNotUTF8 = errors.New("ingest: body is not UTF-8")
@@ -75,8 +78,12 @@ func DecodeJSON(r io.Reader, lim Limits) (*JobRequest, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(req.Rows) == 0 {
-		return nil, emptyUpload(`the job has no rows ("rows": [...])`)
+	switch {
+	case req.UploadID != "" && len(req.Rows) > 0:
+		return nil, &Error{Code: CodeInvalidOptions, Message: "invalid job options", Details: []FieldError{{Column: "upload_id",
+			Message: `give "rows" or "upload_id", not both`}}}
+	case len(req.Rows) == 0 && req.UploadID == "":
+		return nil, emptyUpload(`the job has no rows ("rows": [...], or "upload_id" of a stored upload)`)
 	}
 	return req, nil
 }
@@ -251,6 +258,8 @@ func (d *jsonDecoder) job() (*JobRequest, error) {
 			req.Lookups, err = d.strings(key)
 		case "rows":
 			req.Rows, err = d.rows()
+		case "upload_id":
+			err = d.field(&req.UploadID, 0, key, path, "string (the id of POST /v1/uploads)")
 		default:
 			err = d.schema(0, fieldName(key), unknownField(key, "", jobFields))
 			if err == nil {
@@ -484,7 +493,7 @@ func ExpandJSON(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error)
 		return Summary{}, &Error{Code: CodeInvalidRows, Message: "a mapped column is missing", Details: missing}
 	}
 	extraKeys := map[string]bool{}
-	x := &expander{lim: lim, roles: opts.Roles, emit: emit}
+	x := &expander{lim: lim, roles: opts.Roles, deferRoles: opts.DeferRoles, emit: emit}
 	for i, r := range rows {
 		n := i + 1
 		var errs []FieldError
@@ -558,7 +567,8 @@ func ExpandJSON(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error)
 	if err := x.result("", 0); err != nil {
 		return Summary{}, err
 	}
-	s := Summary{Rows: x.rows, Lookups: x.lookups, Columns: map[string]string{}, Extra: slices.Sorted(maps.Keys(extraKeys))}
+	s := Summary{Rows: x.rows, Lookups: x.lookups, Columns: map[string]string{}, Extra: slices.Sorted(maps.Keys(extraKeys)),
+		RowsNeedingRoles: x.needRoles}
 	for k, f := range mapped {
 		s.Columns[k] = f
 	}

@@ -134,6 +134,11 @@ type expander struct {
 	bad     int          // rows with errors
 	errs    []FieldError // up to lim.MaxErrors
 	full    bool         // an error beyond MaxErrors was dropped
+
+	// deferRoles: a company-only row without roles makes no lookup and
+	// counts in needRoles (Options.DeferRoles).
+	deferRoles bool
+	needRoles  int
 }
 
 // errStop is returned by expander methods when MaxErrors is exceeded; the
@@ -219,6 +224,9 @@ func (x *expander) row(in rowIn, errs []FieldError) error {
 		l.Kind, l.Name = kindAt, in.role
 		roles = otherRoles(in.role, x.roles)
 		expand, n = len(roles) > 0, 1+len(roles)
+	case at && !in.badCell && len(x.roles) == 0 && x.deferRoles:
+		x.needRoles++
+		expand, n = true, 0
 	case at && !in.badCell:
 		l.Kind = kindAt
 		if len(x.roles) == 0 {

@@ -32,6 +32,10 @@ type Options struct {
 	Delimiter byte
 	// Sheet is the sheet of an .xlsx to read; "" is the first one.
 	Sheet string
+	// DeferRoles accepts a company-only row without roles: it makes no
+	// lookup and is counted in Summary.RowsNeedingRoles. A stored upload is
+	// read so, its roles being chosen when it is estimated or submitted.
+	DeferRoles bool
 }
 
 // DefaultMaxAge is max_age when the job does not give one: 30 days.

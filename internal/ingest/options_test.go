@@ -141,3 +141,25 @@ func TestJobRequestOptions(t *testing.T) {
 		})
 	}
 }
+
+// With DeferRoles a company-only row makes no lookup and is counted; the
+// other rows are read as ever, and a bad row is still an error.
+func TestDeferRoles(t *testing.T) {
+	t.Parallel()
+	csv := "name,company,role\nJane Doe,Acme,\n,Globex,\n,Initech,CTO\n"
+	var got []Lookup
+	sum, err := ParseCSV(strings.NewReader(csv), Options{DeferRoles: true}, DefaultLimits(), func(l Lookup) error {
+		got = append(got, l)
+		return nil
+	})
+	if err != nil || sum.Rows != 3 || sum.Lookups != 2 || sum.RowsNeedingRoles != 1 || len(got) != 2 || got[1].Name != "CTO" {
+		t.Fatalf("summary %+v, lookups %+v, %v", sum, got, err)
+	}
+	sum, err = ParseCSV(strings.NewReader(csv), Options{DeferRoles: true, Roles: []string{"CEO"}}, DefaultLimits(), nil)
+	if err != nil || sum.Lookups != 4 || sum.RowsNeedingRoles != 0 {
+		t.Fatalf("with roles: %+v, %v", sum, err)
+	}
+	if _, err := ParseCSV(strings.NewReader("name,company\nJane,\n"), Options{DeferRoles: true}, DefaultLimits(), nil); err == nil {
+		t.Fatal("a name without a company was accepted")
+	}
+}

@@ -12,6 +12,9 @@ type Summary struct {
 	Lookups int               // lookups after role expansion
 	Columns map[string]string // header -> field, for the columns that map to a field
 	Extra   []string          // headers kept as extra columns, in file order (JSON: the extra keys, sorted)
+	// RowsNeedingRoles are the company-only rows left without a lookup for
+	// want of roles (Options.DeferRoles).
+	RowsNeedingRoles int
 }
 
 // header maps the columns of a table (CSV or sheet) to fields.
@@ -151,7 +154,7 @@ func (h *header) row(row int, rec []string, lim Limits, errs *[]FieldError) rowI
 
 // summary is what the table held once x has seen every row.
 func (h *header) summary(x *expander) Summary {
-	s := Summary{Rows: x.rows, Lookups: x.lookups, Columns: map[string]string{}, Extra: []string{}}
+	s := Summary{Rows: x.rows, Lookups: x.lookups, Columns: map[string]string{}, Extra: []string{}, RowsNeedingRoles: x.needRoles}
 	for i, n := range h.names {
 		switch {
 		case h.fields[i] != "":

@@ -96,7 +96,7 @@ func ParseXLSX(ctx context.Context, path, tmpDir string, opts Options, lim Limit
 	defer rows.Close()
 
 	var h *header
-	x := &expander{lim: lim, roles: opts.Roles, emit: emit}
+	x := &expander{lim: lim, roles: opts.Roles, deferRoles: opts.DeferRoles, emit: emit}
 	sheetRow := 0
 	for rows.Next() {
 		sheetRow++

@@ -47,6 +47,9 @@ type Submission struct {
 	// Upload, when set, says what the upload held once Feed has run; it is
 	// stored with the job.
 	Upload func() store.Upload
+	// UploadID names a stored upload in place of Feed: the service
+	// (internal/service) reads it into Feed, Upload and Format.
+	UploadID string
 }
 
 // Submit stores the job and its rows in one transaction, then enqueues its

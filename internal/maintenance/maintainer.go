@@ -61,7 +61,8 @@ type Settings struct {
 
 // Services builds the scheduler's own services in the order a round steps
 // them: lost leases first (their chunks go back to the queue at once), then
-// a lost queue, dead reservations, due chunks, finished jobs, the feed.
+// a lost queue, dead reservations, due chunks, finished jobs, the feed,
+// expired uploads.
 func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger) []Service {
 	return []Service{
 		NewLeaseRescuer(st, enq, LeaseRescuerConfig{Interval: s.Interval, MaxAttempts: s.MaxAttempts, Batch: s.Batch}),
@@ -70,6 +71,7 @@ func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger)
 		NewChunkDispatcher(st, enq, ChunkDispatcherConfig{Interval: s.Interval, Recheck: s.Recheck, Window: s.Window, Batch: s.Batch}),
 		NewJobFinisher(st, JobFinisherConfig{Interval: s.Interval, Metrics: s.Metrics}, log),
 		NewFeedAdvancer(st, FeedAdvancerConfig{Interval: s.Interval}),
+		NewUploadExpirer(st, UploadExpirerConfig{Interval: s.Interval}),
 	}
 }
 

@@ -49,7 +49,7 @@ func TestServicesOrderAndIntervals(t *testing.T) {
 			t.Errorf("%s: interval %s, want the default %s", s.Name(), s.Interval(), maintenance.DefaultInterval)
 		}
 	}
-	want := []string{"lease_rescuer", "queue_watcher", "reservation_expirer", "chunk_dispatcher", "job_finisher", "feed_advancer"}
+	want := []string{"lease_rescuer", "queue_watcher", "reservation_expirer", "chunk_dispatcher", "job_finisher", "feed_advancer", "upload_expirer"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("services %v, want %v", names, want)
 	}

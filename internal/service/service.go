@@ -31,6 +31,11 @@ type Config struct {
 	// StatusCacheTTL is how long a job's status is served from memory
 	// (config.API.StatusCache); 0 reads Postgres every time.
 	StatusCacheTTL time.Duration
+	// Uploads bound the tenants' stored uploads (uploads.go).
+	Uploads UploadLimits
+	// SpoolDir is where a stored .xlsx is written to be read again;
+	// "" is the system's temporary directory.
+	SpoolDir string
 }
 
 // Service carries out a tenant's operations. It holds no state but the
@@ -41,6 +46,8 @@ type Service struct {
 	limits   ingest.Limits
 	now      func() time.Time
 	statuses *statusCache
+	uploads  UploadLimits
+	spoolDir string
 }
 
 // New returns the service of cfg.
@@ -55,7 +62,7 @@ func New(cfg Config) *Service {
 		cfg.Limits.MaxBytes = ingest.DefaultLimits().MaxBytes
 	}
 	return &Service{store: cfg.Store, submit: cfg.Submitter, limits: cfg.Limits, now: cfg.Now,
-		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now)}
+		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now), uploads: cfg.Uploads.withDefaults(), spoolDir: cfg.SpoolDir}
 }
 
 // Limits are the bounds an upload is parsed with.

@@ -43,6 +43,9 @@ func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) 
 		return JobStatus{}, false, err
 	}
 	sub.Tenant = p.Tenant
+	if err := s.fromUpload(ctx, p.Tenant, &sub); err != nil {
+		return JobStatus{}, false, err
+	}
 	job, created, err := s.submit.Submit(ctx, sub)
 	if err != nil {
 		return JobStatus{}, false, err
@@ -56,12 +59,15 @@ func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) 
 	return StatusOf(job, map[domain.RowState]int{domain.RowPending: job.TotalRows}, s.now()), true, nil
 }
 
-// Estimate parses the upload as Submit would and prices it without storing
-// anything (scope submit: an estimate is the first step of spending).
+// Estimate parses the upload (or reads the stored one of sub.UploadID) as
+// Submit would and prices it without storing anything (scope submit: an estimate is the first step of spending).
 func (s *Service) Estimate(ctx context.Context, p Principal, sub jobs.Submission) (jobs.Estimate, error) {
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return jobs.Estimate{}, err
 	}
 	sub.Tenant = p.Tenant
+	if err := s.fromUpload(ctx, p.Tenant, &sub); err != nil {
+		return jobs.Estimate{}, err
+	}
 	return s.submit.Estimate(ctx, sub)
 }
