@@ -9,6 +9,7 @@
 // Two subcommands serve the operator, against the same Postgres:
 //
 //	api keys create|list|revoke ...   the API keys stored in Postgres
+//	api jobs resume-vendor-paused     resume the jobs the vendor's 401/403 paused
 //	api ledger account|job ...        what the vendor key spent, what a job cost
 package main
 
@@ -61,6 +62,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return keysCommand(ctx, args[2:], getenv, stdout, stderr)
 		case "ledger":
 			return ledgerCommand(ctx, args[2:], getenv, stdout, stderr)
+		case "jobs":
+			return jobsCommand(ctx, args[2:], getenv, stdout)
 		}
 	}
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)

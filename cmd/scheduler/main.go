@@ -95,7 +95,7 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 	// recovery.
 	delivered := make(chan error, 1)
 	if cfg.Webhooks.Enabled() {
-		d := webhook.New(st, webhook.Config{Secret: cfg.Webhooks.Secret, AllowPrivate: cfg.Webhooks.AllowPrivate},
+		d := webhook.New(st, webhook.Config{AllowPrivate: cfg.Webhooks.AllowPrivate},
 			log.With("component", "webhooks"))
 		go func() { delivered <- d.Run(ctx) }()
 	} else {

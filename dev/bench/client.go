@@ -88,6 +88,19 @@ func (s *stack) submitFileAs(ctx context.Context, q url.Values, path, contentTyp
 	return s.submitBody(ctx, q, f, fi.Size(), contentType)
 }
 
+// liftLimits removes the tenant's default job budget and monthly allowance:
+// a benchmark spends more than a tenant's defaults (docs/money.md).
+func (s *stack) liftLimits(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, s.apiURL+"/v1/account",
+		strings.NewReader(`{"default_job_budget": null, "monthly_allowance": null}`))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+s.apiKey)
+	req.Header.Set("Content-Type", "application/json")
+	return do(req, http.StatusOK, nil)
+}
+
 // status is GET /v1/jobs/{id}.
 func (s *stack) status(ctx context.Context, id string) (jobStatus, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.apiURL+"/v1/jobs/"+id, nil)

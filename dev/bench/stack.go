@@ -127,6 +127,10 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 		s.stop()
 		return nil, err
 	}
+	if err := s.liftLimits(ctx); err != nil {
+		s.stop()
+		return nil, err
+	}
 	if spec.worker {
 		wenv := withGC(env)
 		if spec.pprof {

@@ -30,7 +30,7 @@ type API struct {
 	// ENRICHQ_VENDOR_BULK, defaults 10 and true).
 	VendorRPS  float64
 	VendorBulk bool
-	// Webhooks: callbacks are accepted at submit only with a secret.
+	// Webhooks: callbacks are accepted at submit only when enabled.
 	Webhooks Webhooks
 	// Platform: the connect flow's routes, when enabled.
 	Platform Platform

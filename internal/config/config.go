@@ -130,23 +130,29 @@ func (c Common) Logger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
-// Webhooks configures completion callbacks (API and scheduler).
+// Webhooks configures completion callbacks (API and scheduler). Each
+// tenant signs with a secret of its own (docs/api.md, "Webhooks").
 type Webhooks struct {
-	// Secret signs completion callbacks (ENRICHQ_WEBHOOK_SECRET, default "":
-	// jobs with a callback_url are refused). A secret: never logged.
-	Secret string
-	// AllowPrivate allows callback URLs on loopback and private networks
-	// (ENRICHQ_WEBHOOK_ALLOW_PRIVATE, default false).
+	// On accepts callback URLs at submit and delivers callbacks
+	// (ENRICHQ_WEBHOOKS, default false: jobs with a callback_url are refused).
+	On bool
+	// LegacySecret is ENRICHQ_WEBHOOK_SECRET, the one secret every tenant
+	// once shared. It signs nothing any more; set, it turns callbacks on as
+	// it used to, so that a deployment keeps its callbacks. A secret: never logged.
+	LegacySecret string
+	// AllowPrivate allows callback URLs on loopback, private and other
+	// non-public networks (ENRICHQ_WEBHOOK_ALLOW_PRIVATE, default false).
 	AllowPrivate bool
 }
 
 func (w *Webhooks) read(r *reader) {
-	r.str("ENRICHQ_WEBHOOK_SECRET", &w.Secret)
+	r.bool("ENRICHQ_WEBHOOKS", &w.On)
+	r.str("ENRICHQ_WEBHOOK_SECRET", &w.LegacySecret)
 	r.bool("ENRICHQ_WEBHOOK_ALLOW_PRIVATE", &w.AllowPrivate)
 }
 
-// Enabled reports whether callbacks can be sent.
-func (w Webhooks) Enabled() bool { return w.Secret != "" }
+// Enabled reports whether callbacks are accepted and sent.
+func (w Webhooks) Enabled() bool { return w.On || w.LegacySecret != "" }
 
 // load runs read (which maps the environment onto a value holding its
 // defaults), then validate (a closure: it must see what read wrote), and

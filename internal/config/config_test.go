@@ -102,3 +102,22 @@ func TestValidateNamesEveryVariable(t *testing.T) {
 		}
 	}
 }
+
+// Callbacks are on with ENRICHQ_WEBHOOKS, and still with the shared secret
+// of old (which signs nothing any more).
+func TestWebhooksSwitch(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{"ENRICHQ_WEBHOOKS": "true"}, true},
+		{map[string]string{"ENRICHQ_WEBHOOKS": "false"}, false},
+		{map[string]string{"ENRICHQ_WEBHOOK_SECRET": "old-shared"}, true},
+	} {
+		s, err := SchedulerFromEnv(env(c.env))
+		if err != nil || s.Webhooks.Enabled() != c.want {
+			t.Errorf("%v: enabled %v (%v), want %v", c.env, s.Webhooks.Enabled(), err, c.want)
+		}
+	}
+}

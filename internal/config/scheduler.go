@@ -8,7 +8,7 @@ import (
 // Scheduler configures cmd/scheduler, the leader's sweeps.
 type Scheduler struct {
 	Common
-	// Webhooks: completion callbacks are delivered when a secret is set.
+	// Webhooks: completion callbacks are delivered when enabled.
 	Webhooks Webhooks
 	// Platform: due member syncs, token refresh and expiry reports, when enabled.
 	Platform Platform

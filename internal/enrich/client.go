@@ -38,6 +38,8 @@ type Config struct {
 	// HTTPClient makes the calls. Default: a client with Timeout 30s and a
 	// transport that keeps up to 64 idle connections to the vendor (the
 	// standard library's default keeps 2, too few for concurrent workers).
+	// Whatever its CheckRedirect, the client follows no redirect
+	// (NoRedirects).
 	HTTPClient *http.Client
 	// Costs is the cost table used when X-Credits-Charged is absent, and
 	// returned by [Client.Costs] for reservations. Zero value: DefaultCosts().
@@ -122,6 +124,7 @@ func NewClient(cfg Config) (*Client, error) {
 		t.MaxIdleConnsPerHost = 64
 		c.hc = &http.Client{Timeout: DefaultTimeout, Transport: t}
 	}
+	c.hc = NoRedirects(c.hc)
 	if c.costs == (CostTable{}) {
 		c.costs = DefaultCosts()
 	}

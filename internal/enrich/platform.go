@@ -65,6 +65,8 @@ type PlatformConfig struct {
 	// Version is sent as Platform-Version on every call (YYYYMM).
 	Version string
 	// HTTPClient makes the calls. Default: a client with a 30s timeout.
+	// Whatever its CheckRedirect, the client follows no redirect
+	// (NoRedirects).
 	HTTPClient *http.Client
 	// UserAgent is sent as User-Agent. Default "enrichq".
 	UserAgent string
@@ -96,6 +98,7 @@ func NewPlatformClient(cfg PlatformConfig) (*PlatformClient, error) {
 	if c.hc == nil {
 		c.hc = &http.Client{Timeout: DefaultTimeout}
 	}
+	c.hc = NoRedirects(c.hc)
 	if c.ua == "" {
 		c.ua = DefaultUserAgent
 	}

@@ -46,7 +46,7 @@ func TestPatchBudgetResumesAPausedJob(t *testing.T) {
 	b := setup(t)
 	job := b.mustCreate(t, keyA, "roles=CTO&budget_credits=10", "ref,company\n1,Acme\n")
 	ctx := context.Background()
-	if _, err := b.st.PauseJob(ctx, job.ID, store.BudgetPausePrefix+": 10 spent"); err != nil {
+	if _, err := b.st.PauseJob(ctx, job.ID, domain.PausedByJobBudget, store.BudgetPausePrefix+": 10 spent"); err != nil {
 		t.Fatal(err)
 	}
 	path := "/v1/jobs/" + job.ID

@@ -4,11 +4,11 @@ import "github.com/enrichq/enrichq/internal/domain"
 
 // routes is the whole HTTP surface of the API (see api.md). Every /v1 route
 // needs "Authorization: Bearer <key>" of a key holding the route's scope
-// (read or submit: api.md, "Scopes"); a job of another tenant is a 404.
+// (read, submit or admin: api.md, "Scopes"); a job of another tenant is a 404.
 // Unknown routes are a JSON 404 and a known route with the wrong method a
 // JSON 405 (see dispatch).
 func (s *server) routes() {
-	const scopeRead, scopeSubmit = domain.ScopeRead, domain.ScopeSubmit
+	const scopeRead, scopeSubmit, scopeAdmin = domain.ScopeRead, domain.ScopeSubmit, domain.ScopeAdmin
 
 	s.mux.HandleFunc("GET /healthz", s.healthz) // the process is up
 	s.mux.HandleFunc("GET /readyz", s.readyz)   // Postgres and Redis answer
@@ -22,6 +22,12 @@ func (s *server) routes() {
 	s.mux.Handle("POST /v1/jobs/{id}/cancel", s.authenticate(scopeSubmit, s.cancelJob)) // unclaimed rows become skipped
 	s.mux.Handle("PATCH /v1/jobs/{id}", s.authenticate(scopeSubmit, s.patchJob))        // {"budget_credits": N}: raising it resumes a budget-paused job
 	s.mux.Handle("GET /v1/jobs/{id}/costs", s.authenticate(scopeRead, s.jobCosts))      // the ledger by stage
+	s.mux.Handle("POST /v1/jobs/{id}/resume", s.authenticate(scopeSubmit, s.resumeJob)) // a job paused by the vendor's refusal or an allowance (account.go)
+
+	// The tenant's account (account.go): limits, this month's credits, the webhook secret.
+	s.mux.Handle("GET /v1/account", s.authenticate(scopeRead, s.getAccount))                           // limits, spent and reserved this month
+	s.mux.Handle("PATCH /v1/account", s.authenticate(scopeAdmin, s.patchAccount))                      // {"default_job_budget": N|null, "monthly_allowance": N|null}
+	s.mux.Handle("POST /v1/account/webhook-secret", s.authenticate(scopeAdmin, s.rotateWebhookSecret)) // a new secret, shown once
 
 	s.mux.Handle("POST /v1/uploads", s.authenticate(scopeSubmit, s.postUpload))          // a file kept for estimates and submits by id (uploads.go)
 	s.mux.Handle("GET /v1/uploads/{id}", s.authenticate(scopeRead, s.getUpload))         // what it held, until when it is kept

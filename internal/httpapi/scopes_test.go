@@ -42,6 +42,9 @@ func scopedKeys(d *Deps) {
 func TestRouteScopes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, scopedKeys)
+	if _, err := b.st.EnsureTenant(context.Background(), tenantA); err != nil {
+		t.Fatal(err)
+	}
 	job := b.mustCreate(t, keyA, "", oneRow)
 	routes := []struct {
 		method, path, body string
@@ -55,8 +58,12 @@ func TestRouteScopes(t *testing.T) {
 		{http.MethodGet, "/v1/jobs/" + job.ID + "/results?format=csv", "", domain.ScopeRead},
 		{http.MethodGet, "/v1/jobs/" + job.ID + "/costs", "", domain.ScopeRead},
 		{http.MethodPatch, "/v1/jobs/" + job.ID, `{"budget_credits": 5}`, domain.ScopeSubmit},
+		{http.MethodPost, "/v1/jobs/" + job.ID + "/resume", "", domain.ScopeSubmit},
 		{http.MethodPost, "/v1/jobs/" + job.ID + "/cancel", "", domain.ScopeSubmit},
 		{http.MethodGet, "/v1/results", "", domain.ScopeRead},
+		{http.MethodGet, "/v1/account", "", domain.ScopeRead},
+		{http.MethodPatch, "/v1/account", `{"monthly_allowance": 500000}`, domain.ScopeAdmin},
+		{http.MethodPost, "/v1/account/webhook-secret", "", domain.ScopeAdmin},
 		{http.MethodGet, "/v1/platform/connect", "", domain.ScopeSubmit},
 		{http.MethodGet, "/v1/platform/members", "", domain.ScopeRead},
 		{http.MethodGet, "/v1/platform/members/" + job.ID, "", domain.ScopeRead},
@@ -108,6 +115,9 @@ func TestKeyWithoutTenantSeesNothing(t *testing.T) {
 		{http.MethodGet, "/v1/jobs/" + job.ID + "/costs", ""},
 		{http.MethodPost, "/v1/jobs/" + job.ID + "/cancel", ""},
 		{http.MethodGet, "/v1/results", ""},
+		{http.MethodGet, "/v1/account", ""},
+		{http.MethodPost, "/v1/jobs/" + job.ID + "/resume", ""},
+		{http.MethodPost, "/v1/account/webhook-secret", ""},
 	} {
 		resp, data := b.call(t, rt.method, rt.path, keyNoTenant, strings.NewReader(rt.body), "Content-Type", "text/csv")
 		if resp.StatusCode != http.StatusForbidden || apiErr(t, data).Code != "no_tenant" || strings.Contains(string(data), job.ID) {

@@ -202,24 +202,27 @@ func (c *chunkRun) halt(ctx context.Context, err error) {
 	switch {
 	case errors.As(err, &be):
 		c.stop = errStopBudget
-		if be.Scope == "account" {
-			c.pause(ctx, store.BudgetPausePrefix+": "+be.Error()+"; it renews on the 1st of next month (UTC), or raise ENRICHQ_VENDOR_MONTHLY_CREDITS")
-		} else {
-			c.pause(ctx, store.BudgetPausePrefix+": "+be.Error()+"; raise budget_credits (PATCH /v1/jobs/{id}) to continue")
+		switch be.Scope {
+		case "account":
+			c.pause(ctx, domain.PausedByAllowance, store.BudgetPausePrefix+": "+be.Error()+"; the job resumes on the 1st of next month (UTC), or raise ENRICHQ_VENDOR_MONTHLY_CREDITS and resume it")
+		case "tenant":
+			c.pause(ctx, domain.PausedByAllowance, store.BudgetPausePrefix+": "+be.Error()+"; the job resumes on the 1st of next month (UTC), or when an admin raises monthly_allowance (PATCH /v1/account)")
+		default:
+			c.pause(ctx, domain.PausedByJobBudget, store.BudgetPausePrefix+": "+be.Error()+"; raise budget_credits (PATCH /v1/jobs/{id}) to continue")
 		}
 	case errors.As(err, &ve) && ve.Class == enrich.ClassUnauthorized:
 		c.stop = errStopJob
-		c.pause(ctx, "the vendor refused the API key (401): check ENRICHQ_VENDOR_KEY; "+ve.Message)
+		c.pause(ctx, domain.PausedByVendorAccess, "the vendor refused the API key (401): check ENRICHQ_VENDOR_KEY, then resume the job (POST /v1/jobs/{id}/resume); "+ve.Message)
 	case errors.As(err, &ve) && ve.Class == enrich.ClassForbidden:
 		c.stop = errStopJob
-		c.pause(ctx, "the vendor refused access (403 "+ve.Code+"): the plan has no API access; "+ve.Message)
+		c.pause(ctx, domain.PausedByVendorAccess, "the vendor refused access (403 "+ve.Code+"): the plan has no API access; once it has, resume the job (POST /v1/jobs/{id}/resume); "+ve.Message)
 	default:
 		c.stop = errStopJob
 	}
 }
 
-func (c *chunkRun) pause(ctx context.Context, reason string) {
-	paused, err := c.p.store.PauseJob(context.WithoutCancel(ctx), c.job.ID, reason)
+func (c *chunkRun) pause(ctx context.Context, cause domain.PauseCause, reason string) {
+	paused, err := c.p.store.PauseJob(context.WithoutCancel(ctx), c.job.ID, cause, reason)
 	if err != nil {
 		c.p.log.Error("pause job failed", "job_id", c.job.ID, "err", err)
 		return

@@ -29,7 +29,7 @@ type Submitter struct {
 	Bulk      bool
 	Costs     enrich.CostTable
 
-	// Webhooks: whether callbacks can be sent (a secret is configured), and
+	// Webhooks: whether callbacks are sent (config.Webhooks.Enabled), and
 	// whether callback URLs may point at loopback or private networks.
 	WebhooksEnabled       bool
 	AllowPrivateCallbacks bool
@@ -64,7 +64,7 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (job store.Job, 
 	if url := sub.Options.CallbackURL; url != "" {
 		msg := ""
 		if !s.WebhooksEnabled {
-			msg = "this server sends no callbacks (ENRICHQ_WEBHOOK_SECRET is not set); poll GET /v1/jobs/{id} instead"
+			msg = "this server sends no callbacks (ENRICHQ_WEBHOOKS is off); poll GET /v1/jobs/{id} instead"
 		} else if err := webhook.CheckCallbackURL(ctx, url, s.AllowPrivateCallbacks); err != nil {
 			msg = err.Error()
 		}

@@ -61,13 +61,14 @@ type Settings struct {
 
 // Services builds the scheduler's own services in the order a round steps
 // them: lost leases first (their chunks go back to the queue at once), then
-// a lost queue, dead reservations, due chunks, finished jobs, the feed,
-// expired uploads.
+// a lost queue, dead reservations, jobs whose allowance renewed, due
+// chunks, finished jobs, the feed, expired uploads.
 func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger) []Service {
 	return []Service{
 		NewLeaseRescuer(st, enq, LeaseRescuerConfig{Interval: s.Interval, MaxAttempts: s.MaxAttempts, Batch: s.Batch}),
 		NewQueueWatcher(st, enq, QueueWatcherConfig{Interval: s.Interval}, log),
 		NewReservationExpirer(st, ReservationExpirerConfig{Interval: s.Interval, Batch: s.Batch}),
+		NewAllowanceResumer(st, AllowanceResumerConfig{Interval: s.Interval, Batch: s.Batch}, log),
 		NewChunkDispatcher(st, enq, ChunkDispatcherConfig{Interval: s.Interval, Recheck: s.Recheck, Window: s.Window, Batch: s.Batch}),
 		NewJobFinisher(st, JobFinisherConfig{Interval: s.Interval, Metrics: s.Metrics}, log),
 		NewFeedAdvancer(st, FeedAdvancerConfig{Interval: s.Interval}),

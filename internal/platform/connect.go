@@ -102,7 +102,7 @@ func (p *Platform) CompleteConnect(ctx context.Context, cb Callback) (store.Plat
 	tok, err := p.cfg.OAuth.Exchange(p.oauthContext(ctx), cb.Code, oauth2.VerifierOption(string(verifier)))
 	if err != nil {
 		var re *oauth2.RetrieveError
-		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
+		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
 			return store.PlatformMember{}, &ConnectError{Code: "code_refused", Err: err,
 				Message: "the platform refused the authorization code: " + retrieveErrorText(re)}
 		}

@@ -56,7 +56,8 @@ type Config struct {
 	// Box encrypts tokens and PKCE verifiers at rest.
 	Box *secretbox.Box
 	// HTTPClient calls the token endpoint. Default: a client with a
-	// DefaultTimeout timeout.
+	// DefaultTimeout timeout. It follows no redirect (enrich.NoRedirects):
+	// a token request carries the app's secret and a member's grant.
 	HTTPClient *http.Client
 	// ChunkSize is the members per sync task. Default jobs.DefaultChunkSize.
 	ChunkSize int
@@ -94,6 +95,7 @@ func (c *Config) fill() {
 	if c.HTTPClient == nil {
 		c.HTTPClient = &http.Client{Timeout: DefaultTimeout}
 	}
+	c.HTTPClient = enrich.NoRedirects(c.HTTPClient)
 	c.ChunkSize = positive(c.ChunkSize, jobs.DefaultChunkSize)
 	c.Concurrency = positive(c.Concurrency, DefaultConcurrency)
 	c.Lease = positive(c.Lease, jobs.DefaultLease)

@@ -28,6 +28,7 @@ import (
 	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 // platformBundle is a member sync pipeline for one test: real Postgres, real
@@ -59,6 +60,8 @@ type platformOptions struct {
 	start     time.Time         // the fake clock's start; default a weekday noon UTC
 	noWorker  bool
 	recheck   time.Duration // default 200ms
+	// token, when set, serves the token endpoint in front of the fake's.
+	token func(fake http.Handler) http.Handler
 }
 
 // lockedBuffer collects logs written from several goroutines.
@@ -105,8 +108,14 @@ func newPlatformBundle(t *testing.T, o platformOptions) *platformBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tokenBase := fsrv.URL
+	if o.token != nil {
+		tsrv := httptest.NewServer(o.token(fp))
+		t.Cleanup(tsrv.Close)
+		tokenBase = tsrv.URL
+	}
 	oauth, err := enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: fsrv.URL + fakeplatform.PathAuthorize,
-		TokenURL: fsrv.URL + fakeplatform.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret, RedirectURL: redirectURL})
+		TokenURL: tokenBase + fakeplatform.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret, RedirectURL: redirectURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -661,6 +670,43 @@ func TestTokenExpiryMadeLoud(t *testing.T) {
 }
 
 func ptrTime(t time.Time) *time.Time { return &t }
+
+// A token refresh holds no transaction of the store open while the
+// platform answers: the token endpoint looks at pg_stat_activity as it does.
+func TestTokenRefreshHoldsNoTransaction(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var pb *platformBundle
+	var mu sync.Mutex
+	var held []int
+	pb = newPlatformBundle(t, platformOptions{noWorker: true, token: func(fake http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := r.ParseForm(); err == nil && r.PostForm.Get("grant_type") == "refresh_token" {
+				n := storetest.IdleTransactions(t, pb.Store)
+				mu.Lock()
+				held = append(held, n)
+				mu.Unlock()
+			}
+			fake.ServeHTTP(w, r)
+		})
+	}})
+	day := 24 * time.Hour
+	pb.fp.SetTokenTTL(3*day, 365*day)
+	bob := pb.connect(t, "acme", "m-bob", "Bob", "Roe")
+	pb.clock.Advance(2 * day)
+	st, err := pb.p.SweepTokens(ctx)
+	if err != nil || st.Refreshed != 1 {
+		t.Fatalf("sweep: %+v %v", st, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(held) != 1 || held[0] != 0 {
+		t.Fatalf("transactions open while the token endpoint answered: %v, want one refresh seeing none", held)
+	}
+	if m, _ := pb.Store.GetPlatformMember(ctx, "acme", bob.ID); m.RefreshedAt == nil || m.Status != store.MemberActive {
+		t.Errorf("bob after the refresh: %+v", m)
+	}
+}
 
 func TestConnectFlowRefusals(t *testing.T) {
 	t.Parallel()

@@ -251,7 +251,7 @@ func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Du
 		reason = errTokenKey.Error()
 	}
 	if reason != "" {
-		if ok, err := p.store.PauseJob(sctx, job.ID, reason); err != nil {
+		if ok, err := p.store.PauseJob(sctx, job.ID, domain.PausedByPlatform, reason); err != nil {
 			return 0, err
 		} else if ok {
 			p.log.Error("member sync paused", "job_id", job.ID, "reason", reason)

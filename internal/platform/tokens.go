@@ -1,8 +1,8 @@
 package platform
 
 // Member tokens: sealed at rest (bound to their tenant and member), renewed
-// with the refresh token under the member's row lock, and their expiry made
-// loud by the token sweep.
+// with the refresh token under a claim of the member (never a transaction
+// held across the call), and their expiry made loud by the token sweep.
 
 import (
 	"context"
@@ -84,60 +84,100 @@ type refreshOutcome struct {
 	token  sealedToken          // the usable token, when member is active
 }
 
-// refresh renews a member's access token with its refresh token, under the
-// member's row lock (a concurrent refresh is waited for and reused). A
-// refusal (invalid_grant, no refresh token) marks the member needs_reauth;
-// a failure of the platform is returned as an error and changes nothing.
+// refreshPoll is how often a refresh that found another one under way looks
+// at the member again.
+const refreshPoll = 50 * time.Millisecond
+
+// refreshLease is how long a refresh claim holds: the token call's timeout
+// and a margin. A refresher lost mid-call gives the member up after it.
+func (p *Platform) refreshLease() time.Duration {
+	return max(p.cfg.HTTPClient.Timeout, DefaultTimeout) + 30*time.Second
+}
+
+// refresh renews a member's access token with its refresh token. The
+// refresh is claimed in the database for a while (a concurrent refresh is
+// waited for and its token used: a refresh token is spent once), and no
+// transaction is open while the platform is called: the claim, and the
+// write of the new token, are short statements of their own. A refusal
+// (invalid_grant, no refresh token) marks the member needs_reauth; a
+// failure of the platform is returned as an error and changes nothing.
 func (p *Platform) refresh(ctx context.Context, m store.PlatformMember) (refreshOutcome, error) {
-	var usable sealedToken
-	cur, err := p.store.LockPlatformMember(ctx, m.ID, func(cur store.PlatformMember) (store.MemberUpdate, error) {
-		if cur.Status != store.MemberActive {
-			return store.MemberUpdate{}, nil
-		}
-		st, err := p.openToken(cur)
-		if err != nil {
-			return store.MemberUpdate{}, err
-		}
-		if cur.Token.IssuedAt.After(m.Token.IssuedAt) {
-			usable = st // another worker refreshed it meanwhile
-			return store.MemberUpdate{}, nil
-		}
-		if st.RefreshToken == "" {
-			return store.MemberUpdate{NeedsReauth: "token expired and no refresh token is held; the member must reconnect"}, nil
-		}
-		now := p.cfg.Now()
-		nt, err := p.cfg.OAuth.TokenSource(p.oauthContext(ctx), &oauth2.Token{RefreshToken: st.RefreshToken}).Token()
-		if err != nil {
-			var re *oauth2.RetrieveError
-			if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
-				return store.MemberUpdate{NeedsReauth: "token refresh refused (" + retrieveErrorText(re) + "); the member must reconnect"}, nil
-			}
-			return store.MemberUpdate{}, fmt.Errorf("token refresh: %w", err)
-		}
-		life := enrich.PlatformTokenLifeOf(nt, now)
-		var keep *time.Time
-		if nt.RefreshToken == st.RefreshToken {
-			keep = cur.Token.RefreshExpiresAt
-		}
-		pt, err := p.sealToken(cur.Tenant, cur.MemberID, nt, life, now, keep)
-		if err != nil {
-			return store.MemberUpdate{}, err
-		}
-		usable = sealedToken{AccessToken: nt.AccessToken, TokenType: nt.TokenType, RefreshToken: nt.RefreshToken, Expiry: life.Expiry}
-		return store.MemberUpdate{Token: &pt}, nil
-	})
-	if err != nil {
-		return refreshOutcome{member: cur}, err
-	}
-	if cur.Status == store.MemberActive && usable.AccessToken == "" {
-		// Active, not refreshed by anyone, and nothing to do: the stored token stands.
-		st, err := p.openToken(cur)
+	for {
+		cur, claim, err := p.store.ClaimMemberRefresh(ctx, m.ID, p.refreshLease())
 		if err != nil {
 			return refreshOutcome{member: cur}, err
 		}
-		usable = st
+		if cur.Status != store.MemberActive {
+			return refreshOutcome{member: cur}, nil
+		}
+		if cur.Token.IssuedAt.After(m.Token.IssuedAt) {
+			// Another refresher renewed it meanwhile: use its token.
+			if claim != "" {
+				if cur, err = p.store.FinishMemberRefresh(ctx, m.ID, claim, store.MemberUpdate{}); err != nil {
+					return refreshOutcome{member: cur}, err
+				}
+			}
+			st, err := p.openToken(cur)
+			return refreshOutcome{member: cur, token: st}, err
+		}
+		if claim == "" {
+			select { // another refresher is calling the platform
+			case <-ctx.Done():
+				return refreshOutcome{member: cur}, ctx.Err()
+			case <-time.After(refreshPoll):
+			}
+			continue
+		}
+		u, usable, err := p.renew(ctx, cur)
+		if err != nil {
+			if _, ferr := p.store.FinishMemberRefresh(context.WithoutCancel(ctx), m.ID, claim, store.MemberUpdate{}); ferr != nil {
+				p.log.Warn("platform token refresh claim not given up; it lapses", "member", m.ID, "err", ferr)
+			}
+			return refreshOutcome{member: cur}, err
+		}
+		cur, err = p.store.FinishMemberRefresh(ctx, m.ID, claim, u)
+		if err != nil {
+			return refreshOutcome{member: cur}, err
+		}
+		if cur.Status == store.MemberActive && usable.AccessToken == "" {
+			if usable, err = p.openToken(cur); err != nil {
+				return refreshOutcome{member: cur}, err
+			}
+		}
+		return refreshOutcome{member: cur, token: usable}, nil
 	}
-	return refreshOutcome{member: cur, token: usable}, nil
+}
+
+// renew calls the platform's token endpoint with cur's refresh token and
+// says what to store. It runs outside any transaction.
+func (p *Platform) renew(ctx context.Context, cur store.PlatformMember) (store.MemberUpdate, sealedToken, error) {
+	st, err := p.openToken(cur)
+	if err != nil {
+		return store.MemberUpdate{}, sealedToken{}, err
+	}
+	if st.RefreshToken == "" {
+		return store.MemberUpdate{NeedsReauth: "token expired and no refresh token is held; the member must reconnect"}, sealedToken{}, nil
+	}
+	now := p.cfg.Now()
+	nt, err := p.cfg.OAuth.TokenSource(p.oauthContext(ctx), &oauth2.Token{RefreshToken: st.RefreshToken}).Token()
+	if err != nil {
+		var re *oauth2.RetrieveError
+		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
+			return store.MemberUpdate{NeedsReauth: "token refresh refused (" + retrieveErrorText(re) + "); the member must reconnect"}, sealedToken{}, nil
+		}
+		return store.MemberUpdate{}, sealedToken{}, fmt.Errorf("token refresh: %w", err)
+	}
+	life := enrich.PlatformTokenLifeOf(nt, now)
+	var keep *time.Time
+	if nt.RefreshToken == st.RefreshToken {
+		keep = cur.Token.RefreshExpiresAt
+	}
+	pt, err := p.sealToken(cur.Tenant, cur.MemberID, nt, life, now, keep)
+	if err != nil {
+		return store.MemberUpdate{}, sealedToken{}, err
+	}
+	usable := sealedToken{AccessToken: nt.AccessToken, TokenType: nt.TokenType, RefreshToken: nt.RefreshToken, Expiry: life.Expiry}
+	return store.MemberUpdate{Token: &pt}, usable, nil
 }
 
 // TokenSweepStats is what one token sweep did.

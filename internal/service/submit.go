@@ -32,7 +32,8 @@ func CheckIdempotencyKey(key string) error {
 // submit). sub's Feed streams the upload's lookups; its Tenant is the
 // principal's, whatever it held. The upload is parsed within the limits and
 // the job options checked (the callback URL too) before anything is
-// stored: a rejected upload stores nothing. With an idempotency key the
+// stored: a rejected upload stores nothing. A job without a budget takes
+// the tenant's default job budget. With an idempotency key the
 // tenant used before, nothing is stored and the first job's status is the
 // answer, with created false.
 func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) (st JobStatus, created bool, err error) {
@@ -44,6 +45,9 @@ func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) 
 	}
 	sub.Tenant = p.Tenant
 	if err := s.fromUpload(ctx, p.Tenant, &sub); err != nil {
+		return JobStatus{}, false, err
+	}
+	if err := s.withDefaultBudget(ctx, p.Tenant, &sub); err != nil {
 		return JobStatus{}, false, err
 	}
 	job, created, err := s.submit.Submit(ctx, sub)
@@ -67,6 +71,9 @@ func (s *Service) Estimate(ctx context.Context, p Principal, sub jobs.Submission
 	}
 	sub.Tenant = p.Tenant
 	if err := s.fromUpload(ctx, p.Tenant, &sub); err != nil {
+		return jobs.Estimate{}, err
+	}
+	if err := s.withDefaultBudget(ctx, p.Tenant, &sub); err != nil {
 		return jobs.Estimate{}, err
 	}
 	return s.submit.Estimate(ctx, sub)

@@ -449,11 +449,11 @@ func (s *Store) StartJob(ctx context.Context, id string) error {
 	return interpretError(err)
 }
 
-// PauseJob stops a queued or running job with a reason shown to the user.
-// It reports whether this call paused it.
-func (s *Store) PauseJob(ctx context.Context, id, reason string) (bool, error) {
-	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET state = 'paused', state_reason = $2, updated_at = now()
-		WHERE id = $1 AND state IN ('queued', 'running')`, id, reason)
+// PauseJob stops a queued or running job for cause, with a reason shown to
+// the user. It reports whether this call paused it.
+func (s *Store) PauseJob(ctx context.Context, id string, cause domain.PauseCause, reason string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, `UPDATE jobs SET state = 'paused', state_reason = $2, paused_by = $3, paused_at = now(), updated_at = now()
+		WHERE id = $1 AND state IN ('queued', 'running')`, id, reason, cause)
 	if err != nil {
 		return false, interpretError(err)
 	}
@@ -469,7 +469,7 @@ func (s *Store) ResumeJob(ctx context.Context, id string) error {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
 	tag, err := tx.Exec(ctx, `UPDATE jobs SET state = CASE WHEN started_at IS NULL THEN 'queued' ELSE 'running' END,
-		state_reason = '', updated_at = now() WHERE id = $1 AND state = 'paused'`, id)
+		state_reason = '', paused_by = NULL, paused_at = NULL, updated_at = now() WHERE id = $1 AND state = 'paused'`, id)
 	if err != nil {
 		return interpretError(err)
 	}

@@ -21,14 +21,19 @@ const (
 
 // BudgetError says why a reservation did not fit.
 type BudgetError struct {
-	Scope                           string // "job" or "account" (the vendor key's monthly allowance)
+	// Scope is "job", "account" (the vendor key's monthly allowance) or
+	// "tenant" (the tenant's monthly allowance).
+	Scope                           string
 	Budget, Spent, Reserved, Wanted int64
 }
 
 func (e *BudgetError) Error() string {
 	what := "the job's budget"
-	if e.Scope == "account" {
+	switch e.Scope {
+	case "account":
 		what = "the vendor key's monthly allowance"
+	case "tenant":
+		what = "the tenant's monthly allowance"
 	}
 	return fmt.Sprintf("%d spent and %d reserved of %s of %d; the next call needs up to %d",
 		e.Spent, e.Reserved, what, e.Budget, e.Wanted)
@@ -120,6 +125,9 @@ func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
 		pgx.StrictNamedArgs{"job_id": r.JobID, "row_id": r.RowID, "row_count": r.RowCount, "stage": r.Stage, "endpoint": r.Endpoint,
 			"idempotency_key": r.IdempotencyKey, "credits": r.Credits, "ttl_ms": r.TTL.Milliseconds(), "account": account, "allowance": r.Allowance}).
 		Scan(&outcome, &id, &state, &spent, &reserved, &budget)
+	if be := tenantBudgetError(err, r.Credits); be != nil {
+		return 0, be
+	}
 	if err != nil {
 		return 0, err
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -24,9 +23,17 @@ func (s *Store) UpdateBudget(ctx context.Context, tenant, id string, budget *int
 		return Job{}, interpretError(err)
 	}
 	room := budget == nil || *budget > j.CreditsSpent+j.CreditsReserved
-	if j.State == domain.JobPaused && strings.HasPrefix(j.StateReason, BudgetPausePrefix) && !strings.Contains(j.StateReason, "monthly allowance") && room {
-		if err := s.ResumeJob(ctx, id); err != nil {
+	if j.State == domain.JobPaused && room {
+		// Only a pause by the job's own budget: an allowance still spent, or
+		// a key the vendor refuses, is not cured by a budget.
+		cause, err := s.pauseCause(ctx, id)
+		if err != nil {
 			return Job{}, err
+		}
+		if cause == domain.PausedByJobBudget {
+			if err := s.ResumeJob(ctx, id); err != nil {
+				return Job{}, err
+			}
 		}
 	}
 	return s.GetJob(ctx, tenant, id)

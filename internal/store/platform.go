@@ -236,7 +236,7 @@ func (s *Store) ListPlatformMembers(ctx context.Context, tenant string, f Member
 		ORDER BY connected_at, id LIMIT $5`, tenant, f.Status, f.EndingBefore, after, f.Limit))
 }
 
-// MemberUpdate is what LockPlatformMember's function decides.
+// MemberUpdate is what a token refresh decided (FinishMemberRefresh).
 type MemberUpdate struct {
 	// Token, when set, replaces the member's token (a refresh).
 	Token *PlatformToken
@@ -244,24 +244,53 @@ type MemberUpdate struct {
 	NeedsReauth string
 }
 
-// LockPlatformMember runs fn on the member's current row while holding it
-// (SELECT ... FOR UPDATE), then applies what fn returns, in one transaction:
-// two workers refreshing the same member's token take turns, and the second
-// sees the first one's token. fn may call the network. It returns the member
-// as stored afterwards.
-func (s *Store) LockPlatformMember(ctx context.Context, id string, fn func(PlatformMember) (MemberUpdate, error)) (PlatformMember, error) {
+// ClaimMemberRefresh takes, for lease, the right to refresh the member's
+// token, and returns the member as stored. claim is "" when another
+// refresher holds a live claim (or the member is not active): wait for its
+// token rather than spend the refresh token twice. The claim is one
+// statement: no transaction stays open while the platform is called.
+func (s *Store) ClaimMemberRefresh(ctx context.Context, id string, lease time.Duration) (m PlatformMember, claim string, err error) {
+	token := uuid.NewString()
+	var won bool
+	row := s.pool.QueryRow(ctx, `UPDATE platform_members SET
+			refresh_claim = CASE WHEN `+claimFree+` THEN $2::uuid ELSE refresh_claim END,
+			refresh_claim_until = CASE WHEN `+claimFree+` THEN now() + $3 * interval '1 millisecond' ELSE refresh_claim_until END
+		WHERE id = $1
+		RETURNING `+memberColumns+`, coalesce(refresh_claim = $2::uuid, false)`, id, token, lease.Milliseconds())
+	m, err = scanMember(extraScan{row, &won})
+	if err != nil || !won {
+		return m, "", err
+	}
+	return m, token, nil
+}
+
+// claimFree: the member's token may be claimed for a refresh.
+const claimFree = `status = 'active' AND (refresh_claim IS NULL OR refresh_claim_until < now())`
+
+// extraScan scans a row of memberColumns followed by more columns.
+type extraScan struct {
+	row   pgx.Row
+	extra *bool
+}
+
+func (e extraScan) Scan(dest ...any) error { return e.row.Scan(append(dest, e.extra)...) }
+
+// FinishMemberRefresh applies what the refresh under claim decided and
+// gives the claim up, in one short transaction, and returns the member as
+// stored afterwards. A claim that lapsed and was taken by another refresher
+// is ErrConflict: nothing is applied.
+func (s *Store) FinishMemberRefresh(ctx context.Context, id, claim string, u MemberUpdate) (PlatformMember, error) {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return PlatformMember{}, interpretError(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
-	m, err := scanMember(tx.QueryRow(ctx, `SELECT `+memberColumns+` FROM platform_members WHERE id = $1 FOR UPDATE`, id))
+	m, err := scanMember(tx.QueryRow(ctx, `SELECT `+memberColumns+` FROM platform_members WHERE id = $1 AND refresh_claim = $2::uuid FOR UPDATE`, id, claim))
+	if errors.Is(err, ErrNotFound) {
+		return PlatformMember{}, fmt.Errorf("%w: the refresh claim of member %s lapsed", ErrConflict, id)
+	}
 	if err != nil {
 		return PlatformMember{}, err
-	}
-	u, err := fn(m)
-	if err != nil {
-		return m, err
 	}
 	if t := u.Token; t != nil {
 		scopes := t.Scopes
@@ -282,7 +311,8 @@ func (s *Store) LockPlatformMember(ctx context.Context, id string, fn func(Platf
 			return m, interpretError(err)
 		}
 	}
-	m, err = scanMember(tx.QueryRow(ctx, `SELECT `+memberColumns+` FROM platform_members WHERE id = $1`, id))
+	m, err = scanMember(tx.QueryRow(ctx, `UPDATE platform_members SET refresh_claim = NULL, refresh_claim_until = NULL
+		WHERE id = $1 RETURNING `+memberColumns, id))
 	if err != nil {
 		return PlatformMember{}, err
 	}

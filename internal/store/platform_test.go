@@ -139,19 +139,38 @@ func TestPlatformMembers(t *testing.T) {
 		t.Errorf("reconnected: %+v", again)
 	}
 
-	// A locked update replaces the token.
-	m, err := st.LockPlatformMember(ctx, refr.ID, func(cur store.PlatformMember) (store.MemberUpdate, error) {
-		return store.MemberUpdate{Token: &store.PlatformToken{Sealed: []byte("new"), IssuedAt: t0.Add(time.Hour),
-			ExpiresAt: at(t0.Add(61 * 24 * time.Hour)), Refreshable: true}}, nil
-	})
-	if err != nil || string(m.Token.Sealed) != "new" || m.RefreshedAt == nil || len(m.Token.Scopes) != 2 {
-		t.Errorf("locked update: %+v, %v", m, err)
+	// A claimed refresh replaces the token; while it is claimed, no other
+	// refresher wins the member.
+	cur, claim, err := st.ClaimMemberRefresh(ctx, refr.ID, time.Minute)
+	if err != nil || claim == "" || cur.ID != refr.ID {
+		t.Fatalf("claim: %q %v", claim, err)
 	}
-	m, _ = st.LockPlatformMember(ctx, refr.ID, func(store.PlatformMember) (store.MemberUpdate, error) {
-		return store.MemberUpdate{NeedsReauth: "refresh refused"}, nil
-	})
+	if _, other, err := st.ClaimMemberRefresh(ctx, refr.ID, time.Minute); err != nil || other != "" {
+		t.Fatalf("a second claim while the first holds: %q %v", other, err)
+	}
+	m, err := st.FinishMemberRefresh(ctx, refr.ID, claim, store.MemberUpdate{Token: &store.PlatformToken{Sealed: []byte("new"), IssuedAt: t0.Add(time.Hour),
+		ExpiresAt: at(t0.Add(61 * 24 * time.Hour)), Refreshable: true}})
+	if err != nil || string(m.Token.Sealed) != "new" || m.RefreshedAt == nil || len(m.Token.Scopes) != 2 {
+		t.Errorf("claimed update: %+v, %v", m, err)
+	}
+	if _, err := st.FinishMemberRefresh(ctx, refr.ID, claim, store.MemberUpdate{}); !errors.Is(err, store.ErrConflict) {
+		t.Errorf("a claim given up, used again: %v", err)
+	}
+	// A lapsed claim is taken over.
+	if _, c1, _ := st.ClaimMemberRefresh(ctx, refr.ID, time.Millisecond); c1 == "" {
+		t.Fatal("no claim after the first was given up")
+	}
+	time.Sleep(5 * time.Millisecond) // the claim's lease, by the database's clock
+	_, c2, err := st.ClaimMemberRefresh(ctx, refr.ID, time.Minute)
+	if err != nil || c2 == "" {
+		t.Fatalf("a lapsed claim not taken over: %q %v", c2, err)
+	}
+	m, _ = st.FinishMemberRefresh(ctx, refr.ID, c2, store.MemberUpdate{NeedsReauth: "refresh refused"})
 	if m.Status != store.MemberNeedsReauth || m.StatusReason != "refresh refused" {
-		t.Errorf("locked needs_reauth: %s %q", m.Status, m.StatusReason)
+		t.Errorf("claimed needs_reauth: %s %q", m.Status, m.StatusReason)
+	}
+	if _, c3, _ := st.ClaimMemberRefresh(ctx, refr.ID, time.Minute); c3 != "" {
+		t.Error("a member who needs to reconnect was claimed for a refresh")
 	}
 }
 
@@ -281,7 +300,7 @@ func TestResumedPlatformSyncIsDueAtOnce(t *testing.T) {
 	if refs, err := st.PlatformChunksToEnqueue(ctx, time.Now(), time.Hour, 100); err != nil || len(refs) != 2 {
 		t.Fatalf("first dispatch: %v %v", refs, err)
 	}
-	if ok, err := st.PauseJob(ctx, job.ID, "platform version 202611 is retired; set a newer one"); err != nil || !ok {
+	if ok, err := st.PauseJob(ctx, job.ID, domain.PausedByPlatform, "platform version 202611 is retired; set a newer one"); err != nil || !ok {
 		t.Fatalf("pause: %v %v", ok, err)
 	}
 	if err := st.ResumeJob(ctx, job.ID); err != nil {

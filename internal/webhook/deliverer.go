@@ -1,15 +1,16 @@
-// Package webhook sends completion callbacks: signed POSTs to the
-// callback_url of a finished job, recorded in Postgres (webhook_deliveries)
-// and retried with backoff. Its Deliverer is a worker of its own, run on
-// every scheduler instance beside the maintenance leader: a tenant's slow
-// receiver holds up one delivery slot, never lease recovery.
+// Package webhook sends completion callbacks: POSTs to the callback_url of a
+// finished job, signed with the job's tenant's own secret (so no tenant can
+// sign for another), recorded in Postgres (webhook_deliveries) and retried
+// with backoff. Its Deliverer is a worker of its own, run on every scheduler
+// instance beside the maintenance leader: a tenant's slow receiver holds up
+// one delivery slot, never lease recovery, and one tenant holds at most
+// PerTenant slots.
 package webhook
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +32,7 @@ const (
 	DefaultRetryBase   = 10 * time.Second
 	DefaultRetryMax    = time.Hour
 	DefaultConcurrency = 8
+	DefaultPerTenant   = 2
 	DefaultPoll        = time.Second
 )
 
@@ -39,8 +41,6 @@ const batch = 100
 
 // Config configures a [Deliverer]. Zero values take the defaults.
 type Config struct {
-	// Secret signs every delivery. Required to send: without it nothing is sent.
-	Secret string
 	// AllowPrivate allows callback URLs on loopback and private networks;
 	// off, they are refused at submit and at connect.
 	AllowPrivate bool
@@ -53,6 +53,11 @@ type Config struct {
 	RetryBase, RetryMax time.Duration
 	// Concurrency is the deliveries in flight at once. Default DefaultConcurrency.
 	Concurrency int
+	// PerTenant caps the deliveries of one tenant in flight at once, across
+	// the schedulers sharing the database (store.ClaimWebhookDeliveries):
+	// the other tenants keep the rest of the slots while one tenant's
+	// receivers hang. Default DefaultPerTenant.
+	PerTenant int
 	// Poll is how long Run waits when nothing is due. Default DefaultPoll.
 	Poll time.Duration
 }
@@ -63,6 +68,7 @@ func (c *Config) fill() {
 	c.RetryBase = positive(c.RetryBase, DefaultRetryBase)
 	c.RetryMax = positive(c.RetryMax, DefaultRetryMax)
 	c.Concurrency = positive(c.Concurrency, DefaultConcurrency)
+	c.PerTenant = positive(c.PerTenant, DefaultPerTenant)
 	c.Poll = positive(c.Poll, DefaultPoll)
 }
 
@@ -110,13 +116,10 @@ func New(st *store.Store, cfg Config, log *slog.Logger) *Deliverer {
 func (d *Deliverer) lease() time.Duration { return d.cfg.Timeout + time.Minute }
 
 // Run delivers until ctx ends: it claims due deliveries as slots free up
-// (Concurrency in flight at most), so a receiver that hangs holds one slot
-// and the others go on; when nothing is due it waits Poll. It returns nil
+// (Concurrency in flight at most, PerTenant of one tenant), so a receiver
+// that hangs holds one slot and the others go on; when nothing is due it waits Poll. It returns nil
 // once ctx ends and the attempts in flight are recorded.
 func (d *Deliverer) Run(ctx context.Context) error {
-	if d.cfg.Secret == "" {
-		return errors.New("webhook: no secret to sign deliveries with (ENRICHQ_WEBHOOK_SECRET)")
-	}
 	slots := make(chan struct{}, d.cfg.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -138,7 +141,7 @@ func (d *Deliverer) Run(ctx context.Context) error {
 				break more
 			}
 		}
-		due, err := d.store.ClaimWebhookDeliveries(ctx, free, d.lease())
+		due, err := d.store.ClaimWebhookDeliveries(ctx, free, d.cfg.PerTenant, d.lease())
 		if err != nil && ctx.Err() == nil {
 			d.log.Error("webhook claim failed", "err", err)
 		}
@@ -163,13 +166,11 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	}
 }
 
-// DeliverDue sends the deliveries due now (up to a batch), Concurrency at
-// once, records each attempt, and returns how many were delivered.
+// DeliverDue sends the deliveries due now (up to a batch, PerTenant of a
+// tenant), Concurrency at once, records each attempt, and returns how many
+// were delivered.
 func (d *Deliverer) DeliverDue(ctx context.Context) (int, error) {
-	if d.cfg.Secret == "" {
-		return 0, nil
-	}
-	due, err := d.store.ClaimWebhookDeliveries(ctx, batch, d.lease())
+	due, err := d.store.ClaimWebhookDeliveries(ctx, batch, d.cfg.PerTenant, d.lease())
 	if err != nil || len(due) == 0 {
 		return 0, err
 	}
@@ -249,7 +250,7 @@ func (d *Deliverer) post(ctx context.Context, del store.WebhookDelivery) (int, e
 	req.Header.Set("User-Agent", "enrichq-webhook")
 	req.Header.Set(EventHeader, del.Event)
 	req.Header.Set(DeliveryHeader, strconv.FormatInt(del.ID, 10))
-	req.Header.Set(SignatureHeader, Sign(d.cfg.Secret, time.Now(), body))
+	req.Header.Set(SignatureHeader, Sign(del.Secret, time.Now(), body))
 	resp, err := d.client.Do(req)
 	if err != nil {
 		return 0, err

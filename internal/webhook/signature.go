@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// Headers of a delivery. The signature is HMAC-SHA256 with the shared
-// secret over "<timestamp>.<body>", sent as "t=<unix seconds>,v1=<hex>"; a
+// Headers of a delivery. The signature is HMAC-SHA256 with the tenant's
+// webhook secret over "<timestamp>.<body>", sent as "t=<unix seconds>,v1=<hex>"; a
 // receiver recomputes it and rejects old timestamps (replays).
 const (
 	SignatureHeader = "Enrichq-Signature"

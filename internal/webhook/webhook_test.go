@@ -28,9 +28,19 @@ func companies(n int) []ingest.RowIn {
 	return rows
 }
 
-// submit stores a job of rows through the API's submit path.
+// submit stores a job of rows of tenant acme through the API's submit path.
 func submit(b *jobstest.Bundle, t *testing.T, rows []ingest.RowIn, opts ingest.JobOptions) store.Job {
 	t.Helper()
+	return submitFor(b, t, "acme", rows, opts)
+}
+
+// submitFor stores a job of rows of tenant (created when new, with its
+// webhook secret) through the API's submit path.
+func submitFor(b *jobstest.Bundle, t *testing.T, tenant string, rows []ingest.RowIn, opts ingest.JobOptions) store.Job {
+	t.Helper()
+	if _, err := b.Store.EnsureTenant(context.Background(), tenant); err != nil {
+		t.Fatal(err)
+	}
 	if opts.Lookups == nil {
 		opts.Lookups = []domain.Stage{domain.StageProfile}
 	}
@@ -38,7 +48,7 @@ func submit(b *jobstest.Bundle, t *testing.T, rows []ingest.RowIn, opts ingest.J
 		opts.MaxAge = 720 * time.Hour
 	}
 	job, created, err := b.Submitter.Submit(context.Background(), jobs.Submission{
-		Tenant: "acme", Format: "json", Options: opts,
+		Tenant: tenant, Format: "json", Options: opts,
 		Feed: func(emit func(ingest.Lookup) error) error {
 			return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
 		},
@@ -53,7 +63,14 @@ func submit(b *jobstest.Bundle, t *testing.T, rows []ingest.RowIn, opts ingest.J
 // retried; every attempt is recorded.
 func TestWebhookSignedAndRetried(t *testing.T) {
 	t.Parallel()
-	const secret = "whsec-test-0123456789"
+	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
+	if _, err := b.Store.EnsureTenant(context.Background(), "acme"); err != nil {
+		t.Fatal(err)
+	}
+	secret, _, err := b.Store.RotateWebhookSecret(context.Background(), "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var mu sync.Mutex
 	var bodies [][]byte
 	var verifyErrs []error
@@ -73,9 +90,8 @@ func TestWebhookSignedAndRetried(t *testing.T) {
 	}))
 	t.Cleanup(recv.Close)
 
-	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
 	b.Submitter.WebhooksEnabled, b.Submitter.AllowPrivateCallbacks = true, true
-	d := webhook.New(b.Store, webhook.Config{Secret: secret, AllowPrivate: true,
+	d := webhook.New(b.Store, webhook.Config{AllowPrivate: true,
 		RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond}, b.Log)
 	job := submit(b, t, companies(5), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: recv.URL + "/hook"})
 	b.WaitJob(t, job.ID, domain.JobCompleted)
@@ -148,7 +164,7 @@ func TestWebhookRefusesPrivateNetworks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// ...but sent by a scheduler that does not allow private networks.
-	wh := webhook.New(b.Store, webhook.Config{Secret: "s"}, b.Log)
+	wh := webhook.New(b.Store, webhook.Config{}, b.Log)
 	if n, err := wh.DeliverDue(context.Background()); err != nil || n != 0 {
 		t.Fatalf("delivered %d (%v)", n, err)
 	}
@@ -185,7 +201,7 @@ func TestSlowReceiverHoldsOneSlot(t *testing.T) {
 		}
 		return job
 	}
-	d := webhook.New(b.Store, webhook.Config{Secret: "s", AllowPrivate: true, Concurrency: 2,
+	d := webhook.New(b.Store, webhook.Config{AllowPrivate: true, Concurrency: 2, PerTenant: 2,
 		Timeout: time.Hour, Poll: 10 * time.Millisecond}, b.Log)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -233,14 +249,144 @@ func TestSlowReceiverHoldsOneSlot(t *testing.T) {
 	}
 }
 
-// Without a secret nothing is signed, so nothing is sent.
-func TestDelivererNeedsSecret(t *testing.T) {
+// Each tenant's callbacks are signed with its own secret: tenant A's secret
+// does not verify tenant B's callback, so no tenant can sign for another.
+// A rotation takes effect at the next delivery; the old secret then fails.
+func TestTenantSecretsDoNotCross(t *testing.T) {
 	t.Parallel()
-	d := webhook.New(nil, webhook.Config{}, nil)
-	if err := d.Run(context.Background()); err == nil || !strings.Contains(err.Error(), "secret") {
-		t.Errorf("Run without a secret: %v", err)
+	ctx := context.Background()
+	type got struct {
+		header string
+		body   []byte
 	}
-	if n, err := d.DeliverDue(context.Background()); n != 0 || err != nil {
-		t.Errorf("DeliverDue without a secret: %d %v", n, err)
+	received := make(chan got, 10)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		received <- got{r.Header.Get(webhook.SignatureHeader), body}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(recv.Close)
+	b := jobstest.New(t, jobstest.Options{NoWorker: true})
+	b.Submitter.WebhooksEnabled, b.Submitter.AllowPrivateCallbacks = true, true
+	d := webhook.New(b.Store, webhook.Config{AllowPrivate: true}, b.Log)
+	deliver := func(tenant string) got {
+		t.Helper()
+		job := submitFor(b, t, tenant, companies(1), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: recv.URL})
+		if _, err := b.Store.CancelJob(ctx, tenant, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := d.DeliverDue(ctx); n != 1 || err != nil {
+			t.Fatalf("delivered %d (%v)", n, err)
+		}
+		return <-received
+	}
+	a := deliver("acme")
+	bb := deliver("beta")
+	secretA, _ := b.Store.TenantWebhookSecret(ctx, "acme")
+	secretB, _ := b.Store.TenantWebhookSecret(ctx, "beta")
+	if secretA == secretB {
+		t.Fatal("two tenants share a webhook secret")
+	}
+	now := time.Now()
+	if err := webhook.VerifySignature(secretA, a.header, a.body, time.Minute, now); err != nil {
+		t.Errorf("acme's callback with acme's secret: %v", err)
+	}
+	if err := webhook.VerifySignature(secretB, bb.header, bb.body, time.Minute, now); err != nil {
+		t.Errorf("beta's callback with beta's secret: %v", err)
+	}
+	if err := webhook.VerifySignature(secretA, bb.header, bb.body, time.Minute, now); err == nil {
+		t.Error("acme's secret verifies beta's callback")
+	}
+	if err := webhook.VerifySignature(secretB, a.header, a.body, time.Minute, now); err == nil {
+		t.Error("beta's secret verifies acme's callback")
+	}
+	// What beta could forge for acme's receiver: a body signed with the secret it holds.
+	forged := webhook.Sign(secretB, now, a.body)
+	if err := webhook.VerifySignature(secretA, forged, a.body, time.Minute, now); err == nil {
+		t.Error("a callback forged with beta's secret verifies with acme's")
+	}
+
+	rotated, _, err := b.Store.RotateWebhookSecret(ctx, "acme")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a2 := deliver("acme")
+	if err := webhook.VerifySignature(rotated, a2.header, a2.body, time.Minute, time.Now()); err != nil {
+		t.Errorf("after the rotation, with the new secret: %v", err)
+	}
+	if err := webhook.VerifySignature(secretA, a2.header, a2.body, time.Minute, time.Now()); err == nil {
+		t.Error("after the rotation, the old secret still verifies")
+	}
+}
+
+// One tenant's hung receivers hold at most PerTenant slots: another
+// tenant's callback goes out beside them, and the tenant's next one waits.
+func TestHungTenantHoldsPerTenantSlots(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	hung := make(chan struct{}, 10)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		hung <- struct{}{}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(slow.Close)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	t.Cleanup(fast.Close)
+
+	b := jobstest.New(t, jobstest.Options{NoWorker: true})
+	b.Submitter.WebhooksEnabled, b.Submitter.AllowPrivateCallbacks = true, true
+	finish := func(tenant, url string) store.Job {
+		job := submitFor(b, t, tenant, companies(1), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: url})
+		if _, err := b.Store.CancelJob(ctx, tenant, job.ID); err != nil {
+			t.Fatal(err)
+		}
+		return job
+	}
+	hog := []store.Job{finish("hog", slow.URL), finish("hog", slow.URL), finish("hog", slow.URL)}
+	d := webhook.New(b.Store, webhook.Config{AllowPrivate: true, Concurrency: 3, PerTenant: 2,
+		Timeout: time.Hour, Poll: 10 * time.Millisecond}, b.Log)
+	runCtx, stop := context.WithCancel(ctx)
+	ran := make(chan error, 1)
+	go func() { ran <- d.Run(runCtx) }()
+	defer func() {
+		stop()
+		<-ran
+	}()
+	for range 2 {
+		select {
+		case <-hung:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the hog's receivers were never called")
+		}
+	}
+	calm := finish("calm", fast.URL)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		w, err := b.Store.JobWebhook(ctx, calm.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if w.State == "delivered" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("another tenant's callback beside two hung ones: %+v", w)
+		}
+		time.Sleep(10 * time.Millisecond) // polling the deliverer's record
+	}
+	attempted := 0
+	for _, j := range hog {
+		if w, _ := b.Store.JobWebhook(ctx, j.ID); w.Attempts > 0 {
+			attempted++
+		}
+	}
+	if attempted != 2 {
+		t.Errorf("%d of the hog's 3 callbacks in flight, want its 2 slots", attempted)
+	}
+	select {
+	case <-hung:
+		t.Error("the hog's third callback went out beside its two hung ones")
+	default:
 	}
 }

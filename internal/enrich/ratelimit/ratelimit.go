@@ -51,6 +51,11 @@ const (
 	stateTTL = time.Hour
 )
 
+// DefaultMaxRetryAfter is Options.MaxRetryAfter's default: the longest shared cool-down one
+// Retry-After can set. Every worker on the key honours the cool-down, so one wrong header (a
+// year, a date in the wrong century) would otherwise stop them all for as long as it says.
+const DefaultMaxRetryAfter = 5 * time.Minute
+
 // ErrUnavailable is wrapped by the errors of Wait, WaitN, Throttled and Rate when Redis cannot be
 // reached or fails. The limiter then fails closed: the caller must not call the vendor, and should
 // treat the error as transient (retry the task later with backoff).
@@ -100,6 +105,10 @@ type Options struct {
 	// in which many 429s count once. Defaults 500 ms and 30 s.
 	BaseBackoff time.Duration
 	MaxBackoff  time.Duration
+	// MaxRetryAfter caps the cool-down a vendor's Retry-After sets (a longer one counts as this
+	// long, and is logged). Default DefaultMaxRetryAfter, 5 minutes. A vendor that truly needs
+	// longer answers 429 again when the cool-down ends, and sets it again.
+	MaxRetryAfter time.Duration
 	// MaxWait caps how long Wait sleeps: when the next slot is further away, Wait returns a
 	// *NotYetError instead. Default 0: no cap, Wait sleeps until the slot or until ctx ends.
 	MaxWait time.Duration
@@ -163,6 +172,12 @@ func New(rdb redis.UniversalClient, opts Options) (*Limiter, error) {
 	}
 	if opts.BaseBackoff < 0 || opts.MaxBackoff < opts.BaseBackoff {
 		return nil, fmt.Errorf("ratelimit: need 0 < BaseBackoff <= MaxBackoff, got %s and %s", opts.BaseBackoff, opts.MaxBackoff)
+	}
+	if opts.MaxRetryAfter == 0 {
+		opts.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if opts.MaxRetryAfter < 0 {
+		return nil, fmt.Errorf("ratelimit: Options.MaxRetryAfter must be >= 0, got %s", opts.MaxRetryAfter)
 	}
 	if opts.MaxWait < 0 {
 		return nil, fmt.Errorf("ratelimit: Options.MaxWait must be >= 0, got %s", opts.MaxWait)
@@ -259,7 +274,7 @@ func (l *Limiter) pause(ctx context.Context, d time.Duration, coolDown bool) err
 }
 
 // Throttled records a 429 seen by this process, retryAfter being the vendor's Retry-After (<= 0
-// when it sent none). The first 429 of an episode counts: every process then waits until
+// when it sent none; above MaxRetryAfter it counts as MaxRetryAfter). The first 429 of an episode counts: every process then waits until
 // now+retryAfter, or without Retry-After for Backoff(strikes-1, BaseBackoff, MaxBackoff, Rand)
 // where strikes is the shared count of consecutive counted 429s; the shared rate is multiplied by
 // 0.7 (not below MinRate); and the GCRA restarts empty when the cool-down ends, so the processes
@@ -269,6 +284,10 @@ func (l *Limiter) pause(ctx context.Context, d time.Duration, coolDown bool) err
 //
 // The error wraps ErrUnavailable when Redis fails (or is ctx.Err()).
 func (l *Limiter) Throttled(ctx context.Context, retryAfter time.Duration) error {
+	if retryAfter > l.opts.MaxRetryAfter {
+		l.opts.Logger.Warn("vendor Retry-After capped", "key", l.opts.Key, "retry_after", retryAfter, "cap", l.opts.MaxRetryAfter)
+		retryAfter = l.opts.MaxRetryAfter
+	}
 	res, err := l.run(ctx, throttleScript, 4, l.opts.Burst, max(retryAfter, 0).Microseconds(),
 		l.opts.BaseBackoff.Microseconds(), l.opts.MaxBackoff.Microseconds(), l.opts.Rand(), decreaseFactor)
 	if err != nil {

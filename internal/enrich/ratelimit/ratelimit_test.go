@@ -69,6 +69,7 @@ func TestNewValidatesAndDefaults(t *testing.T) {
 		{Key: "k", Rate: 10, MinRate: -1},
 		{Key: "k", Rate: 10, BaseBackoff: time.Minute, MaxBackoff: time.Second},
 		{Key: "k", Rate: 10, MaxWait: -1},
+		{Key: "k", Rate: 10, MaxRetryAfter: -1},
 	}
 	for _, o := range bad {
 		if _, err := New(b.rdb, o); err == nil {
@@ -84,6 +85,9 @@ func TestNewValidatesAndDefaults(t *testing.T) {
 	}
 	if l.opts.Burst != 5 || l.opts.MinRate != 2.5 || l.opts.BaseBackoff != 500*time.Millisecond || l.opts.MaxBackoff != 30*time.Second {
 		t.Errorf("defaults: Burst %d, MinRate %v, BaseBackoff %s, MaxBackoff %s", l.opts.Burst, l.opts.MinRate, l.opts.BaseBackoff, l.opts.MaxBackoff)
+	}
+	if l.opts.MaxRetryAfter != DefaultMaxRetryAfter || DefaultMaxRetryAfter != 5*time.Minute {
+		t.Errorf("default MaxRetryAfter %s, want 5m", l.opts.MaxRetryAfter)
 	}
 	if l, _ := New(b.rdb, Options{Key: "k", Rate: 0.5}); l.opts.Burst != 1 {
 		t.Errorf("Burst for Rate 0.5 = %d, want 1", l.opts.Burst)
@@ -174,6 +178,37 @@ func TestRetryAfterCoolsDownEveryLimiterOnTheKey(t *testing.T) {
 	}
 	if got, want := b.clock.Now().Sub(start), 2*time.Second+time.Second/7; !near(got, want, 2*time.Microsecond) {
 		t.Errorf("second Wait after the cool-down granted at +%s, want +%s", got, want)
+	}
+}
+
+// A Retry-After of a year cools every worker on the key down for MaxRetryAfter, not a year.
+func TestRetryAfterIsCapped(t *testing.T) {
+	t.Parallel()
+	b := setupFake(t)
+	a := b.newLimiter(t, Options{Rate: 10, Burst: 1})
+	c := b.newLimiter(t, Options{Rate: 10, Burst: 1})
+	probe := newProbe(t, b, 10)
+	start := b.clock.Now()
+	if err := a.Throttled(t.Context(), 365*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if d := coolDownLeft(t, probe); !near(d, DefaultMaxRetryAfter, time.Microsecond) {
+		t.Fatalf("cool-down after a Retry-After of a year = %s, want the cap %s", d, DefaultMaxRetryAfter)
+	}
+	if err := c.Wait(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.clock.Now().Sub(start); !near(got, DefaultMaxRetryAfter, time.Microsecond) {
+		t.Errorf("another worker's first grant at +%s, want +%s", got, DefaultMaxRetryAfter)
+	}
+	// A later 429 of the episode with another long Retry-After extends nothing past the cap.
+	own := b.newLimiter(t, Options{Rate: 10, Burst: 1, MaxRetryAfter: time.Minute})
+	b.clock.Advance(time.Second)
+	if err := own.Throttled(t.Context(), 100*365*24*time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if d := coolDownLeft(t, probe); d > time.Minute+time.Microsecond {
+		t.Errorf("cool-down with MaxRetryAfter 1m = %s, want at most 1m", d)
 	}
 }
 
@@ -442,7 +477,7 @@ func TestRedisDownFailsClosed(t *testing.T) {
 func TestStateExpires(t *testing.T) {
 	t.Parallel()
 	b := setupFake(t)
-	l := b.newLimiter(t, Options{Rate: 10})
+	l := b.newLimiter(t, Options{Rate: 10, MaxRetryAfter: time.Hour})
 	if err := l.Wait(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -165,3 +165,19 @@ func UnknownCalls(tb testing.TB, st *store.Store, jobID string) int {
 	}
 	return n
 }
+
+// IdleTransactions counts the sessions of st's database, other than this
+// helper's, that hold a transaction open while they wait on their client
+// (pg_stat_activity's "idle in transaction"): a transaction held across a
+// call to elsewhere shows here.
+func IdleTransactions(tb testing.TB, st *store.Store) int {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	var n int
+	if err := c.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%'`).Scan(&n); err != nil {
+		tb.Fatalf("storetest: idle transactions: %v", err)
+	}
+	return n
+}

@@ -1,0 +1,83 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/enrichq/enrichq/internal/service"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// getAccount is GET /v1/account: the tenant's limits and this month's credits.
+func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
+	a, err := s.svc.Account(r.Context(), principalFrom(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// patchAccount is PATCH /v1/account: {"default_job_budget": N|null,
+// "monthly_allowance": N|null}, either or both.
+func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
+	var body map[string]json.RawMessage
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil {
+		s.writeError(w, r, errorf(http.StatusBadRequest, "malformed_json", "the body must be a JSON object: %v", err))
+		return
+	}
+	var l service.AccountLimits
+	for k, raw := range body {
+		var dst *store.Limit
+		switch k {
+		case "default_job_budget":
+			dst = &l.DefaultJobBudget
+		case "monthly_allowance":
+			dst = &l.MonthlyAllowance
+		default:
+			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid_options",
+				"%q cannot change: send default_job_budget, monthly_allowance or both (a whole number >= 0, or null for none)", k))
+			return
+		}
+		dst.Set = true
+		if string(raw) != "null" {
+			n, err := strconv.ParseInt(string(raw), 10, 64)
+			if err != nil {
+				s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid_options", "%s must be a whole number >= 0 or null", k))
+				return
+			}
+			dst.Value = &n
+		}
+	}
+	a, err := s.svc.SetAccountLimits(r.Context(), principalFrom(r.Context()), l)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a)
+}
+
+// rotateWebhookSecret is POST /v1/account/webhook-secret: a new webhook
+// secret for the tenant, shown in this answer only.
+func (s *server) rotateWebhookSecret(w http.ResponseWriter, r *http.Request) {
+	sec, err := s.svc.RotateWebhookSecret(r.Context(), principalFrom(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, sec)
+}
+
+// resumeJob is POST /v1/jobs/{id}/resume: a job paused by the vendor's
+// refusal or by an allowance goes on.
+func (s *server) resumeJob(w http.ResponseWriter, r *http.Request) {
+	st, err := s.svc.Resume(r.Context(), principalFrom(r.Context()), r.PathValue("id"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
