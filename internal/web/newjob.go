@@ -144,7 +144,14 @@ func (u *UI) Estimate(w http.ResponseWriter, r *http.Request) {
 		u.estimateFailed(w, r, f, err)
 		return
 	}
-	up, err := u.svc.Upload(r.Context(), p, service.UploadRequest{Filename: hdr.Filename, Format: format, Body: file})
+	// The file is read as the API reads one sent without options: the
+	// job's own options come with the estimate.
+	read, err := ingest.ParseOptions(url.Values{}, u.svc.Limits())
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	up, err := u.svc.Upload(r.Context(), p, service.UploadRequest{Filename: hdr.Filename, Format: format, Body: file, Options: read})
 	if err != nil {
 		u.estimateFailed(w, r, f, err)
 		return
