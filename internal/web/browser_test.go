@@ -16,8 +16,10 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
+	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/store"
 )
 
 // Environment of the browser test (docs/web.md, "Tests").
@@ -45,7 +47,7 @@ func TestInBrowser(t *testing.T) {
 	}
 	t.Parallel()
 	began := time.Now()
-	s := newStack(t, jobstest.Options{Vendor: func(o *fakevendor.Options) { o.Latency = 50 * time.Millisecond }})
+	s := newStack(t, jobstest.Options{Vendor: func(o *fakevendor.Options) { o.Latency = 50 * time.Millisecond }}, true)
 
 	ctx := startBrowser(t)
 	shots := screenshots(t, ctx)
@@ -174,8 +176,37 @@ func TestInBrowser(t *testing.T) {
 	}
 	shots("not-found")
 
+	// Platform members: two connect through the consent screen, one must
+	// connect again.
 	do(t, ctx, "open the members", chromedp.Navigate(base+"/ui/members"))
-	waitFor(t, ctx, "the members page", `#not-configured`)
+	if n := text(t, ctx, chromedp.ID("connected-count")); n != "0" {
+		t.Fatalf("before any consent, %s members are connected", n)
+	}
+	for _, m := range []fakeplatform.Member{{ID: "m-ada", FirstName: "Ada", LastName: "Lovelace", Email: "ada@example.com", Headline: "Head of Sales"},
+		{ID: "m-bob", FirstName: "Bob", LastName: "Stone", Email: "bob@example.com", Headline: "Account Executive"}} {
+		s.platform.AddMember(m)
+		s.platform.SignIn(m.ID) // the member, signed in at the platform, consents
+		do(t, ctx, "open the members", chromedp.Navigate(base+"/ui/members"))
+		navigate(t, ctx, "connect "+m.ID, chromedp.Click(chromedp.ID("connect")))
+		if loc := mustPath(t, location(t, ctx)); loc != "/v1/platform/callback" {
+			t.Fatalf("after the consent screen, at %s", loc)
+		}
+	}
+	members, err := s.Store.ListPlatformMembers(context.Background(), tenantA, store.MemberFilter{Limit: 10})
+	if err != nil || len(members) != 2 {
+		t.Fatalf("members: %d, %v", len(members), err)
+	}
+	for _, m := range members {
+		if m.MemberID == "m-bob" {
+			if _, err := s.Store.MarkMemberNeedsReauth(context.Background(), m.ID, "the member revoked the app at the platform"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	do(t, ctx, "open the members", chromedp.Navigate(base+"/ui/members"))
+	if c, r := text(t, ctx, chromedp.ID("connected-count")), text(t, ctx, chromedp.ID("reconnect-count")); c != "1" || r != "1" {
+		t.Fatalf("the page counts %s connected and %s to reconnect, want 1 and 1", c, r)
+	}
 	shots("members")
 
 	// A phone's width: nothing wider than the screen.

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,9 +15,15 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2"
+
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/platform"
+	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/service"
 )
 
@@ -43,6 +50,8 @@ type stack struct {
 	*jobstest.Bundle
 	api   *httptest.Server
 	clock *clock
+	// platform is the fake platform of a stack made withPlatform; nil otherwise.
+	platform *fakeplatform.Platform
 }
 
 // clock is a settable clock for the page's sessions; it follows the real
@@ -64,19 +73,54 @@ func (c *clock) Advance(d time.Duration) {
 	c.offset += d
 }
 
-func newStack(t *testing.T, o jobstest.Options) *stack {
+// newStack starts a stack; withPlatform configures the platform's API
+// against a fake platform (the members page).
+func newStack(t *testing.T, o jobstest.Options, withPlatform bool) *stack {
 	t.Helper()
 	b := jobstest.New(t, o)
 	c := &clock{}
-	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
+	deps := httpapi.Deps{
 		Store: b.Store, Submitter: b.Submitter, Log: b.Log, Now: c.Now,
 		Keys: keys{
 			keyA:    {Tenant: tenantA, KeyID: "ka", Scopes: domain.Scopes},
 			keyB:    {Tenant: tenantB, KeyID: "kb", Scopes: domain.Scopes},
 			keyRead: {Tenant: tenantA, KeyID: "kr", Scopes: []domain.Scope{domain.ScopeRead}},
 		},
-	}))
+	}
+	var (
+		fp    *fakeplatform.Platform
+		oauth *oauth2.Config
+	)
+	if withPlatform {
+		fopts := fakeplatform.DefaultOptions()
+		fp = fakeplatform.New(fopts)
+		fsrv := httptest.NewServer(fp)
+		t.Cleanup(fsrv.Close)
+		client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: fsrv.URL, Version: "202611"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		oauth, err = enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: fsrv.URL + fakeplatform.PathAuthorize,
+			TokenURL: fsrv.URL + fakeplatform.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret,
+			RedirectURL: "http://placeholder/v1/platform/callback"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := make([]byte, secretbox.KeySize)
+		_, _ = rand.Read(key)
+		box, err := secretbox.New(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deps.Platform, err = platform.New(b.Store, nil, platform.Config{Client: client, OAuth: oauth, Box: box}, b.Log); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := httptest.NewServer(httpapi.NewServer(deps))
 	t.Cleanup(api.Close)
+	if oauth != nil {
+		oauth.RedirectURL = api.URL + "/v1/platform/callback" // known once the server listens
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -94,7 +138,7 @@ func newStack(t *testing.T, o jobstest.Options) *stack {
 		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	return &stack{Bundle: b, api: api, clock: c}
+	return &stack{Bundle: b, api: api, clock: c, platform: fp}
 }
 
 // api calls the JSON API with a bearer key and returns the answer's body.

@@ -21,7 +21,7 @@ import (
 // a real browser.
 func TestPage(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, jobstest.Options{})
+	s := newStack(t, jobstest.Options{}, false)
 
 	// A job of each tenant, through the API.
 	submit := func(key string) string {
@@ -184,6 +184,18 @@ func TestPage(t *testing.T) {
 		}
 		if _, body := s.call(t, http.MethodGet, "/v1/jobs/"+jobB, keyB, "", nil); strings.Contains(string(body), `"canceled"`) || strings.Contains(string(body), `"budget":5,`) {
 			t.Fatalf("tenant B's job changed: %s", body)
+		}
+	})
+
+	t.Run("PlatformNotConfigured", func(t *testing.T) {
+		t.Parallel()
+		p := s.person(t)
+		p.signIn(keyA)
+		if resp, body := p.get("/ui/members"); resp.StatusCode != http.StatusOK || !strings.Contains(body, `id="not-configured"`) {
+			t.Fatalf("members without a platform: %s\n%.400s", resp.Status, body)
+		}
+		if resp, body := p.get("/ui/members/connect"); resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("connect without a platform: %s\n%.400s", resp.Status, body)
 		}
 	})
 
