@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xuri/excelize/v2"
+
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 	"github.com/enrichq/enrichq/internal/web"
@@ -199,6 +201,29 @@ func TestPage(t *testing.T) {
 		}
 	})
 
+	t.Run("EveryFormat", func(t *testing.T) {
+		t.Parallel()
+		p := s.person(t)
+		p.signIn(keyA)
+		rows := [][]any{{"ref", "company"}, {"r1", "Acme AG"}, {"r2", "Beta GmbH"}, {"r3", "Gamma SA"}}
+		files := map[string][]byte{
+			"list.csv":  []byte("ref,company\nr1,Acme AG\nr2,Beta GmbH\nr3,Gamma SA\n"),
+			"list.tsv":  []byte("ref\tcompany\nr1\tAcme AG\nr2\tBeta GmbH\nr3\tGamma SA\n"),
+			"list.json": []byte(`{"rows": [{"ref": "r1", "company": "Acme AG"}, {"ref": "r2", "company": "Beta GmbH"}, {"ref": "r3", "company": "Gamma SA"}]}`),
+			"list.xlsx": xlsxBytes(t, rows),
+		}
+		for name, data := range files {
+			resp, body := p.upload(name, data, url.Values{"roles": {"CTO, VP Sales"}, "lookups": {"profile"}, "budget_credits": {"50"}})
+			if resp.StatusCode != http.StatusOK || !strings.Contains(body, `<dd id="est-rows">6 `) || !strings.Contains(body, `id="confirm-amount">12 credits<`) {
+				t.Errorf("%s: %s\n%.3000s", name, resp.Status, body)
+			}
+		}
+		resp, body := p.upload("list.pdf", []byte("%PDF-1.4"), url.Values{"lookups": {"profile"}})
+		if resp.StatusCode != http.StatusUnsupportedMediaType || !strings.Contains(body, ".csv, .tsv, .xlsx or .json") {
+			t.Errorf("a PDF: %s", resp.Status)
+		}
+	})
+
 	t.Run("ReadOnlyKey", func(t *testing.T) {
 		t.Parallel()
 		p := s.person(t)
@@ -227,22 +252,7 @@ func TestPage(t *testing.T) {
 		}
 		p := s.person(t)
 		p.signIn(keyA)
-		_, page := p.get("/ui/jobs/new")
-		var form bytes.Buffer
-		mw := multipart.NewWriter(&form)
-		_ = mw.WriteField("csrf", csrf(t, page))
-		_ = mw.WriteField("lookups", "profile")
-		fw, _ := mw.CreateFormFile("file", "bad.csv")
-		_, _ = fw.Write([]byte(bad))
-		_ = mw.Close()
-		resp, err := p.client.Post(s.api.URL+"/ui/jobs/new", mw.FormDataContentType(), &form)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out bytes.Buffer
-		_, _ = out.ReadFrom(resp.Body)
-		body := out.String()
+		resp, body := p.upload("bad.csv", []byte(bad), url.Values{"lookups": {"profile"}})
 		if resp.StatusCode != http.StatusUnprocessableEntity {
 			t.Fatalf("bad upload: %s\n%.500s", resp.Status, body)
 		}
@@ -256,4 +266,46 @@ func TestPage(t *testing.T) {
 			t.Errorf("a refused file left %d uploads", n)
 		}
 	})
+}
+
+// upload sends the new-job form with a file and fields, as the page does.
+func (p *person) upload(filename string, data []byte, fields url.Values) (*http.Response, string) {
+	p.t.Helper()
+	_, page := p.get("/ui/jobs/new")
+	var form bytes.Buffer
+	mw := multipart.NewWriter(&form)
+	_ = mw.WriteField("csrf", csrf(p.t, page))
+	for k, vs := range fields {
+		for _, v := range vs {
+			_ = mw.WriteField(k, v)
+		}
+	}
+	fw, _ := mw.CreateFormFile("file", filename)
+	_, _ = fw.Write(data)
+	_ = mw.Close()
+	resp, err := p.client.Post(p.s.api.URL+"/ui/jobs/new", mw.FormDataContentType(), &form)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	_, _ = out.ReadFrom(resp.Body)
+	return resp, out.String()
+}
+
+func xlsxBytes(t *testing.T, rows [][]any) []byte {
+	t.Helper()
+	f := excelize.NewFile()
+	defer f.Close()
+	for r, row := range rows {
+		cell, _ := excelize.CoordinatesToCellName(1, r+1)
+		if err := f.SetSheetRow("Sheet1", cell, &row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var buf bytes.Buffer
+	if err := f.Write(&buf); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
 }
