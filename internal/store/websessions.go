@@ -50,19 +50,36 @@ func (s *Store) CreateWebSession(ctx context.Context, token string, ws WebSessio
 
 // TouchWebSession returns the live session of token and moves its idle end
 // to now+idle (never past its absolute end); ErrNotFound when there is no
-// such session or it has ended.
+// such session or it has ended. The row is written at most once a minute,
+// however often a page polls.
 func (s *Store) TouchWebSession(ctx context.Context, token string, now time.Time, idle time.Duration) (WebSession, error) {
 	sum := sha256.Sum256([]byte(token))
+	ws, err := scanWebSession(s.pool.QueryRow(ctx, `SELECT `+webSessionColumns+` FROM web_sessions
+		WHERE token_sha256 = @sha AND expires_at > @now AND idle_until > @now`, pgx.StrictNamedArgs{"sha": sum[:], "now": now}))
+	if err != nil {
+		return WebSession{}, err
+	}
+	stale := now.Add(idle - time.Minute) // moved within the minute: leave the row be
+	if ws.ExpiresAt.Before(stale) {
+		stale = ws.ExpiresAt
+	}
+	if !ws.IdleUntil.Before(stale) {
+		return ws, nil
+	}
+	return scanWebSession(s.pool.QueryRow(ctx, `UPDATE web_sessions SET idle_until = least(expires_at, @next)
+		WHERE token_sha256 = @sha AND expires_at > @now AND idle_until > @now
+		RETURNING `+webSessionColumns, pgx.StrictNamedArgs{"sha": sum[:], "now": now, "next": now.Add(idle)}))
+}
+
+// webSessionColumns are WebSession's fields, in scanWebSession's order.
+const webSessionColumns = `tenant, key_id, scopes, csrf_token, created_at, idle_until, expires_at`
+
+func scanWebSession(row pgx.Row) (WebSession, error) {
 	var (
 		ws     WebSession
 		scopes []string
 	)
-	err := s.pool.QueryRow(ctx, `UPDATE web_sessions SET idle_until = least(expires_at, @next)
-		WHERE token_sha256 = @sha AND expires_at > @now AND idle_until > @now
-		RETURNING tenant, key_id, scopes, csrf_token, created_at, idle_until, expires_at`,
-		pgx.StrictNamedArgs{"sha": sum[:], "now": now, "next": now.Add(idle)}).
-		Scan(&ws.Tenant, &ws.KeyID, &scopes, &ws.CSRFToken, &ws.CreatedAt, &ws.IdleUntil, &ws.ExpiresAt)
-	if err != nil {
+	if err := row.Scan(&ws.Tenant, &ws.KeyID, &scopes, &ws.CSRFToken, &ws.CreatedAt, &ws.IdleUntil, &ws.ExpiresAt); err != nil {
 		return WebSession{}, interpretError(err)
 	}
 	for _, sc := range scopes {

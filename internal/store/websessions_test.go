@@ -38,6 +38,10 @@ func TestWebSessions(t *testing.T) {
 		!ws.IdleUntil.Equal(t0.Add(110*time.Minute)) {
 		t.Fatalf("touch within the hour: %+v, %v", ws, err)
 	}
+	// A page polled within the minute does not write the row again.
+	if ws, err := st.TouchWebSession(ctx, "token-1", t0.Add(50*time.Minute+30*time.Second), time.Hour); err != nil || !ws.IdleUntil.Equal(t0.Add(110*time.Minute)) {
+		t.Fatalf("touch within the minute: idle until %s, %v", ws.IdleUntil, err)
+	}
 	if _, err := st.TouchWebSession(ctx, "token-2", t0, time.Hour); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("an unknown token: %v", err)
 	}

@@ -32,20 +32,18 @@ func PrincipalFrom(ctx context.Context) (service.Principal, bool) {
 	return service.Principal{}, false
 }
 
-// session returns the live session of the request's cookie.
-func (u *UI) session(r *http.Request) (service.WebSession, bool) {
+// session returns the live session of the request's cookie; ok false
+// when there is none. An error means the sessions could not be read.
+func (u *UI) session(r *http.Request) (s service.WebSession, ok bool, err error) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
-		return service.WebSession{}, false
+		return service.WebSession{}, false, nil
 	}
-	s, err := u.svc.ResumeWebSession(r.Context(), c.Value, u.cfg.Session)
-	if err != nil {
-		if !errors.Is(err, service.ErrNotFound) {
-			u.cfg.Log.WarnContext(r.Context(), "web: reading a session", "err", err)
-		}
-		return service.WebSession{}, false
+	s, err = u.svc.ResumeWebSession(r.Context(), c.Value, u.cfg.Session)
+	if errors.Is(err, service.ErrNotFound) {
+		return service.WebSession{}, false, nil
 	}
-	return s, true
+	return s, err == nil, err
 }
 
 // Open serves a page that needs no session (sign-in, the stylesheet).
@@ -56,7 +54,11 @@ func (u *UI) Open(next http.HandlerFunc) http.Handler { return secure(next) }
 // which it lacks.
 func (u *UI) Page(scope domain.Scope, next http.HandlerFunc) http.Handler {
 	return secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s, ok := u.session(r)
+		s, ok, err := u.session(r)
+		if err != nil {
+			u.fail(w, r, err)
+			return
+		}
 		if !ok {
 			if r.Method == http.MethodGet && !strings.HasSuffix(r.URL.Path, "/status") {
 				http.Redirect(w, r, "/ui/signin", http.StatusSeeOther)
@@ -102,7 +104,7 @@ func (u *UI) signInData(w http.ResponseWriter, r *http.Request, msg string) sign
 
 // SignInPage is the sign-in form.
 func (u *UI) SignInPage(w http.ResponseWriter, r *http.Request) {
-	if _, ok := u.session(r); ok {
+	if _, ok, _ := u.session(r); ok {
 		http.Redirect(w, r, "/ui/jobs", http.StatusSeeOther)
 		return
 	}

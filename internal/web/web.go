@@ -162,7 +162,7 @@ func (u *UI) NotFound(w http.ResponseWriter, r *http.Request) {
 
 // Home sends a signed-in person to their jobs, anyone else to sign in.
 func (u *UI) Home(w http.ResponseWriter, r *http.Request) {
-	if _, ok := u.session(r); ok {
+	if _, ok, _ := u.session(r); ok {
 		http.Redirect(w, r, "/ui/jobs", http.StatusSeeOther)
 		return
 	}
