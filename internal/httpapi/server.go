@@ -102,7 +102,12 @@ func NewServer(deps Deps) http.Handler {
 	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
 		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir})
 	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
-	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Platform: deps.Platform, Session: deps.WebSession, Log: deps.Log, Now: deps.Now})
+	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Platform: deps.Platform, Session: deps.WebSession, Log: deps.Log, Now: deps.Now,
+		SignedIn: func(ctx context.Context, p service.Principal) {
+			if info := infoFrom(ctx); info != nil {
+				info.tenant = p.Tenant
+			}
+		}})
 	s.routes()
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.dispatch)))
 }

@@ -68,6 +68,9 @@ func (u *UI) Page(scope domain.Scope, next http.HandlerFunc) http.Handler {
 				Data: "Your session has ended. Sign in again to go on."})
 			return
 		}
+		if u.cfg.SignedIn != nil {
+			u.cfg.SignedIn(r.Context(), s.Principal)
+		}
 		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, &s))
 		if err := s.Principal.Require(scope); err != nil {
 			u.fail(w, r, err)

@@ -52,6 +52,9 @@ type Config struct {
 	Log *slog.Logger
 	// Now is the clock of relative times ("3 min ago"); default time.Now.
 	Now func() time.Time
+	// SignedIn, when set, is told the principal of each request with a
+	// live session (the request log names its tenant).
+	SignedIn func(ctx context.Context, p service.Principal)
 }
 
 // Defaults of Config.Session: a working day, and an hour away from the desk.
