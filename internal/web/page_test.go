@@ -309,3 +309,34 @@ func xlsxBytes(t *testing.T, rows [][]any) []byte {
 	}
 	return buf.Bytes()
 }
+
+// Cancel from the job's page: the job is canceled and the page says so;
+// Resume of a job that is not paused says why not.
+func TestCancelFromPage(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, jobstest.Options{NoWorker: true}, false) // the job waits: nothing works on it
+	resp, body := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", keyA, "text/csv", strings.NewReader(companiesCSV(5)))
+	var st struct{ ID string }
+	if err := json.Unmarshal(body, &st); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("submit: %s %s", resp.Status, body)
+	}
+	p := s.person(t)
+	p.signIn(keyA)
+	_, page := p.get("/ui/jobs/" + st.ID)
+	if !strings.Contains(page, `id="cancel"`) || !strings.Contains(page, "Waiting to start") {
+		t.Fatalf("a queued job's page:\n%.2000s", page)
+	}
+	resp, page = p.post("/ui/jobs/"+st.ID+"/resume", url.Values{"csrf": {csrf(t, page)}})
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(page, "not paused") {
+		t.Fatalf("resume a queued job: %s\n%.600s", resp.Status, page)
+	}
+	_, page = p.get("/ui/jobs/" + st.ID)
+	resp, page = p.post("/ui/jobs/"+st.ID+"/cancel", url.Values{"csrf": {csrf(t, page)}})
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "The job is canceled") || !strings.Contains(page, ">Canceled<") ||
+		strings.Contains(page, `id="cancel"`) {
+		t.Fatalf("cancel: %s\n%.2000s", resp.Status, page)
+	}
+	if _, body := s.call(t, http.MethodGet, "/v1/jobs/"+st.ID, keyA, "", nil); !strings.Contains(string(body), `"state":"canceled"`) {
+		t.Fatalf("the API after cancel: %s", body)
+	}
+}
