@@ -47,9 +47,9 @@ func TestInBrowser(t *testing.T) {
 	}
 	t.Parallel()
 	began := time.Now()
+	ctx := startBrowser(t) // first: without a browser there is nothing to set up
 	s := newStack(t, jobstest.Options{Vendor: func(o *fakevendor.Options) { o.Latency = 50 * time.Millisecond }}, true)
 
-	ctx := startBrowser(t)
 	shots := screenshots(t, ctx)
 	base := s.api.URL
 
