@@ -158,6 +158,10 @@ func (u *UI) Estimate(w http.ResponseWriter, r *http.Request) {
 	}
 	est, err := u.svc.Estimate(r.Context(), p, jobs.Submission{UploadID: up.ID, Options: opts})
 	if err != nil {
+		// Nothing half-stored: the file goes with its refused options.
+		if derr := u.svc.DeleteUpload(r.Context(), p, up.ID); derr != nil {
+			u.cfg.Log.WarnContext(r.Context(), "web: deleting the upload of a refused estimate", "upload_id", up.ID, "err", derr)
+		}
 		u.estimateFailed(w, r, f, err)
 		return
 	}

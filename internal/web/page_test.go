@@ -235,7 +235,8 @@ func TestPage(t *testing.T) {
 	})
 
 	t.Run("UploadErrorsNameRowAndColumn", func(t *testing.T) {
-		t.Parallel()
+		// Not parallel: it counts the uploads left, and it runs before
+		// the parallel subtests that upload.
 		const bad = "ref,name,company\nr1,Jane Doe,Acme\nr2,John Roe,\nr3,,Beta AG\n"
 		// What the API says of the same file.
 		resp, apiBody := s.call(t, http.MethodPost, "/v1/uploads", keyA, "text/csv", strings.NewReader(bad))
@@ -262,8 +263,14 @@ func TestPage(t *testing.T) {
 				t.Errorf("the page does not name row %d, column %q (%s):\n%s", d.Row, d.Column, d.Message, body)
 			}
 		}
+		// Companies without roles: the file is good, the estimate is refused,
+		// and the file is not kept either.
+		resp, body = p.upload("noroles.csv", []byte(companiesCSV(3)), url.Values{"lookups": {"profile"}})
+		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "role") {
+			t.Errorf("companies without roles: %s\n%.1500s", resp.Status, body)
+		}
 		if n := storetest.Uploads(t, s.Store); n != 0 {
-			t.Errorf("a refused file left %d uploads", n)
+			t.Errorf("refused files left %d uploads", n)
 		}
 	})
 }

@@ -177,11 +177,12 @@ const formMemory = 8 << 20
 // readForm reads the request's form, at most an upload's limit; otherwise
 // it has answered.
 func (u *UI) readForm(w http.ResponseWriter, r *http.Request) bool {
-	r.Body = http.MaxBytesReader(w, r.Body, u.svc.Limits().MaxBytes+formSlack)
 	var err error
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
+		r.Body = http.MaxBytesReader(w, r.Body, u.svc.Limits().MaxBytes+formSlack) // a file
 		err = r.ParseMultipartForm(formMemory)
 	} else {
+		r.Body = http.MaxBytesReader(w, r.Body, formSlack) // a few fields
 		err = r.ParseForm()
 	}
 	if err == nil {
