@@ -17,6 +17,7 @@ func (u *UI) funcs() template.FuncMap {
 	return template.FuncMap{
 		"stateWords": stateWords,
 		"rowWords":   rowWords,
+		"stageWords": stageWords,
 		"percent":    percent,
 		"count": func(n any) string {
 			switch v := n.(type) {
@@ -76,6 +77,33 @@ func rowWords(s domain.RowState) string {
 		return "skipped"
 	}
 	return string(s)
+}
+
+// stageWords says what a lookup stage finds.
+func stageWords(s domain.Stage) string {
+	switch s {
+	case domain.StageProfile:
+		return "Profile (person, role, company)"
+	case domain.StageEmail:
+		return "Work email, with a confidence"
+	case domain.StagePhone:
+		return "Phone numbers"
+	}
+	return string(s)
+}
+
+// pauseWords says why a job is paused and the way back; "" for a cause
+// without words here (its state_reason says it).
+func pauseWords(c domain.PauseCause, budgetCredits *int64) string {
+	switch c {
+	case domain.PausedByJobBudget:
+		return "The job’s budget is spent (" + budget(budgetCredits) + "). Raise it to go on."
+	case domain.PausedByAllowance:
+		return "This month’s allowance is spent. The job goes on at the start of next month, when the allowance is raised, or when you resume it."
+	case domain.PausedByVendorAccess:
+		return "The vendor refused our key or plan. Resume once it is fixed."
+	}
+	return ""
 }
 
 // final: the job will not change any more.

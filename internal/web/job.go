@@ -19,13 +19,17 @@ const previewRows = 10
 const PollInterval = 2000
 
 type jobData struct {
-	Job     service.JobStatus
-	Live    map[string]string
-	Cause   domain.PauseCause
-	Preview []service.ResultLine
-	Done    string // what the last form did, said back
-	Poll    int
-	Open    int // rows not yet done
+	Job    service.JobStatus
+	Live   map[string]string
+	Paused bool
+	// ByBudget: the job's own budget paused it (raise it); CanResume: a
+	// cause that Resume lifts (an allowance, the vendor's refusal).
+	ByBudget, CanResume bool
+	PauseWords          string
+	Preview             []service.ResultLine
+	Done                string // what the last form did, said back
+	Poll                int
+	Open                int // rows not yet done
 }
 
 // Job is a job's page: its counts, credits, time to go, what paused it and
@@ -40,11 +44,15 @@ func (u *UI) Job(w http.ResponseWriter, r *http.Request) {
 	}
 	d := jobData{Job: st, Live: liveFields(st), Poll: PollInterval, Done: doneWords(r.URL.Query().Get("done")),
 		Open: st.Rows.Pending + st.Rows.InFlight + st.Rows.RetryWait}
-	if st.State == domain.JobPaused {
-		if d.Cause, err = u.svc.PauseCause(r.Context(), p, id); err != nil {
+	if d.Paused = st.State == domain.JobPaused; d.Paused {
+		cause, err := u.svc.PauseCause(r.Context(), p, id)
+		if err != nil {
 			u.fail(w, r, err)
 			return
 		}
+		d.ByBudget = cause == domain.PausedByJobBudget
+		d.CanResume = cause == domain.PausedByAllowance || cause == domain.PausedByVendorAccess
+		d.PauseWords = pauseWords(cause, st.Credits.Budget)
 	}
 	page1, err := u.svc.Results(r.Context(), p, id, service.ResultsQuery{Limit: previewRows})
 	if err != nil {
