@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/service"
@@ -102,7 +104,7 @@ type signInData struct {
 
 func (u *UI) signInData(w http.ResponseWriter, r *http.Request, msg string) signInData {
 	return signInData{CSRF: u.signInToken(w, r), Error: msg,
-		Max: duration(u.cfg.Session.Max.Seconds()), Idle: duration(u.cfg.Session.Idle.Seconds())}
+		Max: lifetime(u.cfg.Session.Max), Idle: lifetime(u.cfg.Session.Idle)}
 }
 
 // SignInPage is the sign-in form.
@@ -196,4 +198,12 @@ func (u *UI) readForm(w http.ResponseWriter, r *http.Request) bool {
 	}
 	u.render(w, r, http.StatusBadRequest, "error", page{Title: "Bad form", Data: "The form could not be read: send it again from the page."})
 	return false
+}
+
+// lifetime says a session's lifetime exactly: "8 h", "90 min".
+func lifetime(d time.Duration) string {
+	if d%time.Hour == 0 {
+		return strconv.Itoa(int(d/time.Hour)) + " h"
+	}
+	return strconv.Itoa(int(d.Round(time.Minute)/time.Minute)) + " min"
 }
