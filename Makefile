@@ -40,8 +40,9 @@ test: services ## run all tests with the race detector, against real Postgres an
 test-short: ## quick tests (-short, no race detector, no services started)
 	$(GO) test $(SHORTFLAGS) $(PKGS)
 
-demo: services dev ## run the end-to-end demo from bin/
-	./$(BIN)/demo -bin $(BIN)
+DEMOFLAGS ?=
+demo: services dev ## run the end-to-end demo from bin/; prints the web page's address and key (DEMOFLAGS=-stay keeps it up)
+	./$(BIN)/demo -bin $(BIN) $(DEMOFLAGS)
 
 BENCHFLAGS ?=
 bench: services dev ## benchmarks with baselines (bin/bench; BENCHFLAGS="-scenario ceiling -repeat 3 -scale 0.1 -profile .data/bench/prof")

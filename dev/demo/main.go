@@ -53,6 +53,7 @@ type options struct {
 	vendorURL  string // for the summary's vendor figures
 	miniredis  bool
 	resultsOut string
+	stay       bool
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -73,9 +74,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
 	fs.StringVar(&o.logDir, "logs", ".data/demo", "where the processes' logs and the results go")
 	fs.BoolVar(&o.miniredis, "miniredis", true, "when REDIS_URL does not answer, run an in-process Redis (miniredis)")
+	fs.BoolVar(&o.stay, "stay", false, "after the summary, keep everything running for the web page until interrupted")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	interrupted := ctx.Done()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	if err := os.MkdirAll(o.logDir, 0o755); err != nil {
@@ -91,7 +94,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		defer stack.stop(stdout)
 		o.apiURL, o.apiKey, o.vendorURL = stack.apiURL, stack.apiKey, stack.vendorURL
 	}
-	return drive(ctx, o, stdout)
+	// The web page (docs/web.md) is served by the API: sign in with its key.
+	fmt.Fprintf(stdout, "web page: %s/ (sign in with the API key %s)\n", o.apiURL, o.apiKey)
+	if err := drive(ctx, o, stdout); err != nil {
+		return err
+	}
+	if o.stay {
+		fmt.Fprintf(stdout, "still running for the web page at %s/ (key %s); Ctrl-C stops everything\n", o.apiURL, o.apiKey)
+		<-interrupted
+	}
+	return nil
 }
 
 // stack is the processes the demo started.

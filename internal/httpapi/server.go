@@ -21,6 +21,7 @@ import (
 	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/web"
 )
 
 // Deps is what the API needs. Store, Submitter and Keys are required.
@@ -60,6 +61,9 @@ type Deps struct {
 	// Uploads bound the tenants' stored uploads (POST /v1/uploads); zero
 	// fields take service.UploadLimits' defaults.
 	Uploads service.UploadLimits
+	// WebSession bounds a session of the web page (/ui/, internal/web);
+	// zero fields take web.DefaultSessionMax and web.DefaultSessionIdle.
+	WebSession service.SessionLifetime
 }
 
 // Defaults of Deps.
@@ -74,6 +78,7 @@ type server struct {
 	Deps
 	mux *http.ServeMux
 	svc *service.Service // every /v1/jobs and /v1/results route is a call of it
+	ui  *web.UI          // the web page's routes (/ and /ui/)
 }
 
 // NewServer returns the API's handler: every route of routes.go behind
@@ -97,6 +102,12 @@ func NewServer(deps Deps) http.Handler {
 	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
 		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir})
 	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
+	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Platform: deps.Platform, Session: deps.WebSession, Log: deps.Log, Now: deps.Now,
+		SignedIn: func(ctx context.Context, p service.Principal) {
+			if info := infoFrom(ctx); info != nil {
+				info.tenant = p.Tenant
+			}
+		}})
 	s.routes()
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.dispatch)))
 }

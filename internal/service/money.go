@@ -50,3 +50,12 @@ func (s *Service) Costs(ctx context.Context, p Principal, id string) (JobCosts, 
 	return JobCosts{JobID: job.ID, ByStage: byStage,
 		Credits: JobCredits{Budget: job.BudgetCredits, Reserved: job.CreditsReserved, Spent: job.CreditsSpent}}, nil
 }
+
+// PauseCause says why the tenant's job id is paused ("" when it is not):
+// each cause has its own way back (scope read).
+func (s *Service) PauseCause(ctx context.Context, p Principal, id string) (domain.PauseCause, error) {
+	if err := p.Require(domain.ScopeRead); err != nil {
+		return "", err
+	}
+	return s.store.JobPauseCause(ctx, p.Tenant, id)
+}

@@ -99,16 +99,20 @@ func (s *Store) LiveAPIKey(ctx context.Context, key string) (k APIKey, ok bool, 
 // apiKeyColumns are APIKey's fields, in order.
 const apiKeyColumns = `id::text, tenant, name, prefix, created_at, last_used_at, revoked_at, scopes`
 
-// RevokeAPIKey revokes a key by id; ErrNotFound when there is no live key with that id.
+// RevokeAPIKey revokes a key by id, and ends the web sessions signed in
+// with it; ErrNotFound when there is no live key with that id.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id::text = $1 AND revoked_at IS NULL`, id)
-	if err != nil {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id::text = $1 AND revoked_at IS NULL`, id)
+		if err != nil {
+			return interpretError(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return ErrNotFound
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM web_sessions WHERE key_id = $1`, id)
 		return interpretError(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return ErrNotFound
-	}
-	return nil
+	})
 }
 
 // ListAPIKeys lists the keys of a tenant, newest first.

@@ -1,0 +1,238 @@
+package web_test
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
+	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/platform"
+	"github.com/enrichq/enrichq/internal/secretbox"
+	"github.com/enrichq/enrichq/internal/service"
+)
+
+// Two tenants, a key each, and a read-only key of the first.
+const (
+	tenantA = "acme"
+	keyA    = "web-key-acme-0123456789"
+	tenantB = "beta"
+	keyB    = "web-key-beta-9876543210"
+	keyRead = "web-key-acme-readonly"
+)
+
+type keys map[string]service.Principal
+
+func (k keys) Principal(_ context.Context, key string) (service.Principal, bool, error) {
+	p, ok := k[key]
+	return p, ok, nil
+}
+
+// stack is the API (and so the page) over a real pipeline: Postgres,
+// Redis, an asynq worker and the fake vendor, with the scheduler's services
+// stepped in the background.
+type stack struct {
+	*jobstest.Bundle
+	api   *httptest.Server
+	clock *clock
+	// platform is the fake platform of a stack made withPlatform; nil otherwise.
+	platform *fakeplatform.Platform
+}
+
+// clock is a settable clock for the page's sessions; it follows the real
+// one until set.
+type clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.offset += d
+}
+
+// newStack starts a stack; withPlatform configures the platform's API
+// against a fake platform (the members page).
+func newStack(t *testing.T, o jobstest.Options, withPlatform bool) *stack {
+	t.Helper()
+	b := jobstest.New(t, o)
+	c := &clock{}
+	deps := httpapi.Deps{
+		Store: b.Store, Submitter: b.Submitter, Log: b.Log, Now: c.Now,
+		Keys: keys{
+			keyA:    {Tenant: tenantA, KeyID: "ka", Scopes: domain.Scopes},
+			keyB:    {Tenant: tenantB, KeyID: "kb", Scopes: domain.Scopes},
+			keyRead: {Tenant: tenantA, KeyID: "kr", Scopes: []domain.Scope{domain.ScopeRead}},
+		},
+	}
+	var (
+		fp    *fakeplatform.Platform
+		oauth *oauth2.Config
+	)
+	if withPlatform {
+		fopts := fakeplatform.DefaultOptions()
+		fp = fakeplatform.New(fopts)
+		fsrv := httptest.NewServer(fp)
+		t.Cleanup(fsrv.Close)
+		client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: fsrv.URL, Version: "202611"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		oauth, err = enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: fsrv.URL + fakeplatform.PathAuthorize,
+			TokenURL: fsrv.URL + fakeplatform.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret,
+			RedirectURL: "http://placeholder/v1/platform/callback"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := make([]byte, secretbox.KeySize)
+		_, _ = rand.Read(key)
+		box, err := secretbox.New(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if deps.Platform, err = platform.New(b.Store, nil, platform.Config{Client: client, OAuth: oauth, Box: box}, b.Log); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api := httptest.NewServer(httpapi.NewServer(deps))
+	t.Cleanup(api.Close)
+	if oauth != nil {
+		oauth.RedirectURL = api.URL + "/v1/platform/callback" // known once the server listens
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		// The scheduler, as cmd/scheduler runs it: dispatch, finish, resume.
+		defer close(done)
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				_, _ = b.Maintainer.RunOnce(ctx)
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return &stack{Bundle: b, api: api, clock: c, platform: fp}
+}
+
+// api calls the JSON API with a bearer key and returns the answer's body.
+func (s *stack) call(t *testing.T, method, path, key, ctype string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, s.api.URL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if ctype != "" {
+		req.Header.Set("Content-Type", ctype)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, data
+}
+
+// person is a browser without a browser: a cookie jar that follows
+// redirects, for the page's HTTP-level tests.
+type person struct {
+	t      *testing.T
+	s      *stack
+	client *http.Client
+}
+
+func (s *stack) person(t *testing.T) *person {
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &person{t: t, s: s, client: &http.Client{Jar: jar}}
+}
+
+// get fetches a page and returns the answer and its body.
+func (p *person) get(path string) (*http.Response, string) {
+	p.t.Helper()
+	resp, err := p.client.Get(p.s.api.URL + path)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// post sends a form and returns the answer (after redirects) and its body.
+func (p *person) post(path string, form url.Values) (*http.Response, string) {
+	p.t.Helper()
+	resp, err := p.client.PostForm(p.s.api.URL+path, form)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+var csrfInput = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf is the CSRF token of the forms of a page's body.
+func csrf(t *testing.T, body string) string {
+	t.Helper()
+	m := csrfInput.FindStringSubmatch(body)
+	if m == nil {
+		t.Fatalf("no csrf field in the page:\n%.600s", body)
+	}
+	return m[1]
+}
+
+// signIn signs in with key and returns the jobs page's body.
+func (p *person) signIn(key string) string {
+	p.t.Helper()
+	_, body := p.get("/ui/signin")
+	resp, body := p.post("/ui/signin", url.Values{"csrf": {csrf(p.t, body)}, "key": {key}})
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.Path != "/ui/jobs" {
+		p.t.Fatalf("sign in: %s at %s:\n%.600s", resp.Status, resp.Request.URL.Path, body)
+	}
+	return body
+}
+
+// companiesCSV is a list of n companies with an extra column.
+func companiesCSV(n int) string {
+	var b strings.Builder
+	b.WriteString("ref,company,owner\n")
+	for i := range n {
+		fmt.Fprintf(&b, "crm-%03d,Company %d AG,owner-%d\n", i+1, i+1, i%3)
+	}
+	return b.String()
+}

@@ -1,0 +1,264 @@
+package web
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"mime/multipart"
+	"net/http"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/service"
+)
+
+// A new job takes two steps: the file and the options give an estimate
+// (nothing is spent: the file is kept as a stored upload), and the
+// estimate's page asks to confirm the amount before the job is submitted
+// by the upload's id.
+
+// formSlack is what a form may carry beyond the file's own limit: the
+// multipart framing and the small fields.
+const formSlack = 64 << 10
+
+// jobForm is what the new-job form holds, kept between its two steps.
+type jobForm struct {
+	Name    string
+	Roles   string
+	Lookups []domain.Stage
+	Budget  string
+}
+
+// values are the form's options as the API's query parameters, which
+// ingest.ParseOptions reads as it reads an upload's.
+func (f jobForm) values() url.Values {
+	v := url.Values{}
+	if f.Name != "" {
+		v.Set("name", f.Name)
+	}
+	if f.Roles != "" {
+		v.Set("roles", f.Roles)
+	}
+	for _, l := range f.Lookups {
+		v.Add("lookups", string(l))
+	}
+	if f.Budget != "" {
+		v.Set("budget_credits", f.Budget)
+	}
+	return v
+}
+
+func (f jobForm) Has(l domain.Stage) bool {
+	for _, x := range f.Lookups {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+func readJobForm(r *http.Request) jobForm {
+	f := jobForm{Name: strings.TrimSpace(r.FormValue("name")), Roles: strings.TrimSpace(r.FormValue("roles")),
+		Budget: strings.TrimSpace(r.FormValue("budget_credits"))}
+	for _, l := range r.Form["lookups"] {
+		f.Lookups = append(f.Lookups, domain.Stage(l))
+	}
+	return f
+}
+
+type newJobData struct {
+	Form    jobForm
+	Stages  []domain.Stage
+	MaxSize string
+	Problem *problem
+}
+
+// problem is what was wrong with a file or the options, row and column
+// where the parser named them.
+type problem struct {
+	Message string
+	Details []ingest.FieldError
+}
+
+func problemOf(err error) (*problem, bool) {
+	var ie *ingest.Error
+	var se *service.InvalidError
+	var ce *service.ConflictError
+	switch {
+	case errors.As(err, &ie):
+		return &problem{Message: ie.Message, Details: ie.Details}, true
+	case errors.As(err, &se):
+		return &problem{Message: se.Message, Details: se.Details}, true
+	case errors.As(err, &ce):
+		return &problem{Message: ce.Message}, true
+	}
+	return nil, false
+}
+
+// NewJob is the new-job form.
+func (u *UI) NewJob(w http.ResponseWriter, r *http.Request) {
+	u.newJobPage(w, r, http.StatusOK, jobForm{Lookups: []domain.Stage{domain.StageProfile}}, nil)
+}
+
+func (u *UI) newJobPage(w http.ResponseWriter, r *http.Request, status int, f jobForm, p *problem) {
+	u.render(w, r, status, "newjob", page{Title: "New job", Nav: "new", Data: newJobData{Form: f, Stages: domain.Stages,
+		MaxSize: humanBytes(u.svc.Limits().MaxBytes), Problem: p}})
+}
+
+type estimateData struct {
+	Form      jobForm
+	Upload    service.Upload
+	Estimate  jobs.Estimate
+	Budget    *int64
+	AtMost    int64 // what the job may spend: the estimate's most, capped by the budget
+	Options   url.Values
+	Idem      string
+	Uncapped  bool
+	Exceeds   bool // the estimate's most is above the budget: the job may pause
+	StageList string
+}
+
+// Estimate stores the file as an upload and prices the job: nothing is
+// spent. The answer asks to confirm the amount.
+func (u *UI) Estimate(w http.ResponseWriter, r *http.Request) {
+	p := sessionFrom(r.Context()).Principal
+	f := readJobForm(r)
+	file, hdr, err := r.FormFile("file")
+	if err != nil {
+		u.newJobPage(w, r, http.StatusBadRequest, f, &problem{Message: "Choose a file to upload (.csv, .tsv, .xlsx or .json)."})
+		return
+	}
+	defer file.Close()
+	format, ok := formatOf(hdr)
+	if !ok {
+		u.newJobPage(w, r, http.StatusUnsupportedMediaType, f, &problem{Message: "“" + hdr.Filename +
+			"” is not a file this page reads: choose a .csv, .tsv, .xlsx or .json file."})
+		return
+	}
+	opts, err := ingest.ParseOptions(f.values(), u.svc.Limits())
+	if err != nil {
+		u.estimateFailed(w, r, f, err)
+		return
+	}
+	// The file is read as the API reads one sent without options: the
+	// job's own options come with the estimate.
+	read, err := ingest.ParseOptions(url.Values{}, u.svc.Limits())
+	if err != nil {
+		u.fail(w, r, err)
+		return
+	}
+	up, err := u.svc.Upload(r.Context(), p, service.UploadRequest{Filename: hdr.Filename, Format: format, Body: file, Options: read})
+	if err != nil {
+		u.estimateFailed(w, r, f, err)
+		return
+	}
+	est, err := u.svc.Estimate(r.Context(), p, jobs.Submission{UploadID: up.ID, Options: opts})
+	if err != nil {
+		// Nothing half-stored: the file goes with its refused options.
+		if derr := u.svc.DeleteUpload(r.Context(), p, up.ID); derr != nil {
+			u.cfg.Log.WarnContext(r.Context(), "web: deleting the upload of a refused estimate", "upload_id", up.ID, "err", derr)
+		}
+		u.estimateFailed(w, r, f, err)
+		return
+	}
+	d := estimateData{Form: f, Upload: up, Estimate: est, AtMost: est.Credits.Max, Idem: idempotencyKey()}
+	if b := opts.BudgetCredits; b != nil {
+		d.Budget = b
+		d.AtMost = min(*b, est.Credits.Max)
+		d.Exceeds = est.Credits.Max > *b
+	} else if acct, err := u.svc.Account(r.Context(), p); err == nil && acct.DefaultJobBudget != nil {
+		// Submit gives the job the tenant's default budget: say so now.
+		d.Budget = acct.DefaultJobBudget
+		d.AtMost = min(*d.Budget, est.Credits.Max)
+		d.Exceeds = est.Credits.Max > *d.Budget
+	} else {
+		d.Uncapped = true
+	}
+	names := make([]string, len(opts.Lookups))
+	for i, l := range opts.Lookups {
+		names[i] = string(l)
+	}
+	d.StageList = strings.Join(names, ", ")
+	d.Options = f.values()
+	u.render(w, r, http.StatusOK, "estimate", page{Title: "Confirm the job", Nav: "new", Data: d})
+}
+
+func (u *UI) estimateFailed(w http.ResponseWriter, r *http.Request, f jobForm, err error) {
+	if p, ok := problemOf(err); ok {
+		u.newJobPage(w, r, http.StatusUnprocessableEntity, f, p)
+		return
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		u.newJobPage(w, r, http.StatusRequestEntityTooLarge, f, &problem{Message: "The file is larger than this server takes (" +
+			humanBytes(u.svc.Limits().MaxBytes) + ")."})
+		return
+	}
+	u.fail(w, r, err)
+}
+
+// Submit starts the job the estimate's page confirmed, from the stored
+// upload, and goes to its page. Its idempotency key makes a second click
+// (or a reload) the same job.
+func (u *UI) Submit(w http.ResponseWriter, r *http.Request) {
+	p := sessionFrom(r.Context()).Principal
+	f := readJobForm(r)
+	opts, err := ingest.ParseOptions(f.values(), u.svc.Limits())
+	if err != nil {
+		u.estimateFailed(w, r, f, err)
+		return
+	}
+	st, _, err := u.svc.Submit(r.Context(), p, jobs.Submission{UploadID: r.PostFormValue("upload_id"), Options: opts,
+		IdempotencyKey: r.PostFormValue("idempotency_key")})
+	if err != nil {
+		u.estimateFailed(w, r, f, err)
+		return
+	}
+	http.Redirect(w, r, "/ui/jobs/"+st.ID, http.StatusSeeOther)
+}
+
+// formatOf is the upload format of a file, by its name, else its type.
+func formatOf(h *multipart.FileHeader) (string, bool) {
+	switch strings.ToLower(path.Ext(h.Filename)) {
+	case ".csv", ".txt":
+		return service.FormatCSV, true
+	case ".tsv", ".tab":
+		return service.FormatTSV, true
+	case ".xlsx":
+		return service.FormatXLSX, true
+	case ".json":
+		return service.FormatJSON, true
+	}
+	switch h.Header.Get("Content-Type") {
+	case "text/csv":
+		return service.FormatCSV, true
+	case "text/tab-separated-values":
+		return service.FormatTSV, true
+	case "application/json":
+		return service.FormatJSON, true
+	}
+	return "", false
+}
+
+func idempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "web-" + hex.EncodeToString(b[:])
+}
+
+// humanBytes says a size in the largest whole unit: "32 MiB".
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return count(n>>30) + " GiB"
+	case n >= 1<<20:
+		return count(n>>20) + " MiB"
+	case n >= 1<<10:
+		return count(n>>10) + " KiB"
+	}
+	return count(n) + " bytes"
+}
