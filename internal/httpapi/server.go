@@ -60,6 +60,11 @@ type Deps struct {
 	// Uploads bound the tenants' stored uploads (POST /v1/uploads); zero
 	// fields take service.UploadLimits' defaults.
 	Uploads service.UploadLimits
+	// MCPMaxBudget is the MCP budget ceiling of a key without its own
+	// (config.API.MCPMaxBudget, mcp.go); 0: such keys spend nothing through MCP.
+	MCPMaxBudget int64
+	// Version is the build's version, shown to MCP clients; "" is "dev".
+	Version string
 }
 
 // Defaults of Deps.
@@ -74,6 +79,7 @@ type server struct {
 	Deps
 	mux *http.ServeMux
 	svc *service.Service // every /v1/jobs and /v1/results route is a call of it
+	mcp http.HandlerFunc // POST /mcp (mcp.go)
 }
 
 // NewServer returns the API's handler: every route of routes.go behind
@@ -97,6 +103,7 @@ func NewServer(deps Deps) http.Handler {
 	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
 		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir})
 	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
+	s.mcp = s.mcpHandler()
 	s.routes()
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.dispatch)))
 }
