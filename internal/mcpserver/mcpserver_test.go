@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -12,7 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
@@ -313,4 +316,28 @@ func merge(a, b map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// A stored key's own ceiling (api keys create --mcp-max-budget) is the one
+// /mcp enforces, over the operator's default.
+func TestStoredKeyCeiling(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true})
+	_, key, err := b.Store.NewAPIKey(context.Background(), store.NewAPIKey{Tenant: "gamma", Name: "assistant", MCPMaxBudget: new(int64(40))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log,
+		Keys: httpapi.StoreKeys{Store: b.Store}, MCPMaxBudget: defaultCeiling}))
+	t.Cleanup(api.Close)
+	s := (&stack{b: b, api: api}).connect(t, key)
+	list := map[string]any{"rows": companies(1), "roles": []string{"CTO"}}
+	if msg := s.refused(t, "submit_job", merge(list, map[string]any{"budget_credits": 41})); !strings.Contains(msg, "ceiling of 40 credits") {
+		t.Fatalf("above the stored ceiling: %q", msg)
+	}
+	var st status
+	s.call(t, "submit_job", merge(list, map[string]any{"budget_credits": 40}), &st)
+	if st.Credits.Budget == nil || *st.Credits.Budget != 40 {
+		t.Fatalf("submitted %+v", st)
+	}
 }
