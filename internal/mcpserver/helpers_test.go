@@ -109,6 +109,44 @@ func (s *session) toolNames(t *testing.T) []string {
 	return names
 }
 
+// describeTools is the tools list as an assistant reads it: name, title,
+// parameters (* required) and description.
+func (s *session) describeTools(t *testing.T) string {
+	t.Helper()
+	res, err := s.cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, tool := range res.Tools {
+		schema, _ := tool.InputSchema.(map[string]any)
+		props, _ := schema["properties"].(map[string]any)
+		req, _ := schema["required"].([]any)
+		var params []string
+		for name := range props {
+			if slices.Contains(req, any(name)) {
+				name += "*"
+			}
+			params = append(params, name)
+		}
+		slices.Sort(params)
+		fmt.Fprintf(&b, "%s (%s) — %s\n    params: %s\n    %s\n", tool.Name, tool.Title, annotations(tool.Annotations), strings.Join(params, ", "), tool.Description)
+	}
+	return b.String()
+}
+
+func annotations(a *mcp.ToolAnnotations) string {
+	switch {
+	case a == nil:
+		return ""
+	case a.ReadOnlyHint:
+		return "read-only"
+	case a.DestructiveHint != nil && *a.DestructiveHint:
+		return "destructive"
+	}
+	return "writes"
+}
+
 // call calls a tool that must succeed and decodes its structured answer into out.
 func (s *session) call(t *testing.T, name string, args any, out any) {
 	t.Helper()
@@ -156,6 +194,14 @@ func brief(res *mcp.CallToolResult) string {
 	m, _ := res.StructuredContent.(map[string]any)
 	if s, ok := m["summary"].(string); ok {
 		return s
+	}
+	if jobs, ok := m["jobs"].([]any); ok {
+		var lines []string
+		for _, j := range jobs {
+			s, _ := j.(map[string]any)["summary"].(string)
+			lines = append(lines, s)
+		}
+		return fmt.Sprintf("%d jobs: %s", len(jobs), strings.Join(lines, "; "))
 	}
 	b, _ := json.Marshal(res.StructuredContent)
 	return string(b)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -62,9 +63,11 @@ type estimate struct {
 func TestToolsFollowScopes(t *testing.T) {
 	t.Parallel()
 	s := newStack(t)
-	if got := s.connect(t, keyAcme).toolNames(t); !slices.Equal(got, allTools) {
+	all := s.connect(t, keyAcme)
+	if got := all.toolNames(t); !slices.Equal(got, allTools) {
 		t.Errorf("read+submit key: tools %v, want %v", got, allTools)
 	}
+	t.Logf("the tools as an assistant sees them:\n%s", all.describeTools(t))
 	read := s.connect(t, keyRead)
 	if got := read.toolNames(t); !slices.Equal(got, readTools) {
 		t.Errorf("read key: tools %v, want %v", got, readTools)
@@ -134,6 +137,9 @@ func TestWholeJob(t *testing.T) {
 		t.Fatalf("REST estimates %+v, MCP %+v", rest, est)
 	}
 
+	if msg := a.refused(t, "submit_job", merge(list, map[string]any{"name": "mcp test"})); !strings.HasPrefix(msg, "budget_required") {
+		t.Fatalf("submit without a budget: %s", msg)
+	}
 	var st status
 	a.call(t, "submit_job", merge(list, map[string]any{"name": "mcp test", "budget_credits": est.Credits.Max}), &st)
 	if st.ID == "" || st.Rows["total"] != 6 || st.Credits.Budget == nil || *st.Credits.Budget != est.Credits.Max {
@@ -215,6 +221,8 @@ func TestWholeJob(t *testing.T) {
 	if res.Job.ID != st.ID || len(res.Results) != 6 || res.Truncated || res.Results[0]["ref"] != "crm-a" {
 		t.Fatalf("resource body %+v", res)
 	}
+	fmt.Fprintf(&a.transcript, "→ resources/read %s\n← %d results, truncated %v; row 2: %v, %v, %v\n", uri, len(res.Results), res.Truncated,
+		res.Results[1]["full_name"], res.Results[1]["headline"], res.Results[1]["email"])
 	t.Logf("transcript:\n%s", a.transcript.String())
 }
 
