@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -86,20 +87,27 @@ func TestToolsFollowScopes(t *testing.T) {
 	if jobs, rows := storetest.JobsAndRows(t, s.b.Store); jobs != 0 || rows != 0 {
 		t.Errorf("%d jobs, %d rows stored", jobs, rows)
 	}
-	// No key, or an unknown one: no session at all.
-	for _, key := range []string{"", "not-a-key"} {
+	// No key, or an unknown one: no session at all. A known key is served
+	// whatever the Host (the API behind a reverse proxy on the same machine).
+	for _, c := range []struct {
+		key  string
+		want int
+	}{{"", http.StatusUnauthorized}, {"not-a-key", http.StatusUnauthorized}, {keyRead, http.StatusOK}} {
 		req, _ := http.NewRequest(http.MethodPost, s.api.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Host = "enrichq.example.com"
 		req.Header.Set("Content-Type", "application/json")
-		if key != "" {
-			req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if c.key != "" {
+			req.Header.Set("Authorization", "Bearer "+c.key)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("key %q: %s, want 401", key, resp.Status)
+		if resp.StatusCode != c.want {
+			t.Errorf("key %q: %s %s, want %d", c.key, resp.Status, body, c.want)
 		}
 	}
 }

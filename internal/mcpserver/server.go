@@ -86,6 +86,12 @@ type tools struct {
 // 400). It is stateless: each request gets the server of its own key, so no
 // session outlives a revoked key or crosses from one key to another, and
 // any API replica can answer any request.
+//
+// The SDK's DNS-rebinding guard (a request reaching a loopback address with
+// another Host is refused) is off: it protects servers that trust whoever
+// reaches them, and every request here carries a bearer key a rebinding
+// page cannot know; with it on, an API behind a reverse proxy on the same
+// host would refuse every MCP request.
 func Handler(cfg Config, principal func(*http.Request) (service.Principal, bool)) http.Handler {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -96,5 +102,5 @@ func Handler(cfg Config, principal func(*http.Request) (service.Principal, bool)
 			return nil
 		}
 		return New(cfg, p)
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: cfg.Log})
+	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: cfg.Log, DisableLocalhostProtection: true})
 }
