@@ -12,6 +12,7 @@
 package mcpserver
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 
@@ -30,7 +31,8 @@ type Config struct {
 	// MaxBudget is the budget ceiling of a key without one of its own
 	// (config.API.MCPMaxBudget); 0 lets such keys spend nothing through MCP.
 	MaxBudget int64
-	// Log receives what the SDK and the tools log; default slog.Default().
+	// Log receives what the tools log, and the SDK's warnings and errors
+	// (its info lines come with every request); default slog.Default().
 	Log *slog.Logger
 	// Version is shown in the handshake; default "dev".
 	Version string
@@ -57,7 +59,7 @@ func New(cfg Config, p service.Principal) *mcp.Server {
 		cfg.Version = "dev"
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "enrichq: bulk enrichment within a budget", Version: cfg.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: cfg.Log, Capabilities: &mcp.ServerCapabilities{}})
+		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(cfg.Log), Capabilities: &mcp.ServerCapabilities{}, SchemaCache: schemas})
 	t := &tools{svc: cfg.Service, p: p, defaultCeiling: cfg.MaxBudget, log: cfg.Log}
 	if p.Has(domain.ScopeSubmit) {
 		t.addSubmitTools(s)
@@ -72,6 +74,10 @@ func New(cfg Config, p service.Principal) *mcp.Server {
 	}
 	return s
 }
+
+// schemas keeps the tools' JSON schemas, inferred from their Go types once
+// per process rather than once per request (New runs for every request).
+var schemas = mcp.NewSchemaCache()
 
 // tools carries what every tool handler needs: the service and the caller.
 type tools struct {
@@ -102,5 +108,22 @@ func Handler(cfg Config, principal func(*http.Request) (service.Principal, bool)
 			return nil
 		}
 		return New(cfg, p)
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: cfg.Log, DisableLocalhostProtection: true})
+	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: sdkLogger(cfg.Log), DisableLocalhostProtection: true})
 }
+
+// sdkLogger passes the SDK's warnings and errors to log. A stateless server
+// connects a session per request, and the SDK says so at info level: the
+// API's request log already has one line per request.
+func sdkLogger(log *slog.Logger) *slog.Logger {
+	return slog.New(warnings{log.Handler()})
+}
+
+// warnings is a handler that drops records below warning.
+type warnings struct{ slog.Handler }
+
+func (w warnings) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+
+func (w warnings) WithAttrs(a []slog.Attr) slog.Handler { return warnings{w.Handler.WithAttrs(a)} }
+func (w warnings) WithGroup(g string) slog.Handler      { return warnings{w.Handler.WithGroup(g)} }
