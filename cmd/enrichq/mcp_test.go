@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -13,7 +14,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 // mcpCeiling is the MCP budget ceiling of the test API's key.
@@ -24,9 +27,14 @@ const mcpCeiling = 10000
 // wire receives every JSON-RPC message, both ways.
 func stdioSession(t *testing.T, apiURL string, wire io.Writer) (*mcp.ClientSession, func() (error, string)) {
 	t.Helper()
+	return stdioSessionKey(t, apiURL, apiKey, wire)
+}
+
+func stdioSessionKey(t *testing.T, apiURL, key string, wire io.Writer) (*mcp.ClientSession, func() (error, string)) {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	env := map[string]string{"ENRICHQ_API_URL": apiURL, "ENRICHQ_API_KEY": apiKey}
+	env := map[string]string{"ENRICHQ_API_URL": apiURL, "ENRICHQ_API_KEY": key}
 	var stderr syncBuf
 	done := make(chan error, 1)
 	go func() {
@@ -167,6 +175,44 @@ func TestMCPStdioAPIGone(t *testing.T) {
 	}
 	if err := cs.Ping(context.Background(), nil); err != nil {
 		t.Fatalf("the session ended: %v", err)
+	}
+	if err, stderr := wait(); err != nil {
+		t.Fatalf("enrichq mcp: %v; stderr %s", err, stderr)
+	}
+}
+
+// Through stdio, a read key gets the read tools only, as on /mcp: the
+// relay offers what the API offers its key.
+func TestMCPStdioReadKey(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true})
+	_, key, err := b.Store.CreateAPIKey(context.Background(), "acme", "etl", []domain.Scope{domain.ScopeRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log,
+		Keys: httpapi.StoreKeys{Store: b.Store}, MCPMaxBudget: mcpCeiling}))
+	t.Cleanup(api.Close)
+	cs, wait := stdioSessionKey(t, api.URL, key, nil)
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"get_results", "job_status", "list_jobs"}; !slices.Equal(names, want) {
+		t.Fatalf("read key's tools %v, want %v", names, want)
+	}
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "submit_job",
+		Arguments: map[string]any{"rows": []map[string]any{{"company": "Initech"}}, "roles": []string{"CTO"}, "budget_credits": 10}})
+	if err == nil && !res.IsError {
+		t.Fatalf("a read key submitted: %s", toolText(res))
+	}
+	if jobs, _ := storetest.JobsAndRows(t, b.Store); jobs != 0 {
+		t.Fatalf("%d jobs stored", jobs)
 	}
 	if err, stderr := wait(); err != nil {
 		t.Fatalf("enrichq mcp: %v; stderr %s", err, stderr)
