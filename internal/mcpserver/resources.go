@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -43,12 +44,12 @@ func (t *tools) readResults(ctx context.Context, req *mcp.ReadResourceRequest) (
 		return nil, mcp.ResourceNotFoundError(uri)
 	}
 	st, err := t.svc.JobStatus(ctx, t.p, id)
-	if err != nil {
-		if te := t.toolError(ctx, "resources/read", err); strings.HasPrefix(te.Error(), "not_found") {
-			return nil, mcp.ResourceNotFoundError(uri)
-		} else {
-			return nil, te
-		}
+	switch {
+	case errors.Is(err, service.ErrNotFound):
+		// Another tenant's job too: nothing says it exists.
+		return nil, mcp.ResourceNotFoundError(uri)
+	case err != nil:
+		return nil, t.toolError(ctx, "resources/read", err)
 	}
 	if st.FinishedAt == nil {
 		return nil, refusef("job_not_finished: job %s is %s; its results are a resource once it has finished (get_results reads them now)", st.ID, st.State)
