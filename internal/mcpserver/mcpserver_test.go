@@ -282,6 +282,11 @@ func TestBudgetCeiling(t *testing.T) {
 	if *st.Credits.Budget != smallCeiling {
 		t.Fatalf("raised: %+v", st)
 	}
+	// Its results are no resource until it has finished.
+	if _, err := small.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "enrichq://jobs/" + st.ID + "/results"}); err == nil ||
+		!strings.Contains(err.Error(), "job_not_finished") {
+		t.Errorf("the results resource of a queued job: %v", err)
+	}
 	small.call(t, "cancel_job", map[string]any{"job_id": st.ID}, &st)
 	if st.State != "canceled" {
 		t.Fatalf("canceled: %+v", st)
@@ -312,8 +317,9 @@ func TestTenantIsolation(t *testing.T) {
 	if len(list.Jobs) != 0 {
 		t.Errorf("beta lists %+v", list.Jobs)
 	}
-	if _, err := beta.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "enrichq://jobs/" + st.ID + "/results"}); err == nil {
-		t.Error("beta read acme's results resource")
+	if _, err := beta.cs.ReadResource(context.Background(), &mcp.ReadResourceParams{URI: "enrichq://jobs/" + st.ID + "/results"}); err == nil ||
+		!strings.Contains(strings.ToLower(err.Error()), "not found") {
+		t.Errorf("beta reads acme's results resource: %v", err)
 	}
 	// acme's job is as it was.
 	var after status
