@@ -16,10 +16,13 @@ import (
 )
 
 const keysUsage = `usage:
-  api keys create --tenant T [--name N] [--scope read,submit,admin]
+  api keys create --tenant T [--name N] [--scope read,submit,admin] [--mcp-max-budget N]
                                           create a key; it is printed once and only its hash is stored.
                                           --scope: what the key may do (default read,submit; read alone
-                                          makes an ETL key that cannot spend; see docs/api.md, "Scopes")
+                                          makes an ETL key that cannot spend; see docs/api.md, "Scopes").
+                                          --mcp-max-budget: the most a job submitted or raised through MCP
+                                          with this key may have as its budget (default ENRICHQ_MCP_MAX_BUDGET;
+                                          0: none; docs/mcp.md)
   api keys list [--tenant T]              list keys and their scopes (never the keys themselves)
   api keys revoke ID                      revoke a key at once`
 
@@ -33,6 +36,7 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 	tenant := fs.String("tenant", "", "the tenant the key belongs to")
 	name := fs.String("name", "", "a name to recognise the key by")
 	scope := fs.String("scope", "read,submit", "the key's scopes, comma-separated: read, submit, admin")
+	mcpMax := fs.Int64("mcp-max-budget", -1, "the key's MCP budget ceiling in credits (default: ENRICHQ_MCP_MAX_BUDGET)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -59,11 +63,19 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 		if err != nil {
 			return fmt.Errorf("api keys create: --scope: %w", err)
 		}
-		k, key, err := st.CreateAPIKey(ctx, *tenant, *name, scopes)
+		nk := store.NewAPIKey{Tenant: *tenant, Name: *name, Scopes: scopes}
+		ceiling := "the MCP budget ceiling of ENRICHQ_MCP_MAX_BUDGET"
+		if *mcpMax >= 0 {
+			nk.MCPMaxBudget = mcpMax
+			ceiling = fmt.Sprintf("an MCP budget ceiling of %d credits", *mcpMax)
+		} else if *mcpMax != -1 {
+			return fmt.Errorf("api keys create: --mcp-max-budget %d: want a whole number of credits >= 0", *mcpMax)
+		}
+		k, key, err := st.NewAPIKey(ctx, nk)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "key %s created for tenant %q with scopes %s; it is shown once, store it now:\n", k.ID, k.Tenant, scopeList(k.Scopes))
+		fmt.Fprintf(stderr, "key %s created for tenant %q with scopes %s and %s; it is shown once, store it now:\n", k.ID, k.Tenant, scopeList(k.Scopes), ceiling)
 		fmt.Fprintln(stdout, key)
 		return nil
 	case "list":
@@ -77,9 +89,13 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tSCOPES\tCREATED\tLAST USED\tREVOKED")
+		fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tSCOPES\tMCP MAX BUDGET\tCREATED\tLAST USED\tREVOKED")
 		for _, k := range keys {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, k.Prefix, scopeList(k.Scopes),
+			mcpMax := "default"
+			if k.MCPMaxBudget != nil {
+				mcpMax = fmt.Sprint(*k.MCPMaxBudget)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, k.Prefix, scopeList(k.Scopes), mcpMax,
 				k.CreatedAt.Format("2006-01-02 15:04"), when(k.LastUsedAt), when(k.RevokedAt))
 		}
 		return tw.Flush()

@@ -141,8 +141,9 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
 			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
-		Keys:   httpapi.StoreKeys{Bootstrap: httpapi.NewStaticKeys(cfg.Keys), Store: st},
-		Limits: limits,
+		Keys:         httpapi.StoreKeys{Bootstrap: httpapi.NewStaticKeys(cfg.Keys), Store: st},
+		Limits:       limits,
+		MCPMaxBudget: cfg.MCPMaxBudget,
 		Ready: func(ctx context.Context) error {
 			if err := st.Ping(ctx); err != nil {
 				return fmt.Errorf("postgres: %w", err)

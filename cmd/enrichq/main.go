@@ -75,6 +75,7 @@ Commands:
   results JOB        a job's results to stdout (--format csv|ndjson|json)
   cancel JOB         cancel a job: rows not started are skipped
   feed               every job's results after a feed position, as ndjson (for ETL)
+  mcp                an MCP server on stdin/stdout for an AI assistant (docs/mcp.md)
 
 "enrichq COMMAND -h" describes a command's flags.
 
@@ -110,6 +111,7 @@ var commands = map[string]command{
 	"results":  {runResults, "results JOB [flags]: a job's results to stdout"},
 	"cancel":   {runCancel, "cancel JOB [flags]: cancel a job; rows not started are skipped"},
 	"feed":     {runFeed, "feed [flags]: every job's results after a feed position, as ndjson"},
+	"mcp":      {runMCP, "mcp [flags]: an MCP server on stdin/stdout for an AI assistant, relaying to the API's /mcp"},
 }
 
 // run runs the command line args (args[0] is the program's name).

@@ -27,6 +27,7 @@ const apiKey = "cli-test-key-0001"
 type stack struct {
 	url string
 	b   *jobstest.Bundle
+	api *httptest.Server
 }
 
 func newStack(t *testing.T, o jobstest.Options) *stack {
@@ -34,7 +35,8 @@ func newStack(t *testing.T, o jobstest.Options) *stack {
 	b := jobstest.New(t, o)
 	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
 		Store: b.Store, Submitter: b.Submitter, Log: b.Log,
-		Keys: httpapi.NewStaticKeys(map[string]string{apiKey: "acme"}),
+		Keys:         httpapi.NewStaticKeys(map[string]string{apiKey: "acme"}),
+		MCPMaxBudget: mcpCeiling,
 	}))
 	t.Cleanup(api.Close)
 	// The scheduler, as cmd/scheduler runs it: it is what marks jobs finished.
@@ -53,7 +55,7 @@ func newStack(t *testing.T, o jobstest.Options) *stack {
 		}
 	})
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return &stack{url: api.URL, b: b}
+	return &stack{url: api.URL, b: b, api: api}
 }
 
 // result is what one run of the command printed and returned.

@@ -34,6 +34,11 @@ type API struct {
 	Webhooks Webhooks
 	// Platform: the connect flow's routes, when enabled.
 	Platform Platform
+	// MCPMaxBudget caps the budget of a job an assistant submits or raises
+	// through MCP (/mcp, docs/mcp.md) with a key that has no ceiling of its
+	// own (`api keys create --mcp-max-budget`) (ENRICHQ_MCP_MAX_BUDGET,
+	// default 1000 credits; 0: such keys cannot spend through MCP).
+	MCPMaxBudget int64
 
 	// Tuning, not read from the environment.
 
@@ -50,7 +55,7 @@ type API struct {
 func defaultAPI() API {
 	return API{Common: defaultCommon(), Addr: DefaultAPIAddr, Keys: map[string]string{}, MaxUploadBytes: DefaultMaxUploadBytes,
 		MaxRows: DefaultMaxRows, ShutdownTimeout: DefaultShutdownTimeout, VendorRPS: DefaultVendorRPS, VendorBulk: true,
-		StatusCache: DefaultStatusCache}
+		StatusCache: DefaultStatusCache, MCPMaxBudget: DefaultMCPMaxBudget}
 }
 
 // APIFromEnv maps the environment (getenv: os.Getenv in production) onto
@@ -66,6 +71,7 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 		r.duration("ENRICHQ_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 		r.float("ENRICHQ_VENDOR_RPS", &c.VendorRPS)
 		r.bool("ENRICHQ_VENDOR_BULK", &c.VendorBulk)
+		r.int64("ENRICHQ_MCP_MAX_BUDGET", &c.MCPMaxBudget)
 		c.Webhooks.read(r)
 		c.Platform.read(r)
 	}, func() error { return c.validate() })
@@ -78,6 +84,7 @@ func (c API) validate() error {
 		inRange("ENRICHQ_MAX_UPLOAD_BYTES", c.MaxUploadBytes, 1024, 1<<40),
 		inRange("ENRICHQ_MAX_ROWS", c.MaxRows, 1, 100_000_000),
 		inRange("ENRICHQ_VENDOR_RPS", c.VendorRPS, 0.01, 100000),
+		inRange("ENRICHQ_MCP_MAX_BUDGET", c.MCPMaxBudget, 0, 1<<53),
 		c.Platform.validate(),
 	}
 	if c.Addr == "" {

@@ -37,6 +37,8 @@ const (
 	DefaultWorkerConcurrency = 10
 	// DefaultStatusCache is the API's status cache (a Go field, not a variable).
 	DefaultStatusCache = 200 * time.Millisecond
+	// DefaultMCPMaxBudget is the MCP budget ceiling of a key without its own.
+	DefaultMCPMaxBudget = 1000
 )
 
 // Common is what every service reads.

@@ -74,6 +74,7 @@ func tenantFrom(ctx context.Context) string { return principalFrom(ctx).Tenant }
 // authenticate lets a request through to next with its principal in the
 // context, or answers 401 with WWW-Authenticate: Bearer; a key without
 // scope gets a 403 insufficient_scope (the service checks the scope again).
+// Scope "" lets any known key through (/mcp: the tools follow the scopes).
 func (s *server) authenticate(scope domain.Scope, next http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r.Header.Get("Authorization"))
@@ -93,9 +94,11 @@ func (s *server) authenticate(scope domain.Scope, next http.HandlerFunc) http.Ha
 		if info := infoFrom(r.Context()); info != nil {
 			info.tenant = p.Tenant
 		}
-		if err := p.Require(scope); err != nil {
-			s.writeError(w, r, err)
-			return
+		if scope != "" {
+			if err := p.Require(scope); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})

@@ -9,6 +9,7 @@ import "github.com/enrichq/enrichq/internal/domain"
 // JSON 405 (see dispatch).
 func (s *server) routes() {
 	const scopeRead, scopeSubmit, scopeAdmin = domain.ScopeRead, domain.ScopeSubmit, domain.ScopeAdmin
+	const scopeAny domain.Scope = "" // authenticate: a known key, whatever its scopes
 
 	s.mux.HandleFunc("GET /healthz", s.healthz) // the process is up
 	s.mux.HandleFunc("GET /readyz", s.readyz)   // Postgres and Redis answer
@@ -34,6 +35,10 @@ func (s *server) routes() {
 	s.mux.Handle("DELETE /v1/uploads/{id}", s.authenticate(scopeSubmit, s.deleteUpload)) // 204
 
 	s.mux.Handle("GET /v1/results", s.authenticate(scopeRead, s.resultsFeed)) // every job's results in commit order, ?since=&limit= (feed.go)
+
+	// MCP for AI assistants (mcp.go, docs/mcp.md): Streamable HTTP, stateless. Any scope gets in; the
+	// tools offered follow the key's scopes (read: status, list, results; submit: estimate, submit, cancel, raise).
+	s.mux.Handle("POST /mcp", s.authenticate(scopeAny, s.mcp))
 
 	// The platform's own API (platform.go): connected members only; a profile URL is a 422 (cold lookups go to the vendor).
 	s.mux.Handle("GET /v1/platform/connect", s.authenticate(scopeSubmit, s.platformConnect))              // 302 to the consent screen (PKCE, state kept server-side)

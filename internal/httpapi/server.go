@@ -64,6 +64,11 @@ type Deps struct {
 	// WebSession bounds a session of the web page (/ui/, internal/web);
 	// zero fields take web.DefaultSessionMax and web.DefaultSessionIdle.
 	WebSession service.SessionLifetime
+	// MCPMaxBudget is the MCP budget ceiling of a key without its own
+	// (config.API.MCPMaxBudget, mcp.go); 0: such keys spend nothing through MCP.
+	MCPMaxBudget int64
+	// Version is the build's version, shown to MCP clients; "" is "dev".
+	Version string
 }
 
 // Defaults of Deps.
@@ -79,6 +84,7 @@ type server struct {
 	mux *http.ServeMux
 	svc *service.Service // every /v1/jobs and /v1/results route is a call of it
 	ui  *web.UI          // the web page's routes (/ and /ui/)
+	mcp http.HandlerFunc // POST /mcp (mcp.go)
 }
 
 // NewServer returns the API's handler: every route of routes.go behind
@@ -108,6 +114,7 @@ func NewServer(deps Deps) http.Handler {
 				info.tenant = p.Tenant
 			}
 		}})
+	s.mcp = s.mcpHandler()
 	s.routes()
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.dispatch)))
 }

@@ -25,5 +25,5 @@ func (k StoreKeys) Principal(ctx context.Context, key string) (service.Principal
 	if err != nil || !ok {
 		return service.Principal{}, false, err
 	}
-	return service.Principal{Tenant: ak.Tenant, KeyID: ak.ID, Scopes: ak.Scopes}, true, nil
+	return service.Principal{Tenant: ak.Tenant, KeyID: ak.ID, Scopes: ak.Scopes, MCPMaxBudget: ak.MCPMaxBudget}, true, nil
 }

@@ -17,6 +17,9 @@ type Principal struct {
 	KeyID string
 	// Scopes the key holds.
 	Scopes []domain.Scope
+	// MCPMaxBudget is the key's own ceiling on the budget of a job submitted
+	// or raised through MCP; nil: the operator's default applies.
+	MCPMaxBudget *int64
 }
 
 // Has reports whether the principal holds scope.

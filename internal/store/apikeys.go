@@ -25,6 +25,9 @@ type APIKey struct {
 	LastUsedAt *time.Time
 	RevokedAt  *time.Time
 	Scopes     []domain.Scope
+	// MCPMaxBudget caps the budget of a job submitted or raised through
+	// MCP with this key; nil: the operator's default (config.API.MCPMaxBudget).
+	MCPMaxBudget *int64
 }
 
 // APIKeyPrefix starts every generated key, so a leaked one is recognisable.
@@ -34,7 +37,21 @@ const APIKeyPrefix = "eq_"
 // domain.DefaultKeyScopes) and stores its SHA-256; the tenant is created if
 // it is new. The key is returned once and cannot be read back.
 func (s *Store) CreateAPIKey(ctx context.Context, tenant, name string, scopes []domain.Scope) (APIKey, string, error) {
-	tenant = strings.TrimSpace(tenant)
+	return s.NewAPIKey(ctx, NewAPIKey{Tenant: tenant, Name: name, Scopes: scopes})
+}
+
+// NewAPIKey is a key to create: CreateAPIKey's arguments, and the key's
+// MCP budget ceiling.
+type NewAPIKey struct {
+	Tenant       string
+	Name         string
+	Scopes       []domain.Scope // none: domain.DefaultKeyScopes
+	MCPMaxBudget *int64         // >= 0; nil: the operator's default
+}
+
+// NewAPIKey is CreateAPIKey with every field of a key.
+func (s *Store) NewAPIKey(ctx context.Context, nk NewAPIKey) (APIKey, string, error) {
+	tenant, name, scopes := strings.TrimSpace(nk.Tenant), nk.Name, nk.Scopes
 	if tenant == "" {
 		return APIKey{}, "", fmt.Errorf("store: a key needs a tenant: %w", ErrNoTenant)
 	}
@@ -46,17 +63,20 @@ func (s *Store) CreateAPIKey(ctx context.Context, tenant, name string, scopes []
 			return APIKey{}, "", fmt.Errorf("store: a key's scope %q is not one of read, submit, admin", sc)
 		}
 	}
+	if nk.MCPMaxBudget != nil && *nk.MCPMaxBudget < 0 {
+		return APIKey{}, "", fmt.Errorf("store: a key's MCP budget ceiling is %d; it must be >= 0", *nk.MCPMaxBudget)
+	}
 	var b [20]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return APIKey{}, "", err
 	}
 	key := APIKeyPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 	sum := sha256.Sum256([]byte(key))
-	k := APIKey{Tenant: tenant, Name: name, Prefix: key[:len(APIKeyPrefix)+6], Scopes: scopes}
+	k := APIKey{Tenant: tenant, Name: name, Prefix: key[:len(APIKeyPrefix)+6], Scopes: scopes, MCPMaxBudget: nk.MCPMaxBudget}
 	err := s.pool.QueryRow(ctx, `WITH t AS (INSERT INTO tenants (id) VALUES (@tenant) ON CONFLICT (id) DO NOTHING)
-		INSERT INTO api_keys (tenant, name, prefix, key_sha256, scopes) VALUES (@tenant, @name, @prefix, @sha, @scopes)
+		INSERT INTO api_keys (tenant, name, prefix, key_sha256, scopes, mcp_max_budget) VALUES (@tenant, @name, @prefix, @sha, @scopes, @mcp)
 		RETURNING id::text, created_at`,
-		pgx.StrictNamedArgs{"tenant": tenant, "name": name, "prefix": k.Prefix, "sha": sum[:], "scopes": scopeStrings(scopes)}).
+		pgx.StrictNamedArgs{"tenant": tenant, "name": name, "prefix": k.Prefix, "sha": sum[:], "scopes": scopeStrings(scopes), "mcp": nk.MCPMaxBudget}).
 		Scan(&k.ID, &k.CreatedAt)
 	if err != nil {
 		return APIKey{}, "", interpretError(err)
@@ -97,7 +117,7 @@ func (s *Store) LiveAPIKey(ctx context.Context, key string) (k APIKey, ok bool, 
 }
 
 // apiKeyColumns are APIKey's fields, in order.
-const apiKeyColumns = `id::text, tenant, name, prefix, created_at, last_used_at, revoked_at, scopes`
+const apiKeyColumns = `id::text, tenant, name, prefix, created_at, last_used_at, revoked_at, scopes, mcp_max_budget`
 
 // RevokeAPIKey revokes a key by id, and ends the web sessions signed in
 // with it; ErrNotFound when there is no live key with that id.
