@@ -143,23 +143,17 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
 		Keys:   httpapi.StoreKeys{Bootstrap: httpapi.NewStaticKeys(cfg.Keys), Store: st},
 		Limits: limits,
-		Ready: func(ctx context.Context) error {
-			if err := st.Ping(ctx); err != nil {
-				return fmt.Errorf("postgres: %w", err)
-			}
+		Ready: []httpapi.ReadyCheck{{Name: "postgres", Ping: st.Ping}, {Name: "redis", Ping: func(ctx context.Context) error {
 			// asynq's Ping takes no context: do not wait for it past ctx.
 			pinged := make(chan error, 1)
 			go func() { pinged <- enq.Client.Ping() }()
 			select {
 			case err := <-pinged:
-				if err != nil {
-					return fmt.Errorf("redis: %w", err)
-				}
-				return nil
+				return err
 			case <-ctx.Done():
-				return fmt.Errorf("redis: %w", ctx.Err())
+				return ctx.Err()
 			}
-		},
+		}}},
 		Log:      log,
 		Platform: plat,
 	})

@@ -9,7 +9,6 @@
 package httpapi
 
 import (
-	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
@@ -32,9 +31,9 @@ type Deps struct {
 	// Limits bound an upload; zero fields take ingest.DefaultLimits. MaxBytes
 	// is the configured MaxUploadBytes, MaxLookups the configured MaxRows.
 	Limits ingest.Limits
-	// Ready reports whether the service can work (Postgres and Redis
-	// reachable); nil means always ready.
-	Ready func(ctx context.Context) error
+	// Ready are the dependencies GET /readyz checks (Postgres, Redis);
+	// none means always ready.
+	Ready []ReadyCheck
 	// Log receives the request log and the details of internal errors;
 	// default slog.Default().
 	Log *slog.Logger
@@ -66,8 +65,6 @@ type Deps struct {
 const (
 	DefaultUploadIdleTimeout = 30 * time.Second
 	DefaultUploadTimeout     = 10 * time.Minute
-	// readyTimeout bounds the readiness check.
-	readyTimeout = 5 * time.Second
 )
 
 type server struct {
@@ -151,21 +148,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte("ok\n"))
-}
-
-func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if s.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		if err := s.Ready(ctx); err != nil {
-			s.Log.WarnContext(r.Context(), "not ready", "err", err)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
-			return
-		}
-	}
 	_, _ = w.Write([]byte("ok\n"))
 }
