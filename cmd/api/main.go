@@ -141,7 +141,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
 			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
-		Keys:   httpapi.StoreKeys{Bootstrap: httpapi.NewStaticKeys(cfg.Keys), Store: st},
+		Keys:   httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
 		Limits: limits,
 		Ready: []httpapi.ReadyCheck{{Name: "postgres", Ping: st.Ping}, {Name: "redis", Ping: func(ctx context.Context) error {
 			// asynq's Ping takes no context: do not wait for it past ctx.
