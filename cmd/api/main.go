@@ -90,7 +90,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error {
 	log := cfg.Logger(stderr).With("cmd", "api")
 
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{})
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns,
+		StatementTimeout: cfg.DBStatementTimeout, IdleInTxTimeout: cfg.DBIdleInTxTimeout})
 	if err != nil {
 		return err
 	}
@@ -154,8 +155,10 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 				return ctx.Err()
 			}
 		}}},
-		Log:      log,
-		Platform: plat,
+		Log:              log,
+		Platform:         plat,
+		UploadsPerTenant: cfg.UploadsPerTenant,
+		UploadsTotal:     cfg.UploadsTotal,
 	})
 
 	// /metrics beside the API (Prometheus text format, no key: keep the

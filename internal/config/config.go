@@ -37,6 +37,10 @@ const (
 	DefaultWorkerConcurrency = 10
 	// DefaultStatusCache is the API's status cache (a Go field, not a variable).
 	DefaultStatusCache = 200 * time.Millisecond
+	// The API's Postgres pool and session timeouts (Go fields, not variables).
+	DefaultAPIDBMaxConns       = 16
+	DefaultAPIStatementTimeout = 5 * time.Minute
+	DefaultAPIIdleInTxTimeout  = 30 * time.Second
 )
 
 // Common is what every service reads.

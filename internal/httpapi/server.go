@@ -59,6 +59,12 @@ type Deps struct {
 	// Uploads bound the tenants' stored uploads (POST /v1/uploads); zero
 	// fields take service.UploadLimits' defaults.
 	Uploads service.UploadLimits
+	// UploadsPerTenant and UploadsTotal cap the uploads (POST /v1/jobs,
+	// POST /v1/uploads) received at once, per tenant and in all; more are
+	// answered 429 with Retry-After. Defaults DefaultUploadsPerTenant and
+	// DefaultUploadsTotal.
+	UploadsPerTenant int
+	UploadsTotal     int
 }
 
 // Defaults of Deps.
@@ -69,8 +75,9 @@ const (
 
 type server struct {
 	Deps
-	mux *http.ServeMux
-	svc *service.Service // every /v1/jobs and /v1/results route is a call of it
+	uploads *uploadSlots
+	mux     *http.ServeMux
+	svc     *service.Service // every /v1/jobs and /v1/results route is a call of it
 }
 
 // NewServer returns the API's handler: every route of routes.go behind
@@ -93,7 +100,7 @@ func NewServer(deps Deps) http.Handler {
 	}
 	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
 		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir})
-	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
+	s := &server{Deps: deps, uploads: newUploadSlots(deps.UploadsPerTenant, deps.UploadsTotal), mux: http.NewServeMux(), svc: svc}
 	s.routes()
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.dispatch)))
 }

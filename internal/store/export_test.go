@@ -38,3 +38,13 @@ func numbered(stmts map[string]string) map[string]string {
 // PoolForTest is the store's pool, for this package's tests: they check the
 // schema, plans and rows with SQL of their own.
 func PoolForTest(s *Store) *pgxpool.Pool { return s.pool }
+
+// Setting is a session setting as the pool's connections see it.
+func (s *Store) Setting(ctx context.Context, name string) (string, error) {
+	var v string
+	err := s.pool.QueryRow(ctx, `SELECT current_setting($1)`, name).Scan(&v)
+	return v, err
+}
+
+// PoolSize is the pool's MaxConns.
+func (s *Store) PoolSize() int32 { return s.pool.Config().MaxConns }
