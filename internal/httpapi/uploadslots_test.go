@@ -6,8 +6,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"time"
 	"testing"
+	"time"
 )
 
 func TestUploadSlotsCapPerTenantAndTotal(t *testing.T) {
