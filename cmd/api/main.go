@@ -19,13 +19,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/httpapi"
@@ -47,12 +45,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// HTTP server timeouts. Uploads get their own read deadline (see httpapi.Deps).
-const (
-	readHeaderTimeout = 10 * time.Second
-	idleTimeout       = 2 * time.Minute
-)
 
 // run reads the flags and the environment, or runs `api keys`.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -179,12 +171,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := httpapi.NewHTTPServer(handler, httpapi.DefaultTimeouts(), log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.Keys), "stored_keys", stored, "queue", cfg.Queue)
