@@ -37,13 +37,14 @@ type Result struct {
 func (s *Store) ListResults(ctx context.Context, jobID string, state domain.RowState, afterID int64, limit int) ([]Result, error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT r.id, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''), coalesce(r.company, ''),
-			coalesce(r.domain, ''), coalesce(r.email, ''), coalesce(r.role, ''), coalesce(r.extra::text, ''), r.state, r.state_reason, r.last_error, r.attempts,
+			coalesce(r.domain, ''), coalesce(r.email, ''), coalesce(r.role, ''), coalesce(x.extra::text, ''), r.state, r.state_reason, r.last_error, r.attempts,
 			p.profile_url, coalesce(p.name, ''), coalesce(p.headline, ''), coalesce(p.company, ''), coalesce(p.role, ''),
 			coalesce(p.location, ''), coalesce(p.company_size, ''), coalesce(p.industry, ''), p.technographics,
 			e.email, coalesce(e.confidence, 0), coalesce(e.verified, false),
 			ph.phones::text, coalesce(ph.primary_number, ''), coalesce(ph.primary_type, ''),
 			ARRAY(SELECT stage FROM no_matches n WHERE n.row_id = r.id ORDER BY stage)
 		FROM job_rows r
+		LEFT JOIN job_input_extras x ON x.job_id = r.job_id AND x.input_row = r.input_row
 		LEFT JOIN profile_results p ON p.row_id = r.id
 		LEFT JOIN email_results e ON e.row_id = r.id
 		LEFT JOIN phone_results ph ON ph.row_id = r.id
