@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
@@ -66,5 +68,40 @@ func TestWideExtrasWithManyRolesStoredOnce(t *testing.T) {
 		if len(l.Extra) != extraCols || len(l.Extra["x0"]) != cellBytes {
 			t.Fatalf("row %d (%s) echoes %d extras, want %d", l.Row, l.Role, len(l.Extra), extraCols)
 		}
+	}
+
+	// A page of these wide rows is bounded in bytes, not only in rows: a
+	// limit of 10,000 gives a page of a few MiB and a cursor, and the
+	// cursors lead through every row once.
+	seen := map[int]bool{}
+	cursor, pages := "", 0
+	for {
+		path := "/v1/jobs/" + st.ID + "/results?format=json&limit=10000"
+		if cursor != "" {
+			path += "&cursor=" + url.QueryEscape(cursor)
+		}
+		resp, data := b.call(t, http.MethodGet, path, keyA, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("results: %d %s", resp.StatusCode, data)
+		}
+		if len(data) > 2*service.MaxResultsPageBytes {
+			t.Fatalf("a page of %d bytes, over twice MaxResultsPageBytes", len(data))
+		}
+		page := decode[resultsPageJSON](t, data)
+		pages++
+		for _, l := range page.Results {
+			key := l.Row*1000 + slices.Index(roles, l.Role)
+			if seen[key] {
+				t.Fatalf("row %d %s twice", l.Row, l.Role)
+			}
+			seen[key] = true
+		}
+		if page.NextCursor == nil {
+			break
+		}
+		cursor = *page.NextCursor
+	}
+	if len(seen) != rows*len(roles) || pages < 3 {
+		t.Fatalf("%d results in %d pages, want %d in several", len(seen), pages, rows*len(roles))
 	}
 }

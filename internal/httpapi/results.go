@@ -93,11 +93,8 @@ func (s *server) jobResults(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rq.format {
 	case "json":
-		out := resultsPageJSON{Results: make([]resultLine, 0, len(page.Results)), NextCursor: page.NextCursor}
-		for _, res := range page.Results {
-			out.Results = append(out.Results, lineOf(res))
-		}
-		writeJSON(w, http.StatusOK, out)
+		_ = writeJSONPage(w, "results", len(page.Results), func(i int) any { return lineOf(page.Results[i]) },
+			"next_cursor", page.NextCursor) // a write error means the client is gone
 	case "ndjson":
 		nd := newNDJSONWriter(w)
 		for _, res := range page.Results {
