@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/service"
+	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
@@ -103,5 +106,37 @@ func TestWideExtrasWithManyRolesStoredOnce(t *testing.T) {
 	}
 	if len(seen) != rows*len(roles) || pages < 3 {
 		t.Fatalf("%d results in %d pages, want %d in several", len(seen), pages, rows*len(roles))
+	}
+
+	// The feed's pages are bounded in bytes too: every row's no-match
+	// line, with its extras, comes in pages of a few MiB, each line once.
+	job, err := b.st.GetJob(context.Background(), tenantA, st.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for chunk := range job.ChunkCount {
+		finishChunk(t, b.st, tenantA, st.ID, chunk, func(int, store.Row) store.Outcome {
+			return store.Outcome{State: domain.RowNoMatch, StagesDone: []domain.Stage{domain.StageProfile}, NoMatches: []domain.Stage{domain.StageProfile}}
+		})
+	}
+	lines, since, pages := 0, int64(0), 0
+	for {
+		resp, data := b.call(t, http.MethodGet, fmt.Sprintf("/v1/results?since=%d&limit=10000", since), keyA, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("feed: %d %s", resp.StatusCode, data)
+		}
+		if len(data) > 2*store.MaxFeedPageBytes {
+			t.Fatalf("a feed page of %d bytes, over twice MaxFeedPageBytes", len(data))
+		}
+		page := decode[feedPage](t, data)
+		if len(page.Results) == 0 {
+			break
+		}
+		pages++
+		lines += len(page.Results)
+		since = page.NextSince
+	}
+	if lines != rows*len(roles) || pages < 3 {
+		t.Fatalf("%d feed lines in %d pages, want %d in several", lines, pages, rows*len(roles))
 	}
 }
