@@ -63,6 +63,8 @@ func parseResultsQuery(r *http.Request) (resultsQuery, error) {
 	return rq, nil
 }
 
+// resultsPageJSON is the shape of a json page, as writeJSONPage writes it
+// (and the OpenAPI document's ResultsPage).
 type resultsPageJSON struct {
 	Results    []resultLine `json:"results"`
 	NextCursor *string      `json:"next_cursor"`
