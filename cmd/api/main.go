@@ -19,13 +19,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/httpapi"
@@ -47,12 +45,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// HTTP server timeouts. Uploads get their own read deadline (see httpapi.Deps).
-const (
-	readHeaderTimeout = 10 * time.Second
-	idleTimeout       = 2 * time.Minute
-)
 
 // run reads the flags and the environment, or runs `api keys`.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -90,7 +82,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error {
 	log := cfg.Logger(stderr).With("cmd", "api")
 
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{})
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns,
+		StatementTimeout: cfg.DBStatementTimeout, IdleInTxTimeout: cfg.DBIdleInTxTimeout})
 	if err != nil {
 		return err
 	}
@@ -141,28 +134,24 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
 			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
-		Keys:         httpapi.StoreKeys{Bootstrap: httpapi.NewStaticKeys(cfg.Keys), Store: st},
+		Keys:         httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
 		Limits:       limits,
 		MCPMaxBudget: cfg.MCPMaxBudget,
-		Ready: func(ctx context.Context) error {
-			if err := st.Ping(ctx); err != nil {
-				return fmt.Errorf("postgres: %w", err)
-			}
+		Ready: []httpapi.ReadyCheck{{Name: "postgres", Ping: st.Ping}, {Name: "redis", Ping: func(ctx context.Context) error {
 			// asynq's Ping takes no context: do not wait for it past ctx.
 			pinged := make(chan error, 1)
 			go func() { pinged <- enq.Client.Ping() }()
 			select {
 			case err := <-pinged:
-				if err != nil {
-					return fmt.Errorf("redis: %w", err)
-				}
-				return nil
+				return err
 			case <-ctx.Done():
-				return fmt.Errorf("redis: %w", ctx.Err())
+				return ctx.Err()
 			}
-		},
-		Log:      log,
-		Platform: plat,
+		}}},
+		Log:              log,
+		Platform:         plat,
+		UploadsPerTenant: cfg.UploadsPerTenant,
+		UploadsTotal:     cfg.UploadsTotal,
 	})
 
 	// /metrics beside the API (Prometheus text format, no key: keep the
@@ -183,12 +172,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: readHeaderTimeout,
-		IdleTimeout:       idleTimeout,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := httpapi.NewHTTPServer(handler, httpapi.DefaultTimeouts(), log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.Keys), "stored_keys", stored, "queue", cfg.Queue)

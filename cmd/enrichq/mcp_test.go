@@ -191,7 +191,7 @@ func TestMCPStdioReadKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log,
-		Keys: httpapi.StoreKeys{Store: b.Store}, MCPMaxBudget: mcpCeiling}))
+		Keys: httpapi.NewStoreKeys(nil, b.Store), MCPMaxBudget: mcpCeiling}))
 	t.Cleanup(api.Close)
 	cs, wait := stdioSessionKey(t, api.URL, key, nil)
 	tools, err := cs.ListTools(context.Background(), nil)

@@ -160,13 +160,7 @@ func (g *gen) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// rows and sent are how many rows and bytes were read so far.
-func (g *gen) rows() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.i
-}
-
+// sent is how many bytes were read so far.
 func (g *gen) sent() int64 {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -302,7 +296,9 @@ func TestUpload100MB(t *testing.T) {
 }
 
 // A million rows against a limit of 10,000 lookups: refused with 413 at row
-// 10,001, without reading the rest of the body; nothing stored.
+// 10,001; nothing stored. The body is received whole to disk before it is
+// parsed (so that a slow client holds no database connection), bounded by
+// the byte limit (TestUpload100MB), not by the lookups.
 func TestUploadMillionRows(t *testing.T) {
 	t.Parallel()
 	a := newAPI(t, func(d *httpapi.Deps) { d.Limits = ingest.Limits{MaxLookups: 10_000} })
@@ -310,10 +306,6 @@ func TestUploadMillionRows(t *testing.T) {
 	got := a.post(t, "text/csv", "", g)
 	if got.status != http.StatusRequestEntityTooLarge || got.code != ingest.CodeTooLarge {
 		t.Fatalf("a million rows: %d %s", got.status, clip(got.body))
-	}
-	// What the client wrote beyond row 10,001 sits in socket buffers (a few MB on loopback).
-	if g.rows() > 500_000 {
-		t.Errorf("the client could send %d of a million rows (%d MB) before the answer: the server read on past its limit", g.rows(), g.sent()>>20)
 	}
 	if jobsN, rowsN := a.counts(t); jobsN != 0 || rowsN != 0 {
 		t.Fatalf("stored %d jobs and %d rows", jobsN, rowsN)

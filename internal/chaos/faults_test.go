@@ -142,7 +142,7 @@ func TestPostgresRestartMidRun(t *testing.T) {
 		vendor: func(o *fakevendor.Options) { o.Latency = 5 * time.Millisecond }})
 	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
 		Store: r.st, Submitter: r.sub, Keys: httpapi.NewStaticKeys(map[string]string{"chaos-key-0001": "acme"}), Log: r.log,
-		Ready: func(ctx context.Context) error { return r.st.Ping(ctx) },
+		Ready: []httpapi.ReadyCheck{{Name: "postgres", Ping: r.st.Ping}},
 	}))
 	t.Cleanup(api.Close)
 	const n = 200

@@ -50,12 +50,29 @@ type API struct {
 	// JobWindow is how many chunks of one job are in the queue at once
 	// (0: store.DefaultWindow).
 	JobWindow int
+	// DBMaxConns is the size of the API's Postgres pool (default
+	// DefaultAPIDBMaxConns); a pool_max_conns in DATABASE_URL wins. Uploads
+	// are spooled to disk before they take a connection, so the pool is for
+	// short work.
+	DBMaxConns int32
+	// DBStatementTimeout is the statement_timeout of the API's sessions
+	// (default DefaultAPIStatementTimeout; it bounds an upload's COPY too).
+	DBStatementTimeout time.Duration
+	// DBIdleInTxTimeout is their idle_in_transaction_session_timeout
+	// (default DefaultAPIIdleInTxTimeout): a transaction left open by a bug
+	// or a stuck process ends and frees its locks.
+	DBIdleInTxTimeout time.Duration
+	// UploadsPerTenant and UploadsTotal cap the uploads received at once,
+	// per tenant and in all (0: the defaults of internal/httpapi, 4 and 16).
+	UploadsPerTenant int
+	UploadsTotal     int
 }
 
 func defaultAPI() API {
 	return API{Common: defaultCommon(), Addr: DefaultAPIAddr, Keys: map[string]string{}, MaxUploadBytes: DefaultMaxUploadBytes,
 		MaxRows: DefaultMaxRows, ShutdownTimeout: DefaultShutdownTimeout, VendorRPS: DefaultVendorRPS, VendorBulk: true,
-		StatusCache: DefaultStatusCache, MCPMaxBudget: DefaultMCPMaxBudget}
+		StatusCache: DefaultStatusCache, MCPMaxBudget: DefaultMCPMaxBudget, DBMaxConns: DefaultAPIDBMaxConns,
+		DBStatementTimeout: DefaultAPIStatementTimeout, DBIdleInTxTimeout: DefaultAPIIdleInTxTimeout}
 }
 
 // APIFromEnv maps the environment (getenv: os.Getenv in production) onto

@@ -39,6 +39,10 @@ const (
 	DefaultStatusCache = 200 * time.Millisecond
 	// DefaultMCPMaxBudget is the MCP budget ceiling of a key without its own.
 	DefaultMCPMaxBudget = 1000
+	// The API's Postgres pool and session timeouts (Go fields, not variables).
+	DefaultAPIDBMaxConns       = 16
+	DefaultAPIStatementTimeout = 5 * time.Minute
+	DefaultAPIIdleInTxTimeout  = 30 * time.Second
 )
 
 // Common is what every service reads.

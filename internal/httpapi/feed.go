@@ -38,5 +38,6 @@ func (s *server) resultsFeed(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, out)
+	_ = writeJSONPage(w, "results", len(out.Results), func(i int) any { return out.Results[i] },
+		"next_since", out.NextSince) // a write error means the client is gone
 }

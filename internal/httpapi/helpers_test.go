@@ -186,8 +186,14 @@ func multipartBody(t *testing.T, fields [][2]string, fileName, file string) (str
 // its rows, in row order.
 func finishRows(t *testing.T, st *store.Store, tenant, jobID string, out func(i int, r store.Row) store.Outcome) {
 	t.Helper()
+	finishChunk(t, st, tenant, jobID, 0, out)
+}
+
+// finishChunk is finishRows of chunk chunk.
+func finishChunk(t *testing.T, st *store.Store, tenant, jobID string, chunk int, out func(i int, r store.Row) store.Outcome) {
+	t.Helper()
 	ctx := context.Background()
-	claim, err := st.ClaimChunk(ctx, jobID, 0, time.Minute)
+	claim, err := st.ClaimChunk(ctx, jobID, chunk, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,12 +220,13 @@ func TestHealthAndReadiness(t *testing.T) {
 	t.Parallel()
 	var notReady atomic.Pointer[string]
 	b := setup(t, func(d *Deps) {
-		d.Ready = func(ctx context.Context) error {
-			if msg := notReady.Load(); msg != nil {
-				return errors.New(*msg)
-			}
-			return nil
-		}
+		d.Ready = []ReadyCheck{{Name: "postgres", Ping: func(context.Context) error { return nil }},
+			{Name: "redis", Ping: func(ctx context.Context) error {
+				if msg := notReady.Load(); msg != nil {
+					return errors.New(*msg)
+				}
+				return nil
+			}}}
 	})
 	resp, data := b.call(t, http.MethodGet, "/healthz", "", nil)
 	if resp.StatusCode != http.StatusOK || string(data) != "ok\n" {
@@ -235,10 +236,14 @@ func TestHealthAndReadiness(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("readyz: %d %q", resp.StatusCode, data)
 	}
-	notReady.Store(ptr("redis: connection refused"))
+	// The driver's error names addresses: logged, never answered.
+	notReady.Store(ptr("dial tcp 10.1.2.3:6379: connection refused"))
 	resp, data = b.call(t, http.MethodGet, "/readyz", "", nil)
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(data), "redis: connection refused") {
+	if resp.StatusCode != http.StatusServiceUnavailable || string(data) != "not ready: redis unavailable\n" {
 		t.Fatalf("readyz when not ready: %d %q", resp.StatusCode, data)
+	}
+	if !strings.Contains(b.logs.String(), "10.1.2.3:6379") {
+		t.Fatalf("the cause is not logged: %s", b.logs.String())
 	}
 }
 

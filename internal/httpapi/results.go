@@ -63,6 +63,8 @@ func parseResultsQuery(r *http.Request) (resultsQuery, error) {
 	return rq, nil
 }
 
+// resultsPageJSON is the shape of a json page, as writeJSONPage writes it
+// (and the OpenAPI document's ResultsPage).
 type resultsPageJSON struct {
 	Results    []resultLine `json:"results"`
 	NextCursor *string      `json:"next_cursor"`
@@ -93,11 +95,8 @@ func (s *server) jobResults(w http.ResponseWriter, r *http.Request) {
 	}
 	switch rq.format {
 	case "json":
-		out := resultsPageJSON{Results: make([]resultLine, 0, len(page.Results)), NextCursor: page.NextCursor}
-		for _, res := range page.Results {
-			out.Results = append(out.Results, lineOf(res))
-		}
-		writeJSON(w, http.StatusOK, out)
+		_ = writeJSONPage(w, "results", len(page.Results), func(i int) any { return lineOf(page.Results[i]) },
+			"next_cursor", page.NextCursor) // a write error means the client is gone
 	case "ndjson":
 		nd := newNDJSONWriter(w)
 		for _, res := range page.Results {

@@ -33,9 +33,9 @@ type Deps struct {
 	// Limits bound an upload; zero fields take ingest.DefaultLimits. MaxBytes
 	// is the configured MaxUploadBytes, MaxLookups the configured MaxRows.
 	Limits ingest.Limits
-	// Ready reports whether the service can work (Postgres and Redis
-	// reachable); nil means always ready.
-	Ready func(ctx context.Context) error
+	// Ready are the dependencies GET /readyz checks (Postgres, Redis);
+	// none means always ready.
+	Ready []ReadyCheck
 	// Log receives the request log and the details of internal errors;
 	// default slog.Default().
 	Log *slog.Logger
@@ -69,22 +69,27 @@ type Deps struct {
 	MCPMaxBudget int64
 	// Version is the build's version, shown to MCP clients; "" is "dev".
 	Version string
+	// UploadsPerTenant and UploadsTotal cap the uploads (POST /v1/jobs,
+	// POST /v1/uploads) received at once, per tenant and in all; more are
+	// answered 429 with Retry-After. Defaults DefaultUploadsPerTenant and
+	// DefaultUploadsTotal.
+	UploadsPerTenant int
+	UploadsTotal     int
 }
 
 // Defaults of Deps.
 const (
 	DefaultUploadIdleTimeout = 30 * time.Second
 	DefaultUploadTimeout     = 10 * time.Minute
-	// readyTimeout bounds the readiness check.
-	readyTimeout = 5 * time.Second
 )
 
 type server struct {
 	Deps
-	mux *http.ServeMux
-	svc *service.Service // every /v1/jobs and /v1/results route is a call of it
-	ui  *web.UI          // the web page's routes (/ and /ui/)
-	mcp http.HandlerFunc // POST /mcp (mcp.go)
+	uploads *uploadSlots
+	mux     *http.ServeMux
+	svc     *service.Service // every /v1/jobs and /v1/results route is a call of it
+	ui      *web.UI          // the web page's routes (/ and /ui/)
+	mcp     http.HandlerFunc // POST /mcp (mcp.go)
 }
 
 // NewServer returns the API's handler: every route of routes.go behind
@@ -107,7 +112,7 @@ func NewServer(deps Deps) http.Handler {
 	}
 	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
 		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir})
-	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
+	s := &server{Deps: deps, uploads: newUploadSlots(deps.UploadsPerTenant, deps.UploadsTotal), mux: http.NewServeMux(), svc: svc}
 	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Platform: deps.Platform, Session: deps.WebSession, Log: deps.Log, Now: deps.Now,
 		SignedIn: func(ctx context.Context, p service.Principal) {
 			if info := infoFrom(ctx); info != nil {
@@ -169,21 +174,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte("ok\n"))
-}
-
-func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	if s.Ready != nil {
-		ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
-		defer cancel()
-		if err := s.Ready(ctx); err != nil {
-			s.Log.WarnContext(r.Context(), "not ready", "err", err)
-			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte("not ready: " + err.Error() + "\n"))
-			return
-		}
-	}
 	_, _ = w.Write([]byte("ok\n"))
 }

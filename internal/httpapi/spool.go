@@ -62,3 +62,22 @@ func (sp *spool) Remove() {
 
 // TmpDir is where a parser of the spooled file may put temporary files.
 func (sp *spool) TmpDir() string { return sp.dir }
+
+// spooled reads a spool from its start; close closes and removes it.
+type spooled struct {
+	*os.File
+	sp *spool
+}
+
+func openSpool(sp *spool) (*spooled, error) {
+	f, err := os.Open(sp.Path)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: open the spooled upload: %w", err)
+	}
+	return &spooled{File: f, sp: sp}, nil
+}
+
+func (s *spooled) close() {
+	_ = s.File.Close()
+	s.sp.Remove()
+}

@@ -132,7 +132,7 @@ func TestSubmitMultipart(t *testing.T) {
 
 func TestSubmitIdempotent(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
+	b := setup(t, func(d *Deps) { d.UploadsPerTenant = 8 }) // the replays come at once
 	body := `{"rows": [{"profile_url": "https://platform.example/in/a"}]}`
 	resp, data := b.submitJSON(t, keyA, body, "Idempotency-Key", "batch-7")
 	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Idempotent-Replayed") != "" {

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -22,12 +23,12 @@ import (
 // and small form fields.
 const bodySlack = 64 << 10
 
-// submitJob is POST /v1/jobs. A CSV or JSON upload streams from the body
-// through the ingest parser into the store's COPY, inside one transaction: a
-// rejected upload stores nothing, and nothing is buffered but the JSON body's
-// rows. An .xlsx is spooled to a temporary file first (a zip needs random
-// access), removed when the request is done. The service decides
-// (service.Submit, service.Estimate).
+// submitJob is POST /v1/jobs. The body is received in full to a spool on
+// disk first (receiveUpload), before any database work: however slowly a
+// client sends, it holds no connection. The spooled CSV or JSON then goes
+// through the ingest parser into the store's COPY, inside one transaction:
+// a rejected upload stores nothing. The service decides (service.Submit,
+// service.Estimate).
 func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 	p := principalFrom(r.Context())
 	key, err := idempotencyKey(r.Header.Values("Idempotency-Key"))
@@ -40,7 +41,13 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sub, up, done, err := s.submission(w, r)
+	body, received, err := s.receiveUpload(w, r)
+	defer received()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sub, up, done, err := s.submission(r, body)
 	defer done()
 	if err != nil {
 		s.writeError(w, r, err)
@@ -142,10 +149,10 @@ const (
 )
 
 // submission reads the options of an upload by its content type and
-// returns the job to submit, whose Feed reads the rows from the body (or
-// from the spooled file of an .xlsx), what the feed found, and done, which
-// removes what the upload left on disk: call it on every path.
-func (s *server) submission(w http.ResponseWriter, r *http.Request) (jobs.Submission, *counted, func(), error) {
+// returns the job to submit, whose Feed reads the rows from body (the
+// spooled request body), what the feed found, and done, which removes what
+// the upload left on disk: call it on every path.
+func (s *server) submission(r *http.Request, body *spooled) (jobs.Submission, *counted, func(), error) {
 	none := func() {}
 	ct := r.Header.Get("Content-Type")
 	mediaType, params, err := mime.ParseMediaType(ct)
@@ -157,7 +164,6 @@ func (s *server) submission(w http.ResponseWriter, r *http.Request) (jobs.Submis
 	c := &counted{}
 	switch mediaType {
 	case "application/json":
-		body := s.uploadBody(w, r, lim.MaxBytes+bodySlack)
 		req, err := ingest.DecodeJSON(body, lim)
 		if err != nil {
 			return jobs.Submission{}, nil, none, err
@@ -179,8 +185,7 @@ func (s *server) submission(w http.ResponseWriter, r *http.Request) (jobs.Submis
 		if err != nil {
 			return jobs.Submission{}, nil, none, err
 		}
-		body := s.uploadBody(w, r, lim.MaxBytes+bodySlack)
-		return s.fileSubmission(r, c, opts, body, mediaType)
+		return s.fileSubmission(r, c, opts, body, body.sp, mediaType)
 
 	case "multipart/form-data":
 		opts, err := ingest.ParseOptions(r.URL.Query(), lim)
@@ -190,20 +195,21 @@ func (s *server) submission(w http.ResponseWriter, r *http.Request) (jobs.Submis
 		if params["boundary"] == "" {
 			return jobs.Submission{}, nil, none, errorf(http.StatusBadRequest, "malformed_multipart", "multipart/form-data without a boundary")
 		}
-		body := s.uploadBody(w, r, lim.MaxBytes+bodySlack)
 		file, err := filePart(multipart.NewReader(body, params["boundary"]))
 		if err != nil {
 			return jobs.Submission{}, nil, none, err
 		}
-		return s.fileSubmission(r, c, opts, file, partMediaType(file))
+		return s.fileSubmission(r, c, opts, file, nil, partMediaType(file))
 	}
 	return jobs.Submission{}, nil, none, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
 		"Content-Type %q is not supported; send application/json, text/csv or text/tab-separated-values (options as query parameters), %s for an .xlsx, or multipart/form-data with a file field",
 		clip(mediaType), mediaXLSX)
 }
 
-// fileSubmission is the job of a file upload (CSV, TSV or .xlsx) read from body.
-func (s *server) fileSubmission(r *http.Request, c *counted, opts ingest.JobOptions, body io.Reader, mediaType string) (jobs.Submission, *counted, func(), error) {
+// fileSubmission is the job of a file upload (CSV, TSV or .xlsx) read from
+// body; sp is body's spool when body is the whole spooled file (an .xlsx is
+// then read in place), nil for a part of it.
+func (s *server) fileSubmission(r *http.Request, c *counted, opts ingest.JobOptions, body io.Reader, sp *spool, mediaType string) (jobs.Submission, *counted, func(), error) {
 	lim := s.svc.Limits()
 	in := opts.Ingest()
 	switch mediaType {
@@ -215,12 +221,19 @@ func (s *server) fileSubmission(r *http.Request, c *counted, opts ingest.JobOpti
 		if maxBytes <= 0 {
 			maxBytes = ingest.DefaultLimits().MaxBytes
 		}
-		sp, err := spoolUpload(s.SpoolDir, body, maxBytes)
-		if err != nil {
-			return jobs.Submission{}, nil, func() {}, err
+		remove := func() {}
+		switch {
+		case sp != nil && sp.Size > maxBytes:
+			return jobs.Submission{}, nil, func() {}, &ingest.Error{Code: ingest.CodeTooLarge, Message: fmt.Sprintf("the upload is larger than %d bytes", maxBytes)}
+		case sp == nil: // a multipart file: copy it out of the body
+			var err error
+			if sp, err = spoolUpload(s.SpoolDir, body, maxBytes); err != nil {
+				return jobs.Submission{}, nil, func() {}, err
+			}
+			remove = sp.Remove
 		}
 		ctx, cancel := context.WithDeadline(r.Context(), deadline)
-		done := func() { cancel(); sp.Remove() }
+		done := func() { cancel(); remove() }
 		return jobs.Submission{Format: "xlsx", Options: opts, Upload: c.upload, Feed: c.feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
 			return ingest.ParseXLSX(ctx, sp.Path, sp.TmpDir(), in, lim, emit)
 		})}, c, done, nil
@@ -274,6 +287,39 @@ func filePart(mr *multipart.Reader) (*multipart.Part, error) {
 			return nil, errorf(http.StatusBadRequest, "malformed_multipart", "the multipart body cannot be parsed: %v", err)
 		}
 	}
+}
+
+// receiveUpload takes an upload slot for the tenant (uploadSlots: else a
+// 429) and copies the whole request body to a spool on disk, at most the
+// upload's MaxBytes and bodySlack. Only then does the handler parse it and
+// open a transaction, so a slow client holds a slot and a file, never a
+// database connection. done releases both: call it on every path.
+func (s *server) receiveUpload(w http.ResponseWriter, r *http.Request) (body *spooled, done func(), err error) {
+	release, err := s.uploads.acquire(tenantFrom(r.Context()))
+	if err != nil {
+		return nil, func() {}, err
+	}
+	lim := s.svc.Limits()
+	maxBytes := lim.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = ingest.DefaultLimits().MaxBytes
+	}
+	sp, err := spoolUpload(s.SpoolDir, s.uploadBody(w, r, maxBytes+bodySlack), maxBytes+bodySlack)
+	if err != nil {
+		release()
+		return nil, func() {}, err
+	}
+	// The body is in. The parse and the commit of a large upload may take
+	// longer than the server's WriteTimeout, counted from the request's
+	// start: they get the upload's own time, as its receiving did.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.UploadTimeout))
+	body, err = openSpool(sp)
+	if err != nil {
+		sp.Remove()
+		release()
+		return nil, func() {}, err
+	}
+	return body, func() { body.close(); release() }, nil
 }
 
 // uploadBody caps the body at maxBytes and guards against slow clients: from

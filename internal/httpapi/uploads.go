@@ -16,7 +16,13 @@ import (
 // validated as a submit would, stored for later estimates and submits by id
 // (service.Upload).
 func (s *server) postUpload(w http.ResponseWriter, r *http.Request) {
-	req, err := s.uploadRequest(w, r)
+	body, received, err := s.receiveUpload(w, r)
+	defer received()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req, err := s.uploadRequest(r, body)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -59,8 +65,9 @@ func uploadNotFound(err error) error {
 // uploadRequest reads the format, options and body of an upload by its
 // content type, as POST /v1/jobs does: a JSON job body, a CSV, TSV or .xlsx
 // body with its options as query parameters, or multipart with a file field.
-// A raw body's name may come in Content-Disposition.
-func (s *server) uploadRequest(w http.ResponseWriter, r *http.Request) (service.UploadRequest, error) {
+// A raw body's name may come in Content-Disposition. body is the spooled
+// request body (receiveUpload).
+func (s *server) uploadRequest(r *http.Request, body io.Reader) (service.UploadRequest, error) {
 	ct := r.Header.Get("Content-Type")
 	mediaType, params, err := mime.ParseMediaType(ct)
 	if err != nil && ct != "" {
@@ -68,7 +75,6 @@ func (s *server) uploadRequest(w http.ResponseWriter, r *http.Request) (service.
 			"Content-Type %q cannot be parsed; send application/json, text/csv, text/tab-separated-values, an .xlsx or multipart/form-data", clip(ct))
 	}
 	lim := s.svc.Limits()
-	body := func() io.Reader { return s.uploadBody(w, r, lim.MaxBytes+bodySlack) }
 	_, disp, _ := mime.ParseMediaType(r.Header.Get("Content-Disposition"))
 	switch mediaType {
 	case "application/json":
@@ -76,13 +82,13 @@ func (s *server) uploadRequest(w http.ResponseWriter, r *http.Request) (service.
 			return service.UploadRequest{}, errorf(http.StatusUnprocessableEntity, ingest.CodeInvalidOptions,
 				"a JSON upload takes its options in the body, not as query parameters")
 		}
-		return service.UploadRequest{Format: service.FormatJSON, Filename: disp["filename"], Body: body()}, nil
+		return service.UploadRequest{Format: service.FormatJSON, Filename: disp["filename"], Body: body}, nil
 	case mediaCSV, mediaTSV, mediaXLSX:
 		opts, err := ingest.ParseOptions(r.URL.Query(), lim)
 		if err != nil {
 			return service.UploadRequest{}, err
 		}
-		return service.UploadRequest{Format: uploadFormat(mediaType), Filename: disp["filename"], Options: opts, Body: body()}, nil
+		return service.UploadRequest{Format: uploadFormat(mediaType), Filename: disp["filename"], Options: opts, Body: body}, nil
 	case "multipart/form-data":
 		opts, err := ingest.ParseOptions(r.URL.Query(), lim)
 		if err != nil {
@@ -91,7 +97,7 @@ func (s *server) uploadRequest(w http.ResponseWriter, r *http.Request) (service.
 		if params["boundary"] == "" {
 			return service.UploadRequest{}, errorf(http.StatusBadRequest, "malformed_multipart", "multipart/form-data without a boundary")
 		}
-		file, err := filePart(multipart.NewReader(body(), params["boundary"]))
+		file, err := filePart(multipart.NewReader(body, params["boundary"]))
 		if err != nil {
 			return service.UploadRequest{}, err
 		}

@@ -546,10 +546,17 @@ func ExpandJSON(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error)
 					errs = append(errs, FieldError{Row: n, Column: col, Message: msg})
 					continue
 				}
-				in.extra[k] = v
-				if len(extraKeys) < lim.MaxColumns {
+				if !extraKeys[k] {
+					// The job's extra keys are its CSV export's columns: capped
+					// per job, not only per row.
+					if len(extraKeys) >= lim.MaxColumns {
+						errs = append(errs, FieldError{Row: n, Column: col, Message: fmt.Sprintf(
+							"one extra key too many: a job's rows may have at most %d distinct extra keys in all", lim.MaxColumns)})
+						continue
+					}
 					extraKeys[k] = true
 				}
+				in.extra[k] = v
 			}
 			if len(in.extra) == 0 {
 				in.extra = nil

@@ -216,6 +216,15 @@ func TestExpandRows(t *testing.T) {
 			lim:  Limits{MaxColumns: 2},
 			code: CodeInvalidRows, details: []at{{1, "extra", "3 fields; the limit is 2"}},
 		},
+		{
+			// Each row within the cap, but the job's keys together past it:
+			// they would be the CSV export's columns.
+			name: "too many extra keys in a job",
+			rows: []RowIn{{Company: "A", Name: "B", Extra: map[string]string{"a": "", "b": ""}},
+				{Company: "A", Name: "C", Extra: map[string]string{"a": "", "c": ""}}},
+			lim:  Limits{MaxColumns: 2},
+			code: CodeInvalidRows, details: []at{{2, "extra.c", "at most 2 distinct extra keys"}},
+		},
 		{name: "no rows", code: CodeEmptyUpload},
 		{name: "more lookups than MaxLookups", rows: []RowIn{{Company: "A"}, {Company: "B"}}, roles: roles, lim: Limits{MaxLookups: 3}, code: CodeTooLarge},
 	}

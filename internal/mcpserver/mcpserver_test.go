@@ -350,7 +350,7 @@ func TestStoredKeyCeiling(t *testing.T) {
 		t.Fatal(err)
 	}
 	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log,
-		Keys: httpapi.StoreKeys{Store: b.Store}, MCPMaxBudget: defaultCeiling}))
+		Keys: httpapi.NewStoreKeys(nil, b.Store), MCPMaxBudget: defaultCeiling}))
 	t.Cleanup(api.Close)
 	s := (&stack{b: b, api: api}).connect(t, key)
 	list := map[string]any{"rows": companies(1), "roles": []string{"CTO"}}

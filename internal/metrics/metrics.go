@@ -108,12 +108,24 @@ func NewHTTP(reg prometheus.Registerer) *HTTP {
 }
 
 // Request records one request; route is the mux pattern ("unmatched" when none).
+// The method is labelled only when it is a standard one (MethodLabel): a
+// client chooses it, unauthenticated, so it must not mint series.
 func (h *HTTP) Request(route, method string, status int, d time.Duration) {
 	if h == nil {
 		return
 	}
-	h.requests.WithLabelValues(route, method, strconv.Itoa(status)).Inc()
+	h.requests.WithLabelValues(route, MethodLabel(method), strconv.Itoa(status)).Inc()
 	h.duration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// MethodLabel is method when it is one of RFC 9110's and PATCH, else "other".
+func MethodLabel(method string) string {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return method
+	}
+	return "other"
 }
 
 // Handler serves reg in the Prometheus text format.

@@ -15,6 +15,10 @@ import (
 const (
 	DefaultResultsLimit = 1000  // a page without a limit
 	MaxResultsLimit     = 10000 // any limit
+	// MaxResultsPageBytes bounds the data of a page, about: a page of wide
+	// rows (extras of 256 columns) ends sooner, its next_cursor saying where
+	// the rest starts.
+	MaxResultsPageBytes = 8 << 20
 )
 
 // ResultLine is one line of a job's results: the input, the state and what
@@ -139,14 +143,13 @@ func (s *Service) Results(ctx context.Context, p Principal, id string, q Results
 	if err != nil {
 		return ResultsPage{}, err
 	}
-	page, err := s.store.ListResults(ctx, job.ID, q.State, afterID, limit+1)
+	page, more, err := s.store.ListResultsWithin(ctx, job.ID, q.State, afterID, limit, MaxResultsPageBytes)
 	if err != nil {
 		return ResultsPage{}, err
 	}
 	out := ResultsPage{JobID: job.ID, Results: page}
-	if len(page) > limit {
-		out.Results = page[:limit]
-		c := encodeResultCursor(page[limit-1].RowID)
+	if more && len(page) > 0 {
+		c := encodeResultCursor(page[len(page)-1].RowID)
 		out.NextCursor = &c
 	}
 	return out, nil

@@ -39,12 +39,17 @@ func (s *Store) RowCountsByJob(ctx context.Context, jobIDs []string) (map[string
 	return out, interpretError(err)
 }
 
+// MaxResultExtraKeys caps ResultExtraKeys: ingest caps a job's distinct
+// extra keys at as many (a CSV export's columns).
+const MaxResultExtraKeys = 256
+
 // ResultExtraKeys returns the keys of the extra columns of a job's rows,
-// sorted, optionally only of rows in state.
+// sorted, optionally only of rows in state; at most MaxResultExtraKeys.
 func (s *Store) ResultExtraKeys(ctx context.Context, jobID string, state domain.RowState) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT k FROM job_rows r, jsonb_object_keys(r.extra) AS k
-		WHERE r.job_id = $1 AND r.extra IS NOT NULL AND ($2 = '' OR r.state = $2)
-		ORDER BY k`, jobID, state)
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT k FROM job_input_extras x, jsonb_object_keys(x.extra) AS k
+		WHERE x.job_id = $1
+		  AND ($2 = '' OR EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = x.job_id AND r.input_row = x.input_row AND r.state = $2))
+		ORDER BY k LIMIT $3`, jobID, state, MaxResultExtraKeys)
 	if err != nil {
 		return nil, interpretError(err)
 	}

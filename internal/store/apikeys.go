@@ -94,19 +94,21 @@ func scopeStrings(scopes []domain.Scope) []string {
 
 // LiveAPIKey returns the stored key (not revoked) whose key is key; ok is
 // false for an unknown or revoked key. It stamps last_used_at at most once a
-// minute.
+// minute. One statement, whatever the key: an unknown one costs one query.
 func (s *Store) LiveAPIKey(ctx context.Context, key string) (k APIKey, ok bool, err error) {
 	sum := sha256.Sum256([]byte(key))
-	rows, err := s.pool.Query(ctx, `UPDATE api_keys SET last_used_at = now()
-		WHERE key_sha256 = $1 AND revoked_at IS NULL
-		  AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
-		RETURNING `+apiKeyColumns, sum[:])
-	k, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[APIKey])
-	if errors.Is(err, pgx.ErrNoRows) {
-		// Used within the minute (not stamped again), or unknown.
-		rows, err = s.pool.Query(ctx, `SELECT `+apiKeyColumns+` FROM api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL`, sum[:])
-		k, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[APIKey])
+	rows, err := s.pool.Query(ctx, `WITH k AS (
+			SELECT * FROM api_keys WHERE key_sha256 = $1 AND revoked_at IS NULL),
+		stamp AS (
+			UPDATE api_keys a SET last_used_at = now() FROM k
+			WHERE a.id = k.id AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute')
+			RETURNING a.id, a.last_used_at)
+		SELECT k.id::text, k.tenant, k.name, k.prefix, k.created_at, coalesce(stamp.last_used_at, k.last_used_at), k.revoked_at, k.scopes, k.mcp_max_budget
+		FROM k LEFT JOIN stamp ON stamp.id = k.id`, sum[:])
+	if err != nil {
+		return APIKey{}, false, interpretError(err)
 	}
+	k, err = pgx.CollectExactlyOneRow(rows, pgx.RowToStructByPos[APIKey])
 	if errors.Is(err, pgx.ErrNoRows) {
 		return APIKey{}, false, nil
 	}

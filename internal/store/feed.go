@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -42,6 +43,9 @@ type FeedItem struct {
 	FoundPhones *PhoneResult   // Kind phone
 }
 
+// MaxFeedPageBytes bounds the data of one ResultsFeed page, about.
+const MaxFeedPageBytes = 8 << 20
+
 // AdvanceResultsFeed puts the results committed since the last advance into
 // the feed (results_feed_advance(), see migrations/00001_schema.sql) and returns
 // how many. Advances take turns; each commits before the next starts, which
@@ -53,8 +57,10 @@ func (s *Store) AdvanceResultsFeed(ctx context.Context) (int64, error) {
 }
 
 // ResultsFeed returns up to limit lines of tenant's results feed after
-// position since, in position order. It reads what AdvanceResultsFeed has
-// logged: call that first to include the latest results.
+// position since, in position order, and fewer once the lines read hold
+// MaxFeedPageBytes of data (at least one): the reader goes on from the last.
+// It reads what AdvanceResultsFeed has logged: call that first to include
+// the latest results.
 func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, limit int) ([]FeedItem, error) {
 	if err := needTenant(tenant); err != nil {
 		return nil, err
@@ -85,10 +91,15 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 		email, phones, pNum, pType string
 		conf                       float64
 		verified                   bool
+		read                       int64
 	)
 	_, err = pgx.ForEachRow(rows, []any{&it.Seq, &it.Kind, &it.Stage, &it.JobID, &it.RowID, &it.SourceSeq, &it.InputRow, &it.Ref,
 		&it.InputKind, &it.ProfileURL, &it.Name, &it.Company, &it.Email, &it.Role, &extra, &it.Source, &it.FromCache, &fetched,
 		&url, &name, &head, &comp, &rl, &loc, &size, &ind, &tech, &email, &conf, &verified, &phones, &pNum, &pType, &it.Domain}, func() error {
+		if read >= MaxFeedPageBytes {
+			return errPageFull
+		}
+		read += rowBytes + int64(len(extra)+len(phones))
 		item := it
 		if extra != "" {
 			if err := json.Unmarshal([]byte(extra), &item.Extra); err != nil {
@@ -111,5 +122,8 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 		it, tech, fetched = FeedItem{}, nil, nil
 		return nil
 	})
+	if errors.Is(err, errPageFull) {
+		err = nil
+	}
 	return out, interpretError(err)
 }

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -153,7 +152,9 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 		return Job{}, false, interpretError(err)
 	}
 
-	columns := []string{"job_id", "chunk", "input_row", "ref", "input_kind", "profile_url", "name", "company", "domain", "email", "role", "extra", "found_profile_url"}
+	columns := []string{"job_id", "chunk", "input_row", "ref", "input_kind", "profile_url", "name", "company", "domain", "email", "role", "found_profile_url"}
+	extras := &inputExtras{}
+	defer extras.remove()
 	fctx, stopFeed := context.WithCancel(ctx)
 	defer stopFeed()
 	batches := make(chan [][]any, 4)
@@ -174,17 +175,12 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 			}
 		}
 		add := func(r NewRow) error {
-			var extra any
-			if len(r.Extra) > 0 {
-				b, err := json.Marshal(r.Extra)
-				if err != nil {
-					return err
-				}
-				extra = string(b)
+			if err := extras.add(r.InputRow, r.Extra); err != nil {
+				return err
 			}
 			found := nullIfEmpty(r.ProfileURL)
 			buf = append(buf, []any{jobID, total / nj.ChunkSize, r.InputRow, r.Ref, r.Kind,
-				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Domain), nullIfEmpty(r.Email), nullIfEmpty(r.Role), extra, found})
+				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Domain), nullIfEmpty(r.Email), nullIfEmpty(r.Role), found})
 			total++
 			if len(buf) == copyBatch {
 				return send()
@@ -205,6 +201,9 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	}
 	if copyErr != nil {
 		return Job{}, false, fmt.Errorf("store: copy rows: %w", interpretError(copyErr))
+	}
+	if err := extras.copyTo(ctx, tx, jobID); err != nil {
+		return Job{}, false, err
 	}
 	chunks := (total + nj.ChunkSize - 1) / nj.ChunkSize
 	if _, err := tx.Exec(ctx, `UPDATE jobs SET total_rows = $2, chunk_count = $3 WHERE id = $1`, jobID, total, chunks); err != nil {

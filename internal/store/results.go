@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/jackc/pgx/v5"
@@ -35,25 +36,35 @@ type Result struct {
 // ListResults returns up to limit results of a job in row order, after row
 // id afterID, optionally only rows in state.
 func (s *Store) ListResults(ctx context.Context, jobID string, state domain.RowState, afterID int64, limit int) ([]Result, error) {
+	out, _, err := s.ListResultsWithin(ctx, jobID, state, afterID, limit, 0)
+	return out, err
+}
+
+// ListResultsWithin is ListResults that also stops once the rows read hold
+// maxBytes of data (0: no bound; at least one row is read): a page of wide
+// rows (extras, phones) stays bounded in memory. more says whether rows
+// follow the last one returned.
+func (s *Store) ListResultsWithin(ctx context.Context, jobID string, state domain.RowState, afterID int64, limit int, maxBytes int64) (out []Result, more bool, err error) {
 	rows, err := s.pool.Query(ctx, `
 		SELECT r.id, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''), coalesce(r.company, ''),
-			coalesce(r.domain, ''), coalesce(r.email, ''), coalesce(r.role, ''), coalesce(r.extra::text, ''), r.state, r.state_reason, r.last_error, r.attempts,
+			coalesce(r.domain, ''), coalesce(r.email, ''), coalesce(r.role, ''), coalesce(x.extra::text, ''), r.state, r.state_reason, r.last_error, r.attempts,
 			p.profile_url, coalesce(p.name, ''), coalesce(p.headline, ''), coalesce(p.company, ''), coalesce(p.role, ''),
 			coalesce(p.location, ''), coalesce(p.company_size, ''), coalesce(p.industry, ''), p.technographics,
 			e.email, coalesce(e.confidence, 0), coalesce(e.verified, false),
 			ph.phones::text, coalesce(ph.primary_number, ''), coalesce(ph.primary_type, ''),
 			ARRAY(SELECT stage FROM no_matches n WHERE n.row_id = r.id ORDER BY stage)
 		FROM job_rows r
+		LEFT JOIN job_input_extras x ON x.job_id = r.job_id AND x.input_row = r.input_row
 		LEFT JOIN profile_results p ON p.row_id = r.id
 		LEFT JOIN email_results e ON e.row_id = r.id
 		LEFT JOIN phone_results ph ON ph.row_id = r.id
 		WHERE r.job_id = $1 AND r.id > $2 AND ($3 = '' OR r.state = $3)
 		ORDER BY r.id
-		LIMIT $4`, jobID, afterID, state, limit)
+		LIMIT $4`, jobID, afterID, state, limit+1)
 	if err != nil {
-		return nil, interpretError(err)
+		return nil, false, interpretError(err)
 	}
-	var out []Result
+	var size int64
 	var (
 		res                              Result
 		extra                            string
@@ -68,6 +79,14 @@ func (s *Store) ListResults(ctx context.Context, jobID string, state domain.RowS
 		&res.Domain, &res.Email, &res.Role, &extra, &res.State, &res.StateReason, &res.LastError, &res.Attempts,
 		&pURL, &pName, &pHead, &pComp, &pRole, &pLoc, &pSize, &pInd, &tech,
 		&eAddr, &conf, &verified, &phones, &phNum, &phType, &res.NoMatches}, func() error {
+		if len(out) == limit || (maxBytes > 0 && size >= maxBytes) {
+			more = true
+			return errPageFull
+		}
+		size += rowBytes + int64(len(extra))
+		if phones != nil {
+			size += int64(len(*phones))
+		}
 		r := res
 		if extra != "" {
 			if err := json.Unmarshal([]byte(extra), &r.Extra); err != nil {
@@ -89,5 +108,15 @@ func (s *Store) ListResults(ctx context.Context, jobID string, state domain.RowS
 		tech = nil
 		return nil
 	})
-	return out, interpretError(err)
+	if errors.Is(err, errPageFull) {
+		err = nil
+	}
+	return out, more, interpretError(err)
 }
+
+// rowBytes is what a result row holds besides its extras and phones, about:
+// its inputs and the profile found.
+const rowBytes = 512
+
+// errPageFull stops reading the rows of a page.
+var errPageFull = errors.New("store: page full")

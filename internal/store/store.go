@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,12 +37,21 @@ type Store struct {
 	conflicts atomic.Int64
 	// accounts holds the "account\x00YYYY-MM" whose account_usage row exists.
 	accounts sync.Map
+	// migrateCfg is the pool's configuration without the session timeouts
+	// of Options: a migration may rightly take longer.
+	migrateCfg *pgxpool.Config
 }
 
 // Options configures Open.
 type Options struct {
-	// MaxConns caps the pool; 0 keeps pgxpool's default (max(4, NumCPU)).
+	// MaxConns caps the pool; 0 keeps pgxpool's default (max(4, NumCPU)). A
+	// pool_max_conns in the URL wins.
 	MaxConns int32
+	// StatementTimeout and IdleInTxTimeout set the sessions'
+	// statement_timeout and idle_in_transaction_session_timeout; 0 keeps
+	// the server's (off by default). The same settings in the URL win.
+	StatementTimeout time.Duration
+	IdleInTxTimeout  time.Duration
 	// LeaseConns, when set, gives lease heartbeats (ExtendLease) a pool of
 	// their own of this size.
 	LeaseConns int32
@@ -55,8 +66,16 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: parse DATABASE_URL: %w", err)
 	}
-	if opts.MaxConns > 0 {
+	migrateCfg := cfg.Copy()
+	migrateCfg.MaxConns, migrateCfg.MinConns = 2, 0 // goose's lock and its statements
+	if opts.MaxConns > 0 && !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = opts.MaxConns
+	}
+	for param, d := range map[string]time.Duration{"statement_timeout": opts.StatementTimeout,
+		"idle_in_transaction_session_timeout": opts.IdleInTxTimeout} {
+		if _, set := cfg.ConnConfig.RuntimeParams[param]; !set && d > 0 {
+			cfg.ConnConfig.RuntimeParams[param] = strconv.FormatInt(d.Milliseconds(), 10)
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -65,7 +84,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{pool: pool, leases: pool, now: opts.Now}
+	s := &Store{pool: pool, leases: pool, now: opts.Now, migrateCfg: migrateCfg}
 	if opts.LeaseConns > 0 {
 		lcfg := cfg.Copy()
 		lcfg.MaxConns = opts.LeaseConns
@@ -92,7 +111,12 @@ func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 // Migrate applies pending goose migrations under a Postgres session
 // advisory lock, so replicas starting together are safe.
 func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
-	db := stdlib.OpenDBFromPool(s.pool)
+	pool, err := pgxpool.NewWithConfig(ctx, s.migrateCfg)
+	if err != nil {
+		return fmt.Errorf("store: connect: %w", err)
+	}
+	defer pool.Close()
+	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {

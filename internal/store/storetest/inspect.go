@@ -181,3 +181,18 @@ func IdleTransactions(tb testing.TB, st *store.Store) int {
 	}
 	return n
 }
+
+// JobRowBytes is what a job's input takes on disk in st's database, of
+// every job: job_rows and job_input_extras with their indexes and TOAST
+// (pg_total_relation_size).
+func JobRowBytes(tb testing.TB, st *store.Store) int64 {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	var n int64
+	if err := c.QueryRow(context.Background(), `SELECT pg_total_relation_size('job_rows')
+		+ coalesce(pg_total_relation_size(to_regclass('job_input_extras')), 0)`).Scan(&n); err != nil {
+		tb.Fatalf("storetest: job row bytes: %v", err)
+	}
+	return n
+}

@@ -172,7 +172,13 @@ func New(tb testing.TB) *store.Store {
 // the store's back work on the stores of New and Open.
 func Open(tb testing.TB, url string) *store.Store {
 	tb.Helper()
-	st, err := store.Open(context.Background(), url, store.Options{})
+	return OpenWith(tb, url, store.Options{})
+}
+
+// OpenWith is Open with options (a small pool, session timeouts).
+func OpenWith(tb testing.TB, url string, opts store.Options) *store.Store {
+	tb.Helper()
+	st, err := store.Open(context.Background(), url, opts)
 	if err != nil {
 		tb.Fatalf("storetest: open: %v", err)
 	}

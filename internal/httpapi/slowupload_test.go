@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
+)
+
+// Six uploads trickling their rows, on a pool of four connections, while
+// another tenant polls a job's status: the polls must not wait for the
+// uploads. The bound is generous (1 s for a query of milliseconds); when
+// uploads held a connection while their body arrived, every poll waited
+// for the uploads to end (seconds).
+func TestSlowUploadsDoNotStarvePolls(t *testing.T) {
+	t.Parallel()
+	const (
+		uploads   = 6
+		rowsEach  = 30
+		rowEvery  = 100 * time.Millisecond // each upload lasts about 3 s
+		pollBound = time.Second
+	)
+	keys := map[string]string{keyB: tenantB}
+	for i := range 3 {
+		keys[fmt.Sprintf("key-uploader-%d-0123456789", i)] = fmt.Sprintf("uploader-%d", i)
+	}
+	small := storetest.OpenWith(t, storetest.NewDatabase(t), store.Options{MaxConns: 4})
+	b := setup(t, func(d *Deps) {
+		d.Store, d.Submitter.Store = small, small
+		d.Keys = NewStaticKeys(keys)
+	})
+	job := b.mustCreate(t, keyB, "", "profile_url\nhttps://platform.example/in/poll\n")
+
+	// Each upload sends its header and first row, then a row every rowEvery.
+	started := make(chan struct{}, uploads)
+	var wg sync.WaitGroup
+	statuses := make([]int, uploads)
+	for i := range uploads {
+		pr, pw := io.Pipe()
+		wg.Go(func() {
+			defer pw.Close()
+			fmt.Fprintf(pw, "profile_url\nhttps://platform.example/in/u%d-0\n", i)
+			started <- struct{}{}
+			for j := 1; j < rowsEach; j++ {
+				time.Sleep(rowEvery)
+				if _, err := fmt.Fprintf(pw, "https://platform.example/in/u%d-%d\n", i, j); err != nil {
+					return
+				}
+			}
+		})
+		wg.Go(func() {
+			req, _ := http.NewRequest(http.MethodPost, b.srv.URL+"/v1/jobs", pr)
+			req.Header.Set("Authorization", "Bearer "+fmt.Sprintf("key-uploader-%d-0123456789", i%3))
+			req.Header.Set("Content-Type", "text/csv")
+			resp, err := b.srv.Client().Do(req)
+			if err != nil {
+				t.Errorf("upload %d: %v", i, err)
+				pr.CloseWithError(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses[i] = resp.StatusCode
+			pr.Close()
+		})
+	}
+	for range uploads {
+		<-started
+	}
+	time.Sleep(3 * rowEvery) // let every upload reach the server
+
+	// Poll while the uploads trickle.
+	uploadsDone := make(chan struct{})
+	go func() { wg.Wait(); close(uploadsDone) }()
+	var took []time.Duration
+	for polling := true; polling; {
+		start := time.Now()
+		resp, data := b.call(t, http.MethodGet, "/v1/jobs/"+job.ID, keyB, nil)
+		took = append(took, time.Since(start))
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("poll: %d %s", resp.StatusCode, data)
+		}
+		select {
+		case <-uploadsDone:
+			polling = false
+		default:
+		}
+	}
+	slices.Sort(took)
+	p99 := took[(len(took)*99+99)/100-1]
+	t.Logf("%d polls during %d slow uploads on a pool of 4: p50 %v, p99 %v, max %v", len(took), uploads,
+		took[len(took)/2], p99, took[len(took)-1])
+	if p99 > pollBound {
+		t.Errorf("status poll p99 %v during slow uploads, want under %v", p99, pollBound)
+	}
+	for i, code := range statuses {
+		if code != http.StatusCreated {
+			t.Errorf("upload %d: %d, want 201", i, code)
+		}
+	}
+}
