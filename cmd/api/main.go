@@ -160,8 +160,9 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 				return fmt.Errorf("redis: %w", ctx.Err())
 			}
 		},
-		Log:      log,
-		Platform: plat,
+		Log:        log,
+		Platform:   plat,
+		ErasureKey: []byte(cfg.ErasureKey),
 	})
 
 	// /metrics beside the API (Prometheus text format, no key: keep the

@@ -34,6 +34,11 @@ type API struct {
 	Webhooks Webhooks
 	// Platform: the connect flow's routes, when enabled.
 	Platform Platform
+	// ErasureKey keys the HMAC that replaces an erased person's inputs in
+	// the suppression list and the credit ledger (ENRICHQ_ERASURE_KEY, at
+	// least 32 characters; default none: erasures are refused). A secret:
+	// changing it forgets every suppression.
+	ErasureKey string
 
 	// Tuning, not read from the environment.
 
@@ -68,6 +73,7 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 		r.bool("ENRICHQ_VENDOR_BULK", &c.VendorBulk)
 		c.Webhooks.read(r)
 		c.Platform.read(r)
+		r.str("ENRICHQ_ERASURE_KEY", &c.ErasureKey)
 	}, func() error { return c.validate() })
 	return c, err
 }
@@ -82,6 +88,9 @@ func (c API) validate() error {
 	}
 	if c.Addr == "" {
 		errs = append(errs, errors.New("ENRICHQ_API_ADDR: empty"))
+	}
+	if c.ErasureKey != "" && len(c.ErasureKey) < 32 {
+		errs = append(errs, fmt.Errorf("ENRICHQ_ERASURE_KEY: %d characters; at least 32 are needed", len(c.ErasureKey))) // never the key itself
 	}
 	var short []string
 	for key, tenant := range c.Keys {

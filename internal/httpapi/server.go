@@ -60,6 +60,10 @@ type Deps struct {
 	// Uploads bound the tenants' stored uploads (POST /v1/uploads); zero
 	// fields take service.UploadLimits' defaults.
 	Uploads service.UploadLimits
+	// ErasureKey keys the hashes of erasures and the suppression list
+	// (config.API.ErasureKey); empty: POST /v1/erasures answers 503. The
+	// Submitter checks uploads against the list with it.
+	ErasureKey []byte
 }
 
 // Defaults of Deps.
@@ -94,8 +98,11 @@ func NewServer(deps Deps) http.Handler {
 	if deps.UploadTimeout <= 0 {
 		deps.UploadTimeout = DefaultUploadTimeout
 	}
+	if len(deps.ErasureKey) > 0 && len(deps.Submitter.ErasureKey) == 0 {
+		deps.Submitter.ErasureKey = deps.ErasureKey // one key for the list and its checks
+	}
 	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
-		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir})
+		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir, ErasureKey: deps.ErasureKey})
 	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
 	s.routes()
 	return s.logRequests(s.recoverPanics(http.HandlerFunc(s.dispatch)))
