@@ -232,7 +232,12 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 	}
 
 	// 4. The ledger keeps its money; the key derived from the input becomes a keyed hash.
-	ledger, err := tx.Query(ctx, `SELECT l.id, l.idempotency_key FROM credit_ledger l WHERE l.row_id = ANY($1) FOR UPDATE`, ids)
+	// A bulk call's line names no row: every closed bulk line of the person's jobs is
+	// rewritten (its key digests the inputs of up to a hundred rows, theirs among them).
+	ledger, err := tx.Query(ctx, `SELECT l.id, l.idempotency_key FROM credit_ledger l
+		WHERE l.idempotency_key NOT LIKE 'erased-%' AND (l.row_id = ANY($1)
+			OR (l.row_id IS NULL AND l.status <> 'reserved' AND l.job_id IN (SELECT r.job_id FROM job_rows r WHERE r.id = ANY($1))))
+		FOR UPDATE`, ids)
 	if err != nil {
 		return Erasure{}, interpretError(err)
 	}
