@@ -75,6 +75,8 @@ Commands:
   results JOB        a job's results to stdout (--format csv|ndjson|json)
   cancel JOB         cancel a job: rows not started are skipped
   feed               every job's results after a feed position, as ndjson (for ETL)
+  audit              the audit log after a position: downloads, feed reads, erasures,
+                     retention purges, key and budget changes (--json for ndjson)
 
 "enrichq COMMAND -h" describes a command's flags.
 
@@ -110,6 +112,7 @@ var commands = map[string]command{
 	"results":  {runResults, "results JOB [flags]: a job's results to stdout"},
 	"cancel":   {runCancel, "cancel JOB [flags]: cancel a job; rows not started are skipped"},
 	"feed":     {runFeed, "feed [flags]: every job's results after a feed position, as ndjson"},
+	"audit":    {runAudit, "audit [flags]: the audit log (downloads, feed reads, erasures, purges, key and budget changes)"},
 }
 
 // run runs the command line args (args[0] is the program's name).
