@@ -128,12 +128,11 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 		"name": normText(p.Name), "company": normText(p.Company), "domain": p.Domain}
 	receipt := map[string]int64{}
 
-	// 1. Platform members of the person: their sync rows are the person's rows too.
+	// 1. Platform members of the person (by email or profile URL): their sync rows are the person's rows too.
 	members, err := collect[string](ctx, tx, `SELECT id::text FROM platform_members m
 		WHERE m.tenant = @tenant AND (
 			(@email <> '' AND lower(m.email) = @email)
-			OR (@url <> '' AND (m.profile->>'profile_url' = @url OR m.profile->>'url' = @url))
-			OR (@name <> '' AND `+nameNorm("m.name")+` = @name))`, args)
+			OR (@url <> '' AND (m.profile->>'profile_url' = @url OR m.profile->>'url' = @url)))`, args)
 	if err != nil {
 		return Erasure{}, err
 	}
@@ -177,6 +176,22 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 		return Erasure{}, err
 	}
 	ids = append(ids, more...)
+	// Members by an email found for the person (a name alone could be someone else's), and their sync rows.
+	found, err := collect[string](ctx, tx, `SELECT id::text FROM platform_members m
+		WHERE m.tenant = @tenant AND lower(m.email) = ANY(@emails) AND NOT m.id = ANY(@members::uuid[])`,
+		pgx.NamedArgs{"tenant": req.Tenant, "emails": emails, "members": members})
+	if err != nil {
+		return Erasure{}, err
+	}
+	if len(found) > 0 {
+		members = append(members, found...)
+		syncRows, err := collect[int64](ctx, tx, `SELECT r.id FROM job_rows r WHERE r.platform_member = ANY(@members::uuid[]) AND NOT r.id = ANY(@ids)`,
+			pgx.NamedArgs{"members": found, "ids": ids})
+		if err != nil {
+			return Erasure{}, err
+		}
+		ids = append(ids, syncRows...)
+	}
 
 	// 3. What the rows said: the keys to remove from the cache and to suppress.
 	rows, err := tx.Query(ctx, `SELECT r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''), coalesce(r.company, ''),
