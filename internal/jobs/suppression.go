@@ -25,15 +25,13 @@ func KeyedHash(key []byte, v string) []byte {
 // PersonKeys are the normalised inputs that stand for the person of an
 // erased row: cache, the lookup_cache keys of their answers (every stage);
 // suppress, the inputs a later upload of the person would be looked up by.
-// A row expanded from a company and a role title (its name is the title)
-// stands for the role, not the person: only what was found for it names them.
+// Both hold the row's own input, a company and role title too: that query
+// found the person, and asked again it would buy them again.
 func PersonKeys(r store.ErasedRow) (cache, suppress []string) {
 	row := store.Row{Kind: r.Kind, ProfileURL: r.ProfileURL, Name: r.Name, Company: r.Company, Domain: r.Domain, Email: r.Email}
 	in := cacheKey(domain.StageProfile, row)
 	cache = append(cache, in)
-	if r.Role == "" || normName(r.Name) != normName(r.Role) {
-		suppress = append(suppress, in)
-	}
+	suppress = append(suppress, in)
 	found := []string{}
 	if r.FoundProfileURL != "" {
 		found = append(found, "url:"+r.FoundProfileURL)
