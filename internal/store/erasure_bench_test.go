@@ -32,7 +32,9 @@ func BenchmarkErase(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	keys := func(r store.ErasedRow) ([]string, []string) { return []string{"url:" + r.ProfileURL}, []string{"url:" + r.ProfileURL} }
+	keys := func(r store.ErasedRow) ([]string, []string) {
+		return []string{"url:" + r.ProfileURL}, []string{"url:" + r.ProfileURL}
+	}
 	hash := func(v string) []byte { s := sha256.Sum256([]byte(v)); return s[:] }
 	b.ResetTimer()
 	for i := range b.N {
