@@ -152,6 +152,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		Platform:         plat,
 		UploadsPerTenant: cfg.UploadsPerTenant,
 		UploadsTotal:     cfg.UploadsTotal,
+		ErasureKey:       []byte(cfg.ErasureKey),
 	})
 
 	// /metrics beside the API (Prometheus text format, no key: keep the

@@ -76,6 +76,8 @@ Commands:
   cancel JOB         cancel a job: rows not started are skipped
   feed               every job's results after a feed position, as ndjson (for ETL)
   mcp                an MCP server on stdin/stdout for an AI assistant (docs/mcp.md)
+  audit              the audit log after a position: downloads, feed reads, erasures,
+                     retention purges, key and budget changes (--json for ndjson)
 
 "enrichq COMMAND -h" describes a command's flags.
 
@@ -112,6 +114,7 @@ var commands = map[string]command{
 	"cancel":   {runCancel, "cancel JOB [flags]: cancel a job; rows not started are skipped"},
 	"feed":     {runFeed, "feed [flags]: every job's results after a feed position, as ndjson"},
 	"mcp":      {runMCP, "mcp [flags]: an MCP server on stdin/stdout for an AI assistant, relaying to the API's /mcp"},
+	"audit":    {runAudit, "audit [flags]: the audit log (downloads, feed reads, erasures, purges, key and budget changes)"},
 }
 
 // run runs the command line args (args[0] is the program's name).

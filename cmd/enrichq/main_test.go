@@ -171,6 +171,18 @@ func TestSubmitWaitThenResults(t *testing.T) {
 		t.Fatalf("feed:\n%v", r)
 	}
 
+	// audit shows the reads above: the results downloads and the feed read, by this key.
+	r = cli(t, s.url, "audit")
+	if r.err != nil || !strings.Contains(r.stdout, "results_download") || !strings.Contains(r.stdout, "feed_read") ||
+		!strings.Contains(r.stdout, id) || !strings.Contains(r.stderr, "next: enrichq audit --since ") {
+		t.Fatalf("audit:\n%v", r)
+	}
+	r = cli(t, s.url, "audit", "--json", "--max", "1")
+	var line struct{ Seq int64 }
+	if err := json.Unmarshal([]byte(r.stdout), &line); r.err != nil || err != nil || line.Seq != 1 {
+		t.Fatalf("audit --json --max 1: %v\n%v", err, r)
+	}
+
 	// A finished job cannot be canceled: the server's reason, exit 1.
 	r = cli(t, s.url, "cancel", id)
 	if exitCode(r.err) != 1 || !strings.Contains(r.err.Error(), "already completed") {

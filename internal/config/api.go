@@ -39,6 +39,11 @@ type API struct {
 	// own (`api keys create --mcp-max-budget`) (ENRICHQ_MCP_MAX_BUDGET,
 	// default 1000 credits; 0: such keys cannot spend through MCP).
 	MCPMaxBudget int64
+	// ErasureKey keys the HMAC that replaces an erased person's inputs in
+	// the suppression list and the credit ledger (ENRICHQ_ERASURE_KEY, at
+	// least 32 characters; default none: erasures are refused). A secret:
+	// changing it forgets every suppression.
+	ErasureKey string
 
 	// Tuning, not read from the environment.
 
@@ -91,6 +96,7 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 		r.int64("ENRICHQ_MCP_MAX_BUDGET", &c.MCPMaxBudget)
 		c.Webhooks.read(r)
 		c.Platform.read(r)
+		r.str("ENRICHQ_ERASURE_KEY", &c.ErasureKey)
 	}, func() error { return c.validate() })
 	return c, err
 }
@@ -106,6 +112,9 @@ func (c API) validate() error {
 	}
 	if c.Addr == "" {
 		errs = append(errs, errors.New("ENRICHQ_API_ADDR: empty"))
+	}
+	if c.ErasureKey != "" && len(c.ErasureKey) < 32 {
+		errs = append(errs, fmt.Errorf("ENRICHQ_ERASURE_KEY: %d characters; at least 32 are needed", len(c.ErasureKey))) // never the key itself
 	}
 	var short []string
 	for key, tenant := range c.Keys {

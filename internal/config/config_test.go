@@ -81,18 +81,20 @@ func TestValidateNamesEveryVariable(t *testing.T) {
 	t.Parallel()
 	e := map[string]string{"ENRICHQ_API_KEYS": "nokey,acme:short1", "ENRICHQ_VENDOR_RPS": "fast", "ENRICHQ_LOG_FORMAT": "xml",
 		"ENRICHQ_LOG_LEVEL": "loud", "ENRICHQ_MAX_ROWS": "0", "ENRICHQ_MAX_UPLOAD_BYTES": "12", "ENRICHQ_MIGRATE": "perhaps",
-		"ENRICHQ_SHUTDOWN_TIMEOUT": "-1s", "ENRICHQ_VENDOR_BURST": "0", "ENRICHQ_WORKER_CONCURRENCY": "many"}
+		"ENRICHQ_SHUTDOWN_TIMEOUT": "-1s", "ENRICHQ_VENDOR_BURST": "0", "ENRICHQ_WORKER_CONCURRENCY": "many",
+		"ENRICHQ_ERASURE_KEY": "too-short-secret"}
 	_, err := APIFromEnv(env(e))
 	if err == nil {
 		t.Fatal("bad configuration accepted")
 	}
 	for _, want := range []string{"ENRICHQ_API_KEYS: entry 1", `tenant "acme" is shorter`, "ENRICHQ_VENDOR_RPS", "ENRICHQ_LOG_FORMAT",
-		"ENRICHQ_LOG_LEVEL", "ENRICHQ_MAX_ROWS", "ENRICHQ_MAX_UPLOAD_BYTES", "ENRICHQ_MIGRATE", "ENRICHQ_SHUTDOWN_TIMEOUT"} {
+		"ENRICHQ_LOG_LEVEL", "ENRICHQ_MAX_ROWS", "ENRICHQ_MAX_UPLOAD_BYTES", "ENRICHQ_MIGRATE", "ENRICHQ_SHUTDOWN_TIMEOUT",
+		"ENRICHQ_ERASURE_KEY"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("API error %q does not name %s", err, want)
 		}
 	}
-	if strings.Contains(err.Error(), "short1") {
+	if strings.Contains(err.Error(), "short1") || strings.Contains(err.Error(), "too-short-secret") {
 		t.Errorf("the error shows a key: %v", err)
 	}
 	_, err = WorkerFromEnv(env(e))

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
@@ -21,7 +22,8 @@ func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
 }
 
 // patchAccount is PATCH /v1/account: {"default_job_budget": N|null,
-// "monthly_allowance": N|null}, either or both.
+// "monthly_allowance": N|null, "retention": "30d"|null}, any of them. The
+// retention is checked before anything changes.
 func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 	var body map[string]json.RawMessage
 	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil {
@@ -29,6 +31,8 @@ func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var l service.AccountLimits
+	var retention *time.Duration
+	retentionSet := false
 	for k, raw := range body {
 		var dst *store.Limit
 		switch k {
@@ -36,9 +40,25 @@ func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 			dst = &l.DefaultJobBudget
 		case "monthly_allowance":
 			dst = &l.MonthlyAllowance
+		case "retention":
+			var v *string
+			if err := json.Unmarshal(raw, &v); err != nil {
+				s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid_options", `retention must be a window like "30d" or "720h", or null for none`))
+				return
+			}
+			if v != nil {
+				d, err := service.ParseRetention(*v)
+				if err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+				retention = d
+			}
+			retentionSet = true
+			continue
 		default:
 			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid_options",
-				"%q cannot change: send default_job_budget, monthly_allowance or both (a whole number >= 0, or null for none)", k))
+				"%q cannot change: send default_job_budget, monthly_allowance (a whole number >= 0, or null for none) or retention (\"30d\", or null)", k))
 			return
 		}
 		dst.Set = true
@@ -51,10 +71,21 @@ func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 			dst.Value = &n
 		}
 	}
-	a, err := s.svc.SetAccountLimits(r.Context(), principalFrom(r.Context()), l)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+	p := principalFrom(r.Context())
+	var a service.Account
+	var err error
+	// The limits first: the retention was checked above, so it cannot fail on its value after them.
+	if l.DefaultJobBudget.Set || l.MonthlyAllowance.Set || !retentionSet {
+		if a, err = s.svc.SetAccountLimits(r.Context(), p, l); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if retentionSet {
+		if a, err = s.svc.SetRetention(r.Context(), p, retention); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 	}
 	writeJSON(w, http.StatusOK, a)
 }

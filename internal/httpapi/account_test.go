@@ -70,7 +70,7 @@ func TestAccountLimitsAndUsage(t *testing.T) {
 		t.Fatalf("after a call settled and one in flight: %+v", a.Month)
 	}
 
-	for _, bad := range []string{`{"monthly_allowance": -1}`, `{"monthly_allowance": 1.5}`, `{"retention": "30d"}`, `{}`, `[]`} {
+	for _, bad := range []string{`{"monthly_allowance": -1}`, `{"monthly_allowance": 1.5}`, `{"retention": "1m"}`, `{"retention": 30}`, `{"webhook_secret": "x"}`, `{}`, `[]`} {
 		if resp, data := b.call(t, http.MethodPatch, "/v1/account", keyAdmin, strings.NewReader(bad)); resp.StatusCode/100 != 4 {
 			t.Errorf("PATCH %s: %d %s, want a 4xx", bad, resp.StatusCode, data)
 		}

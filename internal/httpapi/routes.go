@@ -27,7 +27,7 @@ func (s *server) routes() {
 
 	// The tenant's account (account.go): limits, this month's credits, the webhook secret.
 	s.mux.Handle("GET /v1/account", s.authenticate(scopeRead, s.getAccount))                           // limits, spent and reserved this month
-	s.mux.Handle("PATCH /v1/account", s.authenticate(scopeAdmin, s.patchAccount))                      // {"default_job_budget": N|null, "monthly_allowance": N|null}
+	s.mux.Handle("PATCH /v1/account", s.authenticate(scopeAdmin, s.patchAccount))                      // {"default_job_budget": N|null, "monthly_allowance": N|null, "retention": "30d"|null}
 	s.mux.Handle("POST /v1/account/webhook-secret", s.authenticate(scopeAdmin, s.rotateWebhookSecret)) // a new secret, shown once
 
 	s.mux.Handle("POST /v1/uploads", s.authenticate(scopeSubmit, s.postUpload))          // a file kept for estimates and submits by id (uploads.go)
@@ -39,6 +39,11 @@ func (s *server) routes() {
 	// MCP for AI assistants (mcp.go, docs/mcp.md): Streamable HTTP, stateless. Any scope gets in; the
 	// tools offered follow the key's scopes (read: status, list, results; submit: estimate, submit, cancel, raise).
 	s.mux.Handle("POST /mcp", s.authenticate(scopeAny, s.mcp))
+	// Personal data (docs/personal-data.md): erasure of one person, the audit trail.
+	s.mux.Handle("POST /v1/erasures", s.authenticate(scopeAdmin, s.postErasure))        // {"email"}|{"profile_url"}|{"name","company"|"domain"}: 201 with the receipt
+	s.mux.Handle("GET /v1/erasures", s.authenticate(scopeAdmin, s.listErasures))        // newest first
+	s.mux.Handle("DELETE /v1/erasures/{id}", s.authenticate(scopeAdmin, s.liftErasure)) // lifts the suppression
+	s.mux.Handle("GET /v1/audit", s.authenticate(scopeRead, s.auditLog))                // ?since=&limit=: downloads, feed reads, erasures, purges, key and budget changes
 
 	// The platform's own API (platform.go): connected members only; a profile URL is a 422 (cold lookups go to the vendor).
 	s.mux.Handle("GET /v1/platform/connect", s.authenticate(scopeSubmit, s.platformConnect))              // 302 to the consent screen (PKCE, state kept server-side)

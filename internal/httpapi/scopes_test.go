@@ -61,6 +61,14 @@ func TestRouteScopes(t *testing.T) {
 		{http.MethodPost, "/v1/jobs/" + job.ID + "/resume", "", domain.ScopeSubmit},
 		{http.MethodPost, "/v1/jobs/" + job.ID + "/cancel", "", domain.ScopeSubmit},
 		{http.MethodGet, "/v1/results", "", domain.ScopeRead},
+		{http.MethodGet, "/v1/audit", "", domain.ScopeRead},
+		{http.MethodPost, "/v1/erasures", `{"email": "jane@example.com"}`, domain.ScopeAdmin},
+		{http.MethodGet, "/v1/erasures", "", domain.ScopeAdmin},
+		{http.MethodDelete, "/v1/erasures/" + job.ID, "", domain.ScopeAdmin},
+		{http.MethodPatch, "/v1/account", `{"retention": "30d"}`, domain.ScopeAdmin},
+		{http.MethodPost, "/v1/uploads", "ref,email\n1,jane@example.com\n", domain.ScopeSubmit},
+		{http.MethodGet, "/v1/uploads/" + job.ID, "", domain.ScopeRead},
+		{http.MethodDelete, "/v1/uploads/" + job.ID, "", domain.ScopeSubmit},
 		{http.MethodGet, "/v1/account", "", domain.ScopeRead},
 		{http.MethodPatch, "/v1/account", `{"monthly_allowance": 500000}`, domain.ScopeAdmin},
 		{http.MethodPost, "/v1/account/webhook-secret", "", domain.ScopeAdmin},
@@ -118,6 +126,10 @@ func TestKeyWithoutTenantSeesNothing(t *testing.T) {
 		{http.MethodGet, "/v1/account", ""},
 		{http.MethodPost, "/v1/jobs/" + job.ID + "/resume", ""},
 		{http.MethodPost, "/v1/account/webhook-secret", ""},
+		{http.MethodGet, "/v1/audit", ""},
+		{http.MethodGet, "/v1/erasures", ""},
+		{http.MethodPost, "/v1/erasures", `{"email": "jane@example.com"}`},
+		{http.MethodDelete, "/v1/erasures/" + job.ID, ""},
 	} {
 		resp, data := b.call(t, rt.method, rt.path, keyNoTenant, strings.NewReader(rt.body), "Content-Type", "text/csv")
 		if resp.StatusCode != http.StatusForbidden || apiErr(t, data).Code != "no_tenant" || strings.Contains(string(data), job.ID) {

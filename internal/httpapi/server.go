@@ -75,6 +75,10 @@ type Deps struct {
 	// DefaultUploadsTotal.
 	UploadsPerTenant int
 	UploadsTotal     int
+	// ErasureKey keys the hashes of erasures and the suppression list
+	// (config.API.ErasureKey); empty: POST /v1/erasures answers 503. The
+	// Submitter checks uploads against the list with it.
+	ErasureKey []byte
 }
 
 // Defaults of Deps.
@@ -110,8 +114,11 @@ func NewServer(deps Deps) http.Handler {
 	if deps.UploadTimeout <= 0 {
 		deps.UploadTimeout = DefaultUploadTimeout
 	}
+	if len(deps.ErasureKey) > 0 && len(deps.Submitter.ErasureKey) == 0 {
+		deps.Submitter.ErasureKey = deps.ErasureKey // one key for the list and its checks
+	}
 	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
-		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir})
+		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir, ErasureKey: deps.ErasureKey})
 	s := &server{Deps: deps, uploads: newUploadSlots(deps.UploadsPerTenant, deps.UploadsTotal), mux: http.NewServeMux(), svc: svc}
 	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Platform: deps.Platform, Session: deps.WebSession, Log: deps.Log, Now: deps.Now,
 		SignedIn: func(ctx context.Context, p service.Principal) {

@@ -33,6 +33,11 @@ type Submitter struct {
 	// whether callback URLs may point at loopback or private networks.
 	WebhooksEnabled       bool
 	AllowPrivateCallbacks bool
+
+	// ErasureKey keys the hashes of the suppression list
+	// (ENRICHQ_ERASURE_KEY): a lookup of an erased person is stored skipped.
+	// Empty: no erasure can have been made, nothing is checked.
+	ErasureKey []byte
 }
 
 // Submission is one job to submit.
@@ -86,10 +91,18 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (job store.Job, 
 		CallbackURL:    sub.Options.CallbackURL,
 		Upload:         sub.Upload,
 	}
+	suppressed, err := s.suppressor(ctx, sub.Tenant)
+	if err != nil {
+		return store.Job{}, false, err
+	}
 	job, created, err = s.Store.CreateJob(ctx, nj, func(add func(store.NewRow) error) error {
 		return sub.Feed(func(l ingest.Lookup) error {
-			return add(store.NewRow{InputRow: l.Row, Ref: l.Ref, Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name,
-				Company: l.Company, Domain: l.Domain, Email: l.Email, Role: l.Role, Extra: l.Extra})
+			r := store.NewRow{InputRow: l.Row, Ref: l.Ref, Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name,
+				Company: l.Company, Domain: l.Domain, Email: l.Email, Role: l.Role, Extra: l.Extra}
+			if suppressed != nil {
+				r.SkipReason = suppressed(l)
+			}
+			return add(r)
 		})
 	})
 	if err != nil || !created {

@@ -62,7 +62,8 @@ type Settings struct {
 // Services builds the scheduler's own services in the order a round steps
 // them: lost leases first (their chunks go back to the queue at once), then
 // a lost queue, dead reservations, jobs whose allowance renewed, due
-// chunks, finished jobs, the feed, expired uploads.
+// chunks, finished jobs, the feed, expired uploads, data past its tenant's
+// retention window.
 func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger) []Service {
 	return []Service{
 		NewLeaseRescuer(st, enq, LeaseRescuerConfig{Interval: s.Interval, MaxAttempts: s.MaxAttempts, Batch: s.Batch}),
@@ -73,6 +74,7 @@ func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger)
 		NewJobFinisher(st, JobFinisherConfig{Interval: s.Interval, Metrics: s.Metrics}, log),
 		NewFeedAdvancer(st, FeedAdvancerConfig{Interval: s.Interval}),
 		NewUploadExpirer(st, UploadExpirerConfig{Interval: s.Interval}),
+		NewRetentionPurger(st, RetentionPurgerConfig{Interval: s.Interval}),
 	}
 }
 

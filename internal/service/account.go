@@ -22,6 +22,9 @@ type Account struct {
 	Month            AccountMonth `json:"month"`
 	// WebhookSecretRotatedAt is when the tenant's webhook secret was made.
 	WebhookSecretRotatedAt time.Time `json:"webhook_secret_rotated_at"`
+	// Retention is how long the tenant's personal data is kept ("30d");
+	// nil: until erased.
+	Retention *string `json:"retention"`
 }
 
 // AccountMonth is the tenant's credits in the current month.
@@ -51,8 +54,8 @@ func (s *Service) account(ctx context.Context, set store.TenantSettings) (Accoun
 		return Account{}, err
 	}
 	a := Account{Tenant: set.Tenant, DefaultJobBudget: set.DefaultJobBudget, MonthlyAllowance: set.MonthlyAllowance,
-		WebhookSecretRotatedAt: set.WebhookSecretRotatedAt,
-		Month:                  AccountMonth{Start: u.Month.Format(time.DateOnly), Spent: u.Spent, Reserved: u.Reserved}}
+		WebhookSecretRotatedAt: set.WebhookSecretRotatedAt, Retention: FormatRetention(set.Retention),
+		Month: AccountMonth{Start: u.Month.Format(time.DateOnly), Spent: u.Spent, Reserved: u.Reserved}}
 	if set.MonthlyAllowance != nil {
 		left := max(0, *set.MonthlyAllowance-u.Spent-u.Reserved)
 		a.Month.Remaining = &left
@@ -81,6 +84,9 @@ func (s *Service) SetAccountLimits(ctx context.Context, p Principal, l AccountLi
 	}
 	set, err := s.store.UpdateTenantLimits(ctx, p.Tenant, l)
 	if err != nil {
+		return Account{}, err
+	}
+	if err := s.audit(ctx, p, store.AuditLimits, p.Tenant, 1); err != nil {
 		return Account{}, err
 	}
 	return s.account(ctx, set)

@@ -55,6 +55,11 @@ type FeedLine struct {
 	EmailVerified   *bool        `json:"email_verified"`
 
 	Phones json.RawMessage `json:"phones"`
+
+	// DeletedSeq, on a line of kind deleted, is the position of the line it
+	// withdraws (an erasure removed that result: delete it downstream too);
+	// the row, job and stage are those of that line, the input is empty.
+	DeletedSeq *int64 `json:"deleted_seq,omitempty"`
 }
 
 // FeedPage is a page of the feed and the position to ask for next.
@@ -76,6 +81,10 @@ func FeedLineOf(it store.FeedItem) FeedLine {
 	if !it.FetchedAt.IsZero() {
 		t := it.FetchedAt.UTC()
 		l.FetchedAt = &t
+	}
+	if it.Kind == store.FeedDeleted {
+		d := it.DeletedSeq
+		l.DeletedSeq = &d
 	}
 	switch {
 	case it.Profile != nil:
@@ -136,6 +145,9 @@ func (s *Service) Feed(ctx context.Context, p Principal, since int64, limit int)
 	for _, it := range items {
 		out.Results = append(out.Results, FeedLineOf(it))
 		out.NextSince = it.Seq
+	}
+	if err := s.audit(ctx, p, store.AuditFeedRead, "", len(out.Results)); err != nil {
+		return FeedPage{}, err
 	}
 	return out, nil
 }

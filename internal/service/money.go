@@ -21,6 +21,9 @@ func (s *Service) SetBudget(ctx context.Context, p Principal, id string, budget 
 	if err != nil {
 		return JobStatus{}, err
 	}
+	if err := s.audit(ctx, p, store.AuditBudget, job.ID, 1); err != nil {
+		return JobStatus{}, err
+	}
 	return s.status(ctx, job)
 }
 

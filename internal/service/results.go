@@ -152,6 +152,9 @@ func (s *Service) Results(ctx context.Context, p Principal, id string, q Results
 		c := encodeResultCursor(page[len(page)-1].RowID)
 		out.NextCursor = &c
 	}
+	if err := s.audit(ctx, p, store.AuditResultsDownload, job.ID, len(out.Results)); err != nil {
+		return ResultsPage{}, err
+	}
 	return out, nil
 }
 

@@ -36,18 +36,22 @@ type Config struct {
 	// SpoolDir is where a stored .xlsx is written to be read again;
 	// "" is the system's temporary directory.
 	SpoolDir string
+	// ErasureKey keys the hashes of erasures (ENRICHQ_ERASURE_KEY); empty:
+	// erasures are refused with ErrErasureNotConfigured.
+	ErasureKey []byte
 }
 
 // Service carries out a tenant's operations. It holds no state but the
 // status cache: Postgres (through the store) is the truth.
 type Service struct {
-	store    *store.Store
-	submit   *jobs.Submitter
-	limits   ingest.Limits
-	now      func() time.Time
-	statuses *statusCache
-	uploads  UploadLimits
-	spoolDir string
+	store      *store.Store
+	submit     *jobs.Submitter
+	limits     ingest.Limits
+	now        func() time.Time
+	statuses   *statusCache
+	uploads    UploadLimits
+	spoolDir   string
+	erasureKey []byte
 }
 
 // New returns the service of cfg.
@@ -62,7 +66,8 @@ func New(cfg Config) *Service {
 		cfg.Limits.MaxBytes = ingest.DefaultLimits().MaxBytes
 	}
 	return &Service{store: cfg.Store, submit: cfg.Submitter, limits: cfg.Limits, now: cfg.Now,
-		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now), uploads: cfg.Uploads.withDefaults(), spoolDir: cfg.SpoolDir}
+		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now), uploads: cfg.Uploads.withDefaults(), spoolDir: cfg.SpoolDir,
+		erasureKey: cfg.ErasureKey}
 }
 
 // Limits are the bounds an upload is parsed with.

@@ -26,6 +26,9 @@ type JobStatus struct {
 	CreatedAt  time.Time  `json:"created_at"`
 	StartedAt  *time.Time `json:"started_at"`
 	FinishedAt *time.Time `json:"finished_at"`
+	// PurgedAt is when retention removed the job's rows and results; its
+	// counts and credits stay. Null: not purged.
+	PurgedAt *time.Time `json:"purged_at"`
 }
 
 // UploadFields are what a job's upload held, in its status and in the
@@ -93,6 +96,7 @@ func StatusOf(job store.Job, counts map[domain.RowState]int, now time.Time) JobS
 		CreatedAt:    job.CreatedAt.UTC(),
 		StartedAt:    utc(job.StartedAt),
 		FinishedAt:   utc(job.FinishedAt),
+		PurgedAt:     utc(job.PurgedAt),
 	}
 	done := rc.terminal()
 	switch {

@@ -73,10 +73,14 @@ func (s *Store) NewAPIKey(ctx context.Context, nk NewAPIKey) (APIKey, string, er
 	key := APIKeyPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 	sum := sha256.Sum256([]byte(key))
 	k := APIKey{Tenant: tenant, Name: name, Prefix: key[:len(APIKeyPrefix)+6], Scopes: scopes, MCPMaxBudget: nk.MCPMaxBudget}
-	err := s.pool.QueryRow(ctx, `WITH t AS (INSERT INTO tenants (id) VALUES (@tenant) ON CONFLICT (id) DO NOTHING)
-		INSERT INTO api_keys (tenant, name, prefix, key_sha256, scopes, mcp_max_budget) VALUES (@tenant, @name, @prefix, @sha, @scopes, @mcp)
-		RETURNING id::text, created_at`,
-		pgx.StrictNamedArgs{"tenant": tenant, "name": name, "prefix": k.Prefix, "sha": sum[:], "scopes": scopeStrings(scopes), "mcp": nk.MCPMaxBudget}).
+	// The key's line of the audit log goes in with it (the operator's command makes keys).
+	err := s.pool.QueryRow(ctx, `WITH t AS (INSERT INTO tenants (id) VALUES (@tenant) ON CONFLICT (id) DO NOTHING),
+		k AS (INSERT INTO api_keys (tenant, name, prefix, key_sha256, scopes, mcp_max_budget) VALUES (@tenant, @name, @prefix, @sha, @scopes, @mcp)
+			RETURNING id, created_at),
+		a AS (INSERT INTO audit_log (tenant, key_id, action, subject, rows) SELECT @tenant, @actor, @action, k.id::text, 1 FROM k)
+		SELECT id::text, created_at FROM k`,
+		pgx.StrictNamedArgs{"tenant": tenant, "name": name, "prefix": k.Prefix, "sha": sum[:], "scopes": scopeStrings(scopes),
+			"mcp": nk.MCPMaxBudget, "actor": ActorOperator, "action": AuditKeyCreated}).
 		Scan(&k.ID, &k.CreatedAt)
 	if err != nil {
 		return APIKey{}, "", interpretError(err)
@@ -125,7 +129,9 @@ const apiKeyColumns = `id::text, tenant, name, prefix, created_at, last_used_at,
 // with it; ErrNotFound when there is no live key with that id.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE api_keys SET revoked_at = now() WHERE id::text = $1 AND revoked_at IS NULL`, id)
+		tag, err := tx.Exec(ctx, `WITH k AS (UPDATE api_keys SET revoked_at = now() WHERE id::text = $1 AND revoked_at IS NULL RETURNING id, tenant)
+			INSERT INTO audit_log (tenant, key_id, action, subject, rows) SELECT k.tenant, $2, $3, k.id::text, 1 FROM k`,
+			id, ActorOperator, AuditKeyRevoked)
 		if err != nil {
 			return interpretError(err)
 		}

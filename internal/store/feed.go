@@ -16,21 +16,26 @@ const (
 	FeedEmail   = "email"
 	FeedPhone   = "phone"
 	FeedNoMatch = "no_match"
+	// FeedDeleted withdraws an earlier line (DeletedSeq) whose result an
+	// erasure removed: the ETL deletes it downstream too.
+	FeedDeleted = "deleted"
 )
 
 // FeedItem is one line of the results feed (the view results_feed): a result
 // of one stage (Kind profile, email or phone) or a no-match marker (Kind
 // no_match, Stage the stage that found nothing), with its row's input.
 type FeedItem struct {
-	Seq       int64  // the feed position
-	Kind      string // profile, email, phone, no_match
-	Stage     domain.Stage
-	JobID     string
-	RowID     int64
-	SourceSeq int64 // seq in the kind's table
-	InputRow  int
-	Ref       string
-	InputKind domain.InputKind
+	Seq  int64  // the feed position
+	Kind string // profile, email, phone, no_match, deleted
+	// DeletedSeq is the position of the line a deleted line withdraws.
+	DeletedSeq int64
+	Stage      domain.Stage
+	JobID      string
+	RowID      int64
+	SourceSeq  int64 // seq in the kind's table
+	InputRow   int
+	Ref        string
+	InputKind  domain.InputKind
 	// The row's input ("" when not given).
 	ProfileURL, Name, Company, Domain, Email, Role string
 	Extra                                          map[string]string
@@ -66,13 +71,14 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT seq, kind, stage, job_id::text, row_id, source_seq, input_row, ref, input_kind,
+		SELECT seq, kind, stage, job_id::text, row_id, source_seq, coalesce(input_row, 0), coalesce(ref, ''), coalesce(input_kind, ''),
 			coalesce(input_profile_url, ''), coalesce(input_name, ''), coalesce(input_company, ''), coalesce(input_email, ''),
 			coalesce(input_role, ''), coalesce(extra::text, ''), coalesce(source, ''), coalesce(from_cache, false), fetched_at,
 			coalesce(profile_url, ''), coalesce(name, ''), coalesce(headline, ''), coalesce(company, ''), coalesce(role, ''),
 			coalesce(location, ''), coalesce(company_size, ''), coalesce(industry, ''), technographics,
 			coalesce(email, ''), coalesce(confidence, 0), coalesce(verified, false),
-			coalesce(phones::text, ''), coalesce(primary_number, ''), coalesce(primary_type, ''), coalesce(input_domain, '')
+			coalesce(phones::text, ''), coalesce(primary_number, ''), coalesce(primary_type, ''), coalesce(input_domain, ''),
+			coalesce(deleted_seq, 0)
 		FROM results_feed
 		WHERE tenant = $1 AND seq > $2
 		ORDER BY seq
@@ -95,7 +101,7 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 	)
 	_, err = pgx.ForEachRow(rows, []any{&it.Seq, &it.Kind, &it.Stage, &it.JobID, &it.RowID, &it.SourceSeq, &it.InputRow, &it.Ref,
 		&it.InputKind, &it.ProfileURL, &it.Name, &it.Company, &it.Email, &it.Role, &extra, &it.Source, &it.FromCache, &fetched,
-		&url, &name, &head, &comp, &rl, &loc, &size, &ind, &tech, &email, &conf, &verified, &phones, &pNum, &pType, &it.Domain}, func() error {
+		&url, &name, &head, &comp, &rl, &loc, &size, &ind, &tech, &email, &conf, &verified, &phones, &pNum, &pType, &it.Domain, &it.DeletedSeq}, func() error {
 		if read >= MaxFeedPageBytes {
 			return errPageFull
 		}

@@ -34,6 +34,9 @@ type Job struct {
 	StartedAt       *time.Time
 	FinishedAt      *time.Time
 	UpdatedAt       time.Time
+	// PurgedAt is when retention removed the job's rows (the job keeps its
+	// counts and credits); nil: not purged.
+	PurgedAt *time.Time
 }
 
 // Upload is what a job's upload held, as its status shows it.
@@ -47,7 +50,7 @@ type Upload struct {
 const jobColumns = `id::text, tenant, name, state, state_reason, lookups, roles, budget_credits,
 	credits_reserved, credits_spent, max_age_seconds, total_rows, chunk_count, source_format,
 	idempotency_key, coalesce(callback_url, ''), column_map, extra_columns, rows_uploaded, distinct_lookups,
-	created_at, started_at, finished_at, updated_at`
+	created_at, started_at, finished_at, updated_at, purged_at`
 
 func scanJob(row pgx.Row) (Job, error) {
 	var j Job
@@ -65,7 +68,7 @@ func jobDest(j *Job, maxAge *int64) []any {
 	return []any{&j.ID, &j.Tenant, &j.Name, &j.State, &j.StateReason, &j.Lookups, &j.Roles, &j.BudgetCredits,
 		&j.CreditsReserved, &j.CreditsSpent, maxAge, &j.TotalRows, &j.ChunkCount, &j.SourceFormat,
 		&j.IdempotencyKey, &j.CallbackURL, &j.Upload.Columns, &j.Upload.ExtraColumns, &j.Upload.RowsUploaded, &j.Upload.DistinctLookups,
-		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt}
+		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt, &j.PurgedAt}
 }
 
 // NewJob is what CreateJob stores.
@@ -97,6 +100,9 @@ type NewRow struct {
 	Email      string
 	Role       string
 	Extra      map[string]string
+	// SkipReason, when set, stores the row skipped with this reason: it is
+	// never looked up (a suppressed person).
+	SkipReason string
 }
 
 // copyBatch is how many rows the feed hands to the COPY at a time; a few
@@ -134,14 +140,15 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
 
 	var jobID string
+	var createdAt time.Time
 	err = tx.QueryRow(ctx, `
 		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key, callback_url)
 		VALUES (@tenant, @name, @lookups, @roles, @budget, @max_age, @format, @idempotency_key, @callback_url)
 		ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-		RETURNING id::text`,
+		RETURNING id::text, created_at`,
 		pgx.StrictNamedArgs{"tenant": nj.Tenant, "name": nj.Name, "lookups": nj.Lookups, "roles": roles, "budget": nj.BudgetCredits,
 			"max_age": int64(nj.MaxAge / time.Second), "format": nj.SourceFormat, "idempotency_key": idem, "callback_url": nullIfEmpty(nj.CallbackURL)},
-	).Scan(&jobID)
+	).Scan(&jobID, &createdAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The key was used before: the first job is the answer.
 		_ = tx.Rollback(ctx)
@@ -152,7 +159,8 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 		return Job{}, false, interpretError(err)
 	}
 
-	columns := []string{"job_id", "chunk", "input_row", "ref", "input_kind", "profile_url", "name", "company", "domain", "email", "role", "found_profile_url"}
+	columns := []string{"job_id", "chunk", "input_row", "ref", "input_kind", "profile_url", "name", "company", "domain", "email", "role", "found_profile_url",
+		"state", "state_reason", "finished_at"}
 	extras := &inputExtras{}
 	defer extras.remove()
 	fctx, stopFeed := context.WithCancel(ctx)
@@ -179,8 +187,13 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 				return err
 			}
 			found := nullIfEmpty(r.ProfileURL)
+			state, finished := domain.RowPending, (*time.Time)(nil)
+			if r.SkipReason != "" {
+				state, finished = domain.RowSkipped, &createdAt
+			}
 			buf = append(buf, []any{jobID, total / nj.ChunkSize, r.InputRow, r.Ref, r.Kind,
-				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Domain), nullIfEmpty(r.Email), nullIfEmpty(r.Role), found})
+				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Domain), nullIfEmpty(r.Email), nullIfEmpty(r.Role), found,
+				state, r.SkipReason, finished})
 			total++
 			if len(buf) == copyBatch {
 				return send()

@@ -33,6 +33,9 @@ type TenantSettings struct {
 	// across its jobs; nil: no cap.
 	MonthlyAllowance       *int64
 	WebhookSecretRotatedAt time.Time
+	// Retention is how long the tenant's rows, results, markers, cache
+	// entries and feed lines are kept (retention.go); nil: until erased.
+	Retention *time.Duration
 }
 
 // GetTenantSettings returns a tenant's settings; ErrNotFound when there is
@@ -42,8 +45,13 @@ func (s *Store) GetTenantSettings(ctx context.Context, tenant string) (TenantSet
 		return TenantSettings{}, err
 	}
 	t := TenantSettings{Tenant: tenant}
-	err := s.pool.QueryRow(ctx, `SELECT default_job_budget, monthly_allowance, webhook_secret_rotated_at FROM tenants WHERE id = $1`, tenant).
-		Scan(&t.DefaultJobBudget, &t.MonthlyAllowance, &t.WebhookSecretRotatedAt)
+	var retention *int64
+	err := s.pool.QueryRow(ctx, `SELECT default_job_budget, monthly_allowance, webhook_secret_rotated_at, retention_seconds FROM tenants WHERE id = $1`, tenant).
+		Scan(&t.DefaultJobBudget, &t.MonthlyAllowance, &t.WebhookSecretRotatedAt, &retention)
+	if retention != nil {
+		d := time.Duration(*retention) * time.Second
+		t.Retention = &d
+	}
 	return t, interpretError(err)
 }
 

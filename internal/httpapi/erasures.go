@@ -1,0 +1,58 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/enrichq/enrichq/internal/service"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// postErasure is POST /v1/erasures: {"email"} | {"profile_url"} | {"name",
+// "company"} | {"name", "domain"}. 201 with the receipt.
+func (s *server) postErasure(w http.ResponseWriter, r *http.Request) {
+	var req service.ErasureRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		s.writeError(w, r, errorf(http.StatusBadRequest, "malformed_json",
+			`the body must be a JSON object naming one person: {"email"}, {"profile_url"}, {"name", "company"} or {"name", "domain"}: %v`, err))
+		return
+	}
+	e, err := s.svc.Erase(r.Context(), principalFrom(r.Context()), req)
+	if errors.Is(err, service.ErrErasureNotConfigured) {
+		err = errorf(http.StatusServiceUnavailable, "erasure_not_configured", "%s", err.Error())
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/v1/erasures/"+e.ID)
+	writeJSON(w, http.StatusCreated, e)
+}
+
+// listErasures is GET /v1/erasures: the tenant's erasures, newest first.
+func (s *server) listErasures(w http.ResponseWriter, r *http.Request) {
+	list, err := s.svc.Erasures(r.Context(), principalFrom(r.Context()))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"erasures": list})
+}
+
+// liftErasure is DELETE /v1/erasures/{id}: the suppression is lifted (what
+// was removed stays removed); the erasure with its lifted_at.
+func (s *server) liftErasure(w http.ResponseWriter, r *http.Request) {
+	e, err := s.svc.LiftErasure(r.Context(), principalFrom(r.Context()), r.PathValue("id"))
+	if errors.Is(err, store.ErrNotFound) {
+		err = errorf(http.StatusNotFound, "not_found", "no such erasure")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, e)
+}

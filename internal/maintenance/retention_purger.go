@@ -1,0 +1,60 @@
+package maintenance
+
+import (
+	"context"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// Defaults of a RetentionPurger.
+const (
+	// DefaultRetentionBatch caps the rows (and, apart, cache entries and
+	// feed lines) one step removes: each statement holds its locks briefly.
+	DefaultRetentionBatch = 500
+)
+
+// RetentionPurgerConfig tunes a RetentionPurger. Zero values take the defaults.
+type RetentionPurgerConfig struct {
+	// Interval between steps. Default DefaultInterval.
+	Interval time.Duration
+	// Batch caps what one step removes. Default DefaultRetentionBatch.
+	Batch int
+	// Now is the clock windows are counted by; default time.Now.
+	Now func() time.Time
+}
+
+// RetentionPurger removes what is older than its tenant's retention window
+// (PATCH /v1/account {"retention": "30d"}): the rows of finished jobs with
+// their results and no-match markers, cache entries and feed lines. The job
+// stays, with its counts and credits, and shows purged_at
+// (store.PurgeExpired; docs/personal-data.md).
+type RetentionPurger struct {
+	store *store.Store
+	cfg   RetentionPurgerConfig
+}
+
+// NewRetentionPurger builds a RetentionPurger.
+func NewRetentionPurger(st *store.Store, cfg RetentionPurgerConfig) *RetentionPurger {
+	cfg.Interval = intervalOr(cfg.Interval)
+	if cfg.Batch <= 0 {
+		cfg.Batch = DefaultRetentionBatch
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &RetentionPurger{store: st, cfg: cfg}
+}
+
+// Name implements Service.
+func (p *RetentionPurger) Name() string { return "retention_purger" }
+
+// Interval implements Service.
+func (p *RetentionPurger) Interval() time.Duration { return p.cfg.Interval }
+
+// Step returns how many rows, results, markers, cache entries and feed
+// lines it removed.
+func (p *RetentionPurger) Step(ctx context.Context) (int, error) {
+	n, err := p.store.PurgeExpired(ctx, p.cfg.Now(), p.cfg.Batch)
+	return int(n.Total()), err
+}
