@@ -133,7 +133,7 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 		"DATABASE_URL="+e.procURL, "REDIS_URL="+e.redisURL, "ENRICHQ_QUEUE="+e.queue, "ENRICHQ_LOG_FORMAT=json", "ENRICHQ_LOG_LEVEL=info",
 		"ENRICHQ_SHUTDOWN_TIMEOUT="+o.shutdownTimeout.String(),
 		"ENRICHQ_VENDOR_URL="+e.vendorURL, "ENRICHQ_VENDOR_KEY="+vendorKey, fmt.Sprintf("ENRICHQ_VENDOR_RPS=%g", o.vendorRPS),
-		"ENRICHQ_VENDOR_BURST=2", "ENRICHQ_VENDOR_MARKS_REPLAYS=true", fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", o.bulk), "ENRICHQ_VENDOR_TIMEOUT="+o.vendorTimeout.String(),
+		"ENRICHQ_VENDOR_BURST=2", fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", o.bulk), "ENRICHQ_VENDOR_TIMEOUT="+o.vendorTimeout.String(),
 		"ENRICHQ_API_KEYS=chaos-"+e.stamp+":"+apiKey, "ENRICHQ_API_ADDR=127.0.0.1:0", "ENRICHQ_MIGRATE=true",
 	)
 	// The API migrates first, alone; the others find the schema in place.

@@ -25,7 +25,8 @@ func (e *storeError) Unwrap() error { return e.err }
 //
 // again says that an earlier send of the same Idempotency-Key may exist
 // (a row of the call was attempted before): a fresh answer then settles the
-// earlier sends at 0, when the vendor marks its replays.
+// earlier sends at 0, when the vendor is known to honour keys. Earlier sends
+// this misses (a lost worker's) are left to the explain step (explain).
 func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, fn func(ctx context.Context) (enrich.Charge, map[domain.Stage]int64, error)) error {
 	if c.p.isDraining() {
 		return errDraining
@@ -82,9 +83,10 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		c.p.limiter.Succeeded(ctx)
 		st := settlement(charge, "")
 		st.StageCredits = split
-		if charge.Replayed {
+		if c.isReplay(sctx, res, id, charge) {
+			c.p.learnHonoursKeys(sctx, id)
 			st = c.replayed(sctx, res, id, charge, st)
-		} else if again && c.p.cfg.VendorMarksReplays && !charge.Resent {
+		} else if again && !charge.Resent && c.p.honoursKeys(sctx) {
 			if n, rerr := c.p.store.ReconcileFresh(sctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
 				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
 			} else if n > 0 {
@@ -137,8 +139,34 @@ func (c *chunkRun) replayed(ctx context.Context, res store.Reservation, id int64
 	st.Charged, st.Reported = 0, !charge.Resent
 	if self {
 		st.Charged = charge.Estimate // its own first send was the billed one
+	} else {
+		price := charge.Estimate
+		st.ReplayPrice = &price
 	}
 	return st
+}
+
+// isReplay recognises a replay from the contract's own signals: an answer to
+// an Idempotency-Key the job sent before, charged 0 (X-Credits-Charged: 0)
+// although the cost table prices it above 0. Idempotent-Replayed: true, where
+// a vendor sends it, confirms at once. A charge of 0 for an answer priced 0
+// tells nothing, and needs not: the billed send of that answer cost 0 either
+// way. When the earlier sends cannot be read, the answer is taken as fresh:
+// the earlier sends then stay at their worst case (over the bill, never
+// under).
+func (c *chunkRun) isReplay(ctx context.Context, res store.Reservation, id int64, charge enrich.Charge) bool {
+	if charge.Replayed {
+		return true
+	}
+	if !charge.Reported || charge.Credits != 0 || charge.Estimate <= 0 || charge.Resent {
+		return false
+	}
+	sent, err := c.p.store.SentBefore(ctx, c.job.ID, res.IdempotencyKey, id)
+	if err != nil {
+		c.p.log.Warn("earlier sends not readable; a free answer is taken as fresh", "ledger_id", id, "err", err)
+		return false
+	}
+	return sent
 }
 
 // countCredits adds a call's charge to the credits metric, a bulk call's by its split.

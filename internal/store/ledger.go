@@ -178,6 +178,9 @@ type Settlement struct {
 	Error     string
 	// StageCredits splits a bulk call's charge by stage, by the cost table.
 	StageCredits map[domain.Stage]int64
+	// ReplayPrice, when set, says the call was answered as a replay of an
+	// answer the cost table prices at that many credits (ExplainJob reads it).
+	ReplayPrice *int64
 }
 
 // Settle records the actual charge of a reserved call and moves the job's
@@ -191,6 +194,11 @@ func (s *Store) Settle(ctx context.Context, ledgerID int64, st Settlement) error
 			return err
 		}
 		split = string(b)
+	}
+	if st.ReplayPrice != nil {
+		if err := s.markReplay(ctx, ledgerID, *st.ReplayPrice); err != nil {
+			return err
+		}
 	}
 	return s.closeReservation(ctx, ledgerID, LedgerSettled, &st.Charged, st.Reported, st.Remaining, st.Error, split)
 }
@@ -250,10 +258,10 @@ func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, cred
 }
 
 // ReconcileFresh settles at 0 the earlier sends of a call (by) that the
-// vendor answered afresh, not as a replay: with a vendor that marks its
-// replays (and replays an Idempotency-Key for 24 h), a fresh answer proves
-// that no earlier send of the key was billed (it never arrived, or was cut
-// before the work). Those sends were counted at their reservation (unknown,
+// vendor answered afresh, not as a replay: with a vendor known to honour
+// Idempotency-Key (it replays a key's first answer for 24 h), a fresh answer
+// proves that no earlier send of the key was billed (it never arrived, or
+// was cut before the work). Those sends were counted at their reservation (unknown,
 // or still reserved by a worker that is gone). It returns how many it
 // settled.
 func (s *Store) ReconcileFresh(ctx context.Context, jobID, key string, by int64) (int, error) {
