@@ -125,7 +125,7 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 		"-latency", o.latency.String(), "-latency-jitter", (o.latency / 2).String(),
 		"-fail-rate", fmt.Sprint(bf.Fail), "-malformed-rate", fmt.Sprint(bf.Malformed), "-slow-rate", fmt.Sprint(bf.Slow),
 		"-slow-delay", bf.SlowDelay, "-reset-rate", fmt.Sprint(bf.Reset), "-seed", fmt.Sprint(o.seed),
-		"-reject-substring", poison)
+		"-reject-substring", poison, fmt.Sprintf("-no-replay-header=%v", o.noReplayHdr))
 	if err != nil {
 		return nil, err
 	}
