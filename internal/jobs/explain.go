@@ -14,7 +14,7 @@ import (
 func (p *Processor) explain(ctx context.Context, jobID string) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	ex, err := p.store.ExplainJob(sctx, jobID, p.honoursKeys(sctx))
+	ex, err := p.store.ExplainJob(sctx, jobID, func() bool { return p.honoursKeys(sctx) })
 	if err != nil {
 		p.log.Warn("open calls not explained; they stay counted at their reservation", "job_id", jobID, "err", err)
 		return

@@ -269,7 +269,7 @@ func TestFinisherWaitsForExplainableReservations(t *testing.T) {
 	if done, err := b.Store.FinishJobs(ctx, job.ID); err != nil || len(done) != 0 {
 		t.Fatalf("finished %d jobs (%v) with reservation %d open and explained", len(done), err, lost)
 	}
-	ex, err := b.Store.ExplainJob(ctx, job.ID, true)
+	ex, err := b.Store.ExplainJob(ctx, job.ID, func() bool { return true })
 	if err != nil || ex.ByFresh != 1 {
 		t.Fatalf("explained %+v, %v", ex, err)
 	}

@@ -23,8 +23,10 @@ const explainableReserved = `SELECT 1 FROM credit_ledger o WHERE o.job_id = j.id
 	AND EXISTS (SELECT 1 FROM credit_ledger l WHERE ` + explainingSend + `)`
 
 // SentBefore says whether the job sent Idempotency-Key key before ledger call
-// by, within the vendor's replay window (a send that never left, released,
-// does not count).
+// by, within the vendor's replay window, in a send the vendor may have done
+// the work of: open (reserved or unknown), or answered without an error or
+// with a charge. A send that never left (released) or was refused before any
+// work (a 503, answered and charged nothing) does not count.
 func (s *Store) SentBefore(ctx context.Context, jobID, key string, by int64) (bool, error) {
 	if key == "" {
 		return false, nil
@@ -32,7 +34,8 @@ func (s *Store) SentBefore(ctx context.Context, jobID, key string, by int64) (bo
 	var sent bool
 	err := s.retry(ctx, true, func() error {
 		return s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3
-			AND status <> 'released' AND reserved_at > now() - interval '23 hours')`, jobID, key, by).Scan(&sent)
+			AND (status IN ('reserved', 'unknown') OR (status = 'settled' AND (error = '' OR charged > 0)))
+			AND reserved_at > now() - interval '23 hours')`, jobID, key, by).Scan(&sent)
 	})
 	return sent, interpretError(err)
 }
@@ -63,11 +66,12 @@ type Explained struct {
 // ExplainJob closes the open calls of a job (reserved, or unknown and
 // counted at their worst case) that a later answered send of the same
 // Idempotency-Key explains. A replay says the key was billed once; a fresh
-// answer, when honours (the vendor is known to honour keys), that the earlier
-// sends were not billed. Without honours a fresh answer explains nothing of
+// answer, when honours says the vendor is known to honour keys, that the earlier
+// sends were not billed. Without it a fresh answer explains nothing of
 // the money, and the reservations it follows are counted at their worst case
 // at once (MarkUnknown), so that the job's credits are final when it ends.
-func (s *Store) ExplainJob(ctx context.Context, jobID string, honours bool) (Explained, error) {
+// honours is asked only when a fresh answer is to be weighed.
+func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() bool) (Explained, error) {
 	var ex Explained
 	type open struct {
 		id, replayBy, replayPrice int64
@@ -101,6 +105,14 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours bool) (Exp
 		return ex, interpretError(err)
 	}
 	replays := map[int64]bool{}
+	var honouring *bool
+	knownToHonour := func() bool {
+		if honouring == nil {
+			h := honours()
+			honouring = &h
+		}
+		return *honouring
+	}
 	for _, o := range opens {
 		switch {
 		case o.replayBy != 0:
@@ -113,7 +125,7 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours bool) (Exp
 			if err != nil {
 				return ex, err
 			}
-		case honours:
+		case knownToHonour():
 			charged := int64(0)
 			err := s.closeReservation(ctx, o.id, LedgerSettled, &charged, false, nil,
 				"explained: a later send of this Idempotency-Key was answered afresh by a vendor known to honour keys, so this send was not billed", nil)

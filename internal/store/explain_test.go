@@ -80,7 +80,7 @@ func TestExplainJob(t *testing.T) {
 		t.Fatalf("a key never sent: sent before %v, %v", sent, err)
 	}
 
-	ex, err := st.ExplainJob(ctx, job.ID, false)
+	ex, err := st.ExplainJob(ctx, job.ID, func() bool { return false })
 	if err != nil || ex.ByReplay != 1 || ex.ByFresh != 0 || ex.Unknown != 1 {
 		t.Fatalf("not honouring: explained %+v, %v; want 1 by replay, 1 counted at worst case", ex, err)
 	}
@@ -88,7 +88,7 @@ func TestExplainJob(t *testing.T) {
 	if err != nil || u.Calls != 3 || u.Held != 2 || u.RetriedAfresh != 1 || u.Credits != 30 {
 		t.Fatalf("unsettled = %+v, %v; want busy and alone held, fresh at worst case", u, err)
 	}
-	ex, err = st.ExplainJob(ctx, job.ID, true)
+	ex, err = st.ExplainJob(ctx, job.ID, func() bool { return true })
 	if err != nil || ex.ByReplay != 0 || ex.ByFresh != 1 || ex.Unknown != 0 {
 		t.Fatalf("honouring: explained %+v, %v; want the fresh key's send settled at 0", ex, err)
 	}
