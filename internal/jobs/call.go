@@ -45,9 +45,10 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		}
 		return &storeError{err}
 	}
-	// The rate slot last, right before the call: nothing slow sits between
-	// the slot and the request, so calls reach the vendor evenly spaced.
-	// A call waiting for its slot when the worker drains gives it up.
+	// The rate slot last, right before the call: only the mark that the call
+	// leaves (one short statement) sits between the slot and the request, so
+	// calls reach the vendor evenly spaced. A call waiting for its slot when
+	// the worker drains gives it up.
 	wctx, cancelWait := context.WithCancel(ctx)
 	stopWatch := context.AfterFunc(c.p.draining, cancelWait)
 	err = c.p.limiter.Wait(wctx)
@@ -56,15 +57,27 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 	if err == nil && c.p.isDraining() {
 		err = errDraining
 	}
+	if err == nil {
+		err = c.markSent(ctx, id)
+	}
 	if err != nil {
 		reason := "rate limiter: " + err.Error()
-		if c.p.isDraining() && ctx.Err() == nil {
+		var se *storeError
+		switch {
+		case errors.Is(err, errNotSent):
+			return err // released already
+		case errors.As(err, &se):
+			reason = err.Error()
+		case c.p.isDraining() && ctx.Err() == nil:
 			reason, err = errDraining.Error(), errDraining
 		}
-		if rerr := c.p.store.Release(context.WithoutCancel(ctx), id, reason); rerr != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		rerr := c.p.store.Release(rctx, id, reason)
+		cancel()
+		if rerr != nil {
 			c.p.log.Error("ledger update failed", "ledger_id", id, "err", rerr)
 		}
-		if errors.Is(err, errDraining) {
+		if errors.Is(err, errDraining) || errors.As(err, &se) {
 			return err
 		}
 		return fmt.Errorf("rate limiter: %w", err)
@@ -118,6 +131,25 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
 	}
 	return callErr
+}
+
+// errNotSent: the call's reservation was closed before the call left (a
+// worker that had lost its rows: the explain step released it as never
+// sent). The call is not made; its rows are not charged an attempt.
+var errNotSent = errors.New("the reservation was closed before the call left")
+
+// markSent records, right before the request is written, that the call
+// leaves (store.MarkSent): a reservation without the mark is known never to
+// have been sent, and is released, not counted at its worst case.
+func (c *chunkRun) markSent(ctx context.Context, id int64) error {
+	ok, err := c.p.store.MarkSent(ctx, id)
+	switch {
+	case err != nil:
+		return &storeError{err}
+	case !ok:
+		return errNotSent
+	}
+	return nil
 }
 
 // replayed prices a call answered as a replay (free) and the earlier send
@@ -286,7 +318,7 @@ func (c *chunkRun) settleRows(ctx context.Context, rows []*rowWork, err error, o
 		for i, w := range rows {
 			ok(w, i == 0)
 		}
-	case errors.Is(err, errStopJob) || errors.Is(err, errDraining) || ctx.Err() != nil:
+	case errors.Is(err, errStopJob) || errors.Is(err, errDraining) || errors.Is(err, errNotSent) || ctx.Err() != nil:
 		// not attempted, or shutting down: rows are released on save
 	default:
 		for _, w := range rows {

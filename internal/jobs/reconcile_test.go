@@ -196,11 +196,15 @@ func TestExplainClosesALostWorkersReservations(t *testing.T) {
 			for _, r := range claim.Rows {
 				rowID := r.ID
 				key := jobs.IdempotencyKey(job.ID, rowID, domain.StageProfile)
-				if _, err := b.Store.Reserve(ctx, store.Reservation{JobID: job.ID, RowID: &rowID, Stage: domain.StageProfile, Endpoint: "/v1/profile",
-					IdempotencyKey: key, Credits: enrich.DefaultCosts().Worst(domain.StageProfile), TTL: time.Hour}); err != nil {
+				id, err := b.Store.Reserve(ctx, store.Reservation{JobID: job.ID, RowID: &rowID, Stage: domain.StageProfile, Endpoint: "/v1/profile",
+					IdempotencyKey: key, Credits: enrich.DefaultCosts().Worst(domain.StageProfile), TTL: time.Hour})
+				if err != nil {
 					t.Fatal(err)
 				}
 				if c.billed {
+					if ok, err := b.Store.MarkSent(ctx, id); err != nil || !ok {
+						t.Fatalf("mark sent: %v, %v", ok, err)
+					}
 					if _, err := b.Client.Profile(ctx, jobs.ProfileQueryOf(r), key); err != nil {
 						t.Fatal(err)
 					}
@@ -225,7 +229,9 @@ func TestExplainClosesALostWorkersReservations(t *testing.T) {
 }
 
 // The finisher does not complete a job while one of its reservations is open
-// that a later answer to its key has explained: its credits would not be final.
+// that a later answer to its key has explained: its credits would not be
+// final. A reservation whose call never left is released, and may not be
+// sent after.
 func TestFinisherWaitsForExplainableReservations(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{NoWorker: true})
@@ -240,6 +246,13 @@ func TestFinisherWaitsForExplainableReservations(t *testing.T) {
 	key := jobs.IdempotencyKey(job.ID, r.ID, domain.StageProfile)
 	res := store.Reservation{JobID: job.ID, RowID: &r.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile", IdempotencyKey: key, Credits: 2, TTL: time.Hour}
 	lost, err := b.Store.Reserve(ctx, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.Store.MarkSent(ctx, lost); err != nil || !ok { // sent, and its answer lost with its worker
+		t.Fatalf("mark sent: %v, %v", ok, err)
+	}
+	unsent, err := b.Store.Reserve(ctx, res) // another lost worker's, waiting for its rate slot
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,8 +283,12 @@ func TestFinisherWaitsForExplainableReservations(t *testing.T) {
 		t.Fatalf("finished %d jobs (%v) with reservation %d open and explained", len(done), err, lost)
 	}
 	ex, err := b.Store.ExplainJob(ctx, job.ID, func() bool { return true })
-	if err != nil || ex.ByFresh != 1 {
-		t.Fatalf("explained %+v, %v", ex, err)
+	if err != nil || ex.ByFresh != 1 || ex.Unsent != 1 {
+		t.Fatalf("explained %+v, %v; want the sent one settled at 0 by the fresh answer, the unsent one released", ex, err)
+	}
+	// The unsent reservation is closed: its worker, were it alive, may not send it.
+	if ok, err := b.Store.MarkSent(ctx, unsent); err != nil || ok {
+		t.Fatalf("mark sent after release: %v, %v; want refused", ok, err)
 	}
 	if done, err := b.Store.FinishJobs(ctx, job.ID); err != nil || len(done) != 1 || done[0].CreditsSpent != 2 || done[0].CreditsReserved != 0 {
 		t.Fatalf("after the explain step: finished %+v, %v", done, err)

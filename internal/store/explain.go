@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -40,6 +41,29 @@ func (s *Store) SentBefore(ctx context.Context, jobID, key string, by int64) (bo
 	return sent, interpretError(err)
 }
 
+// releaseUnsent releases reservation id if its call was never sent
+// (MarkSent): nothing was spent. A call marked sent meanwhile is left alone.
+//
+// The row is locked, and found unsent, before it is closed: MarkSent waits
+// for the lock and then finds the reservation closed, so a call is never
+// sent under a released reservation (it would be billed and counted 0).
+func (s *Store) releaseUnsent(ctx context.Context, id int64, reason string) error {
+	return s.retry(ctx, true, func() error {
+		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var unsent bool
+			err := tx.QueryRow(ctx, `SELECT true FROM credit_ledger WHERE id = $1 AND status = 'reserved' AND sent_at IS NULL FOR UPDATE`, id).Scan(&unsent)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			_, err = tx.Exec(ctx, `SELECT enrichq_close_reservation($1, 'released', 0, false, NULL, $2, NULL)`, id, reason)
+			return err
+		})
+	})
+}
+
 // markReplay records on ledger call id that it was answered as a replay of
 // an answer the cost table prices at price credits.
 func (s *Store) markReplay(ctx context.Context, id, price int64) error {
@@ -61,6 +85,10 @@ type Explained struct {
 	// to their key, from a vendor not known to honour keys, does not tell
 	// whether they were billed).
 	Unknown int
+	// Unsent: reservations released because their call never left (no
+	// MarkSent), held by a worker that is gone: another send of their key
+	// was answered, or every row of the job has ended.
+	Unsent int
 }
 
 // ExplainJob closes the open calls of a job (reserved, or unknown and
@@ -76,13 +104,14 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() boo
 	type open struct {
 		id, replayBy, replayPrice int64
 		status, key               string
-		fresh                     bool
+		fresh, sent               bool
 	}
 	var opens []open
 	err := s.retry(ctx, true, func() error {
 		rows, err := s.pool.Query(ctx, `
 			SELECT o.id, o.status, o.idempotency_key, coalesce(r.id, 0), coalesce(r.replay_price, 0),
-				EXISTS (SELECT 1 FROM credit_ledger l WHERE `+explainingSend+` AND l.replay_price IS NULL)
+				EXISTS (SELECT 1 FROM credit_ledger l WHERE `+explainingSend+` AND l.replay_price IS NULL),
+				o.sent_at IS NOT NULL
 			FROM credit_ledger o
 			LEFT JOIN LATERAL (SELECT l.id, l.replay_price FROM credit_ledger l WHERE `+explainingSend+` AND l.replay_price IS NOT NULL
 				ORDER BY l.id DESC LIMIT 1) r ON true
@@ -93,7 +122,7 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() boo
 		}
 		opens = opens[:0]
 		var o open
-		_, err = pgx.ForEachRow(rows, []any{&o.id, &o.status, &o.key, &o.replayBy, &o.replayPrice, &o.fresh}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&o.id, &o.status, &o.key, &o.replayBy, &o.replayPrice, &o.fresh, &o.sent}, func() error {
 			if o.replayBy != 0 || o.fresh {
 				opens = append(opens, o)
 			}
@@ -115,6 +144,11 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() boo
 	}
 	for _, o := range opens {
 		switch {
+		case o.status == LedgerReserved && !o.sent:
+			if err := s.releaseUnsent(ctx, o.id, "never sent: its worker was lost before the call left, and a later send of its Idempotency-Key was answered"); err != nil {
+				return ex, err
+			}
+			ex.Unsent++
 		case o.replayBy != 0:
 			if replays[o.replayBy] {
 				continue // settled with the replay's other earlier sends
@@ -141,7 +175,33 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() boo
 			ex.Unknown++
 		}
 	}
-	return ex, nil
+	n, err := s.releaseUnsentOfEndedJob(ctx, jobID)
+	ex.Unsent += n
+	return ex, err
+}
+
+// releaseUnsentOfEndedJob releases the reservations of a job whose calls
+// never left, once every row of the job has ended: no worker holds its rows,
+// so none will send them (MarkSent would refuse it). Such a reservation is a
+// lost worker's whose rows were retried in other calls (a bulk call's rows
+// regrouped under another key).
+func (s *Store) releaseUnsentOfEndedJob(ctx context.Context, jobID string) (int, error) {
+	var ids []int64
+	err := s.retry(ctx, true, func() error {
+		return s.pool.QueryRow(ctx, `SELECT coalesce(array_agg(o.id ORDER BY o.id), '{}') FROM credit_ledger o
+			WHERE o.job_id = $1 AND o.status = 'reserved' AND o.sent_at IS NULL
+			  AND NOT EXISTS (SELECT 1 FROM job_chunk_counts oc WHERE oc.job_id = o.job_id AND oc.pending + oc.in_flight + oc.retry_wait > 0)`,
+			jobID).Scan(&ids)
+	})
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	for i, id := range ids {
+		if err := s.releaseUnsent(ctx, id, "never sent: its worker was lost before the call left, and the job's rows ended in other calls"); err != nil {
+			return i, err
+		}
+	}
+	return len(ids), nil
 }
 
 // Unsettled are a job's credits whose outcome is not known: calls still

@@ -53,6 +53,9 @@ func TestExplainJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if ok, err := st.MarkSent(ctx, id); err != nil || !ok {
+			t.Fatalf("mark sent: %v, %v", ok, err)
+		}
 		return id
 	}
 	settle := func(id int64, s store.Settlement) {

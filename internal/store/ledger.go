@@ -157,6 +157,20 @@ func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
 	}
 }
 
+// MarkSent records that reserved call id is about to leave, right before its
+// request is written. It reports false when the reservation is closed
+// already (released as never sent by ExplainJob or ExpireReservations): the
+// call must then not be made. A reservation never marked was never sent.
+func (s *Store) MarkSent(ctx context.Context, id int64) (bool, error) {
+	var n int64
+	err := s.retry(ctx, true, func() error {
+		tag, err := s.pool.Exec(ctx, `UPDATE credit_ledger SET sent_at = coalesce(sent_at, now()) WHERE id = $1 AND status = 'reserved'`, id)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n == 1, interpretError(err)
+}
+
 // Available returns how many credits a job may still reserve; ok is false when it has no budget.
 func (s *Store) Available(ctx context.Context, jobID string) (credits int64, ok bool, err error) {
 	var avail *int64
@@ -306,23 +320,33 @@ func (s *Store) settleEarlier(ctx context.Context, ids []int64, first int64, rea
 	return len(ids), nil
 }
 
-// ExpireReservations counts reservations older than their expiry as spent
-// (a worker died holding them). It returns how many it closed.
+// ExpireReservations closes reservations older than their expiry (a worker
+// died holding them): one whose call was sent (MarkSent) is counted as spent
+// at its worst case, one never sent is released. It returns how many it closed.
 func (s *Store) ExpireReservations(ctx context.Context, limit int) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id FROM credit_ledger WHERE status = 'reserved' AND expires_at < now() ORDER BY id LIMIT $1`, limit)
+	rows, err := s.pool.Query(ctx, `SELECT id, sent_at IS NOT NULL FROM credit_ledger WHERE status = 'reserved' AND expires_at < now() ORDER BY id LIMIT $1`, limit)
 	if err != nil {
 		return 0, interpretError(err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	type open struct {
+		id   int64
+		sent bool
+	}
+	opens, err := pgx.CollectRows(rows, pgx.RowToStructByPos[open])
 	if err != nil {
 		return 0, interpretError(err)
 	}
-	for _, id := range ids {
-		if err := s.MarkUnknown(ctx, id, "reservation expired: the worker holding it was lost"); err != nil {
+	for _, o := range opens {
+		if !o.sent {
+			err = s.releaseUnsent(ctx, o.id, "reservation expired: the worker holding it was lost before the call left")
+		} else {
+			err = s.MarkUnknown(ctx, o.id, "reservation expired: the worker holding it was lost")
+		}
+		if err != nil {
 			return 0, err
 		}
 	}
-	return len(ids), nil
+	return len(opens), nil
 }
 
 // LedgerTotals sums a job's ledger.
