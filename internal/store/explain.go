@@ -17,11 +17,12 @@ const explainingSend = `l.job_id = o.job_id AND l.idempotency_key = o.idempotenc
 	AND l.status = 'settled' AND (l.error = '' OR l.charged > 0)`
 
 // explainableReserved is a condition on jobs j: one of its reservations is
-// still held although a later send of its key was answered. The explain step
-// (ExplainJob) closes those; until then the job's credits are not final and
-// FinishJobs leaves it running.
+// still held although a later send of its key was answered, or although its
+// call never left (FinishJobs asks it of jobs whose rows have all ended: no
+// worker holds them). The explain step (ExplainJob) closes those; until then
+// the job's credits are not final and FinishJobs leaves it running.
 const explainableReserved = `SELECT 1 FROM credit_ledger o WHERE o.job_id = j.id AND o.status = 'reserved'
-	AND EXISTS (SELECT 1 FROM credit_ledger l WHERE ` + explainingSend + `)`
+	AND (o.sent_at IS NULL OR EXISTS (SELECT 1 FROM credit_ledger l WHERE ` + explainingSend + `))`
 
 // SentBefore says whether the job sent Idempotency-Key key before ledger call
 // by, within the vendor's replay window, in a send the vendor may have done

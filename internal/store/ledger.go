@@ -332,8 +332,9 @@ func (s *Store) ExpireReservations(ctx context.Context, limit int) (int, error) 
 		id   int64
 		sent bool
 	}
-	opens, err := pgx.CollectRows(rows, pgx.RowToStructByPos[open])
-	if err != nil {
+	var opens []open
+	var o open
+	if _, err := pgx.ForEachRow(rows, []any{&o.id, &o.sent}, func() error { opens = append(opens, o); return nil }); err != nil {
 		return 0, interpretError(err)
 	}
 	for _, o := range opens {
