@@ -104,3 +104,56 @@ func TestExplainJob(t *testing.T) {
 		t.Fatalf("job spent %d, reserved %d; want 15 and 20", j.CreditsSpent, j.CreditsReserved)
 	}
 }
+
+// A reservation whose call never left (no MarkSent) is released when it
+// expires, one that left is counted at its worst case; and a job whose rows
+// have all ended does not finish while it holds a never-sent reservation,
+// until the explain step releases it.
+func TestNeverSentReservations(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	ctx := context.Background()
+	job := createJob(t, st, store.NewJob{}, 10)
+	res := store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile", IdempotencyKey: "k", Credits: 2, TTL: time.Hour}
+	unsent, err := st.Reserve(ctx, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	saveTenRows(t, st, job)
+	if done, err := st.FinishJobs(ctx, job.ID); err != nil || len(done) != 0 {
+		t.Fatalf("finished %d jobs (%v) holding a never-sent reservation", len(done), err)
+	}
+	if ex, err := st.ExplainJob(ctx, job.ID, func() bool { return false }); err != nil || ex.Unsent != 1 {
+		t.Fatalf("explained %+v, %v; want the never-sent reservation released", ex, err)
+	}
+	if ok, err := st.MarkSent(ctx, unsent); err != nil || ok {
+		t.Fatalf("mark sent after release: %v, %v", ok, err)
+	}
+	if done, err := st.FinishJobs(ctx, job.ID); err != nil || len(done) != 1 || done[0].CreditsSpent != 0 || done[0].CreditsReserved != 0 {
+		t.Fatalf("finished %+v, %v", done, err)
+	}
+
+	// Expiry: the sent one counts at its worst case, the never-sent one is released.
+	other := createJob(t, st, store.NewJob{}, 1)
+	res.JobID = other.ID
+	sent, err := st.Reserve(ctx, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := st.MarkSent(ctx, sent); err != nil || !ok {
+		t.Fatalf("mark sent: %v, %v", ok, err)
+	}
+	if _, err := st.Reserve(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	if n := storetest.LapseReservations(t, st); n != 2 {
+		t.Fatalf("lapsed %d reservations, want 2", n)
+	}
+	if n, err := st.ExpireReservations(ctx, 10); err != nil || n != 2 {
+		t.Fatalf("expired %d, %v", n, err)
+	}
+	j, err := st.JobByID(ctx, other.ID)
+	if err != nil || j.CreditsSpent != 2 || j.CreditsReserved != 0 {
+		t.Fatalf("after expiry: spent %d, reserved %d (%v); want the sent call's 2 spent, the other released", j.CreditsSpent, j.CreditsReserved, err)
+	}
+}
