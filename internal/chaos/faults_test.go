@@ -369,6 +369,22 @@ func TestVendorFaults(t *testing.T) {
 				t.Errorf("%d other rows failed: %v", other, f.FailedReasons)
 			}
 			requireMoney(t, f)
+			if !f.Money() {
+				for _, e := range r.ledger(id) {
+					for _, k := range f.UnexplainedKeys {
+						if e.IdempotencyKey == k {
+							t.Logf("unexplained key, enrichq: %+v", e)
+						}
+					}
+				}
+				for _, e := range r.vendor.Ledger() {
+					for _, k := range f.UnexplainedKeys {
+						if e.IdempotencyKey == k {
+							t.Logf("unexplained key, vendor: %+v", e)
+						}
+					}
+				}
+			}
 		})
 	}
 }
