@@ -96,10 +96,16 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		c.p.limiter.Succeeded(ctx)
 		st := settlement(charge, "")
 		st.StageCredits = split
-		if c.isReplay(sctx, res, id, charge) {
+		switch {
+		case c.isReplay(sctx, res, id, charge):
 			c.p.learnHonoursKeys(sctx, id)
 			st = c.replayed(sctx, res, id, charge, st)
-		} else if again && !charge.Resent && c.p.honoursKeys(sctx) {
+		case charge.Resent && c.sentBefore(sctx, res, id):
+			// http.Transport wrote it twice, and the key was sent before: the
+			// answer held may be a replay of an earlier send (its charge is
+			// not known), priced as a replay would be, never twice.
+			st = c.replayed(sctx, res, id, charge, st)
+		case again && !charge.Resent && c.p.honoursKeys(sctx):
 			if n, rerr := c.p.store.ReconcileFresh(sctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
 				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
 			} else if n > 0 {
@@ -193,9 +199,15 @@ func (c *chunkRun) isReplay(ctx context.Context, res store.Reservation, id int64
 	if !charge.Reported || charge.Credits != 0 || charge.Estimate <= 0 || charge.Resent {
 		return false
 	}
+	return c.sentBefore(ctx, res, id)
+}
+
+// sentBefore says whether the call's Idempotency-Key was sent before
+// (store.SentBefore); when that cannot be read, no.
+func (c *chunkRun) sentBefore(ctx context.Context, res store.Reservation, id int64) bool {
 	sent, err := c.p.store.SentBefore(ctx, c.job.ID, res.IdempotencyKey, id)
 	if err != nil {
-		c.p.log.Warn("earlier sends not readable; a free answer is taken as fresh", "ledger_id", id, "err", err)
+		c.p.log.Warn("earlier sends not readable; the answer is taken as fresh", "ledger_id", id, "err", err)
 		return false
 	}
 	return sent
