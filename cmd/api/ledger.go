@@ -61,10 +61,14 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 		if err != nil {
 			return err
 		}
+		days, err := st.AccountDrift(ctx, *account, m, m.AddDate(0, 1, -1))
+		if err != nil {
+			return err
+		}
 		if *asJSON {
 			return json.NewEncoder(stdout).Encode(map[string]any{"account": u.Account, "month": u.Month.Format("2006-01"),
 				"calls": u.Calls, "spent": u.Spent, "reserved": u.Reserved, "vendor_credits_remaining": u.CreditsRemaining,
-				"monthly_allowance": cfg.Allowance()})
+				"monthly_allowance": cfg.Allowance(), "drift_by_day": days})
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "account\t%s\nmonth\t%s\ncalls\t%d\ncredits spent\t%d\ncredits reserved\t%d\n", u.Account, u.Month.Format("2006-01"), u.Calls, u.Spent, u.Reserved)
@@ -73,6 +77,11 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 		}
 		if u.CreditsRemaining != nil {
 			fmt.Fprintf(tw, "vendor says remaining\t%d\n", *u.CreditsRemaining)
+		}
+		// The second witness: the vendor's X-Credits-Remaining readings beside the ledger, by day.
+		for _, d := range days {
+			fmt.Fprintf(tw, "drift %s\tledger %d, readings show %d billed (%d readings): %+d\n",
+				d.Day.Format(time.DateOnly), d.LedgerSpent, d.VendorBilled, d.Readings, d.Drift.Drift)
 		}
 		return tw.Flush()
 	case "job":

@@ -92,15 +92,15 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 	enq := jobs.NewEnqueuer(redisOptForMetrics, cfg.Queue) // hands a job's next chunks as its chunks end
 	defer enq.Close()
 	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
-		Enqueuer:           enq,
-		Metrics:            metrics.NewPipeline(reg),
-		Account:            cfg.Vendor.Account(),
-		AccountAllowance:   cfg.Vendor.Allowance(),
-		Bulk:               cfg.Vendor.Bulk,
-		VendorMarksReplays: cfg.Vendor.MarksReplays,
-		LookupConcurrency:  cfg.LookupConcurrency,
-		MaxAttempts:        cfg.MaxAttempts,
-		Lease:              cfg.Lease,
+		Enqueuer:          enq,
+		Metrics:           metrics.NewPipeline(reg),
+		Account:           cfg.Vendor.Account(),
+		AccountAllowance:  cfg.Vendor.Allowance(),
+		Bulk:              cfg.Vendor.Bulk,
+		HonoursKeys:       cfg.Vendor.HonoursKeys,
+		LookupConcurrency: cfg.LookupConcurrency,
+		MaxAttempts:       cfg.MaxAttempts,
+		Lease:             cfg.Lease,
 	}, log.With("component", "processor"))
 
 	redisOpt, err := cfg.AsynqRedis()

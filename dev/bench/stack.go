@@ -95,7 +95,7 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 		"DATABASE_URL="+s.dbURL, "REDIS_URL="+b.opts.redisURL, "ENRICHQ_QUEUE="+s.queue,
 		"ENRICHQ_LOG_FORMAT=json", "ENRICHQ_LOG_LEVEL="+b.opts.logLevel,
 		"ENRICHQ_API_KEYS="+s.tenant+":"+s.apiKey, "ENRICHQ_API_ADDR=127.0.0.1:0",
-		"ENRICHQ_VENDOR_KEY="+s.vendorKey, "ENRICHQ_VENDOR_MARKS_REPLAYS=true",
+		"ENRICHQ_VENDOR_KEY="+s.vendorKey,
 		fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", spec.bulk),
 		fmt.Sprintf("ENRICHQ_VENDOR_RPS=%g", max(spec.rps, 0.01)),
 		fmt.Sprintf("ENRICHQ_VENDOR_BURST=%d", max(spec.burst, 1)),

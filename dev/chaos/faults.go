@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/jobs"
 )
@@ -151,6 +152,12 @@ func (e *env) runFaults(ctx context.Context, stdout io.Writer) (bool, error) {
 		line += fmt.Sprintf("; %d credits still reserved", t.Reserved)
 	}
 	fmt.Fprintf(stdout, "%-*s  %s\n", width+1, "all:", line)
+	if days, err := e.db.AccountDrift(ctx, config.VendorAccount(vendorKey), time.Now(), time.Now()); err == nil {
+		for _, d := range days {
+			fmt.Fprintf(stdout, "%-*s  %s: ledger %d, the vendor's balance readings show %d billed (%d readings): drift %d\n",
+				width+1, "drift:", d.Day.Format(time.DateOnly), d.LedgerSpent, d.VendorBilled, d.Readings, d.Drift.Drift)
+		}
+	}
 	if allOK {
 		fmt.Fprintln(stdout, "chaos: every invariant holds")
 	} else {
@@ -406,7 +413,37 @@ func (e *env) waitJob(ctx context.Context, ph *phase) error {
 		return nil
 	}
 	ph.finished = true
+	e.moneyAtCompletion(ctx, ph)
 	return nil
+}
+
+// moneyAtCompletion checks a job's books the moment it reports completed:
+// its spend is the vendor's bill for its keys, to the credit, with nothing
+// reserved, and it sets the ledger beside the vendor's balance readings.
+func (e *env) moneyAtCompletion(ctx context.Context, ph *phase) {
+	p, err := e.progress(ctx, ph.jobID)
+	if err != nil || p.state != "completed" {
+		return
+	}
+	ledger, err := chaos.VendorLedger(ctx, e.vendorURL)
+	if err != nil {
+		ph.fail("the vendor's ledger at completion: %v", err)
+		return
+	}
+	f, err := chaos.CheckJob(ctx, e.db, ph.jobID, ph.expected, ledger.Entries)
+	if err != nil {
+		ph.fail("the job's books at completion: %v", err)
+		return
+	}
+	if f.JobSpent != f.Vendor || f.JobReserved != 0 {
+		ph.fail("at completion: spent %d, %d reserved, the vendor billed %d", f.JobSpent, f.JobReserved, f.Vendor)
+	} else {
+		ph.note("at completion: spent %d = the vendor's bill %d, nothing reserved", f.JobSpent, f.Vendor)
+	}
+	if d, err := e.db.JobDrift(ctx, ph.jobID); err == nil {
+		ph.note("balance witness: ledger %d, the vendor's X-Credits-Remaining readings show %d billed (%d readings): drift %d",
+			d.LedgerSpent, d.VendorBilled, d.Readings, d.Drift)
+	}
 }
 
 func (e *env) waitReservations(ctx context.Context, stdout io.Writer) error {

@@ -30,6 +30,7 @@ type options struct {
 	harderFaults  string
 	vendorTimeout time.Duration
 	seed          int64
+	noReplayHdr   bool
 
 	shutdownTimeout time.Duration
 
@@ -61,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.harderFaults, "vendor-faults", "fail=0.2,malformed=0.04,slow=0.04,reset=0.04", "faults during the vendor-faults fault")
 	fs.DurationVar(&o.vendorTimeout, "vendor-timeout", 2*time.Second, "the workers' vendor call timeout (ENRICHQ_VENDOR_TIMEOUT); slow answers take twice that")
 	fs.Int64Var(&o.seed, "seed", 1, "the fake vendor's seed")
+	fs.BoolVar(&o.noReplayHdr, "no-replay-header", false, "the fake vendor replays Idempotency-Keys without the Idempotent-Replayed header (known only by X-Credits-Charged: 0)")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "the workers' graceful stop bound (ENRICHQ_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&o.kills, "kills", 3, "worker SIGKILLs in the sigkill fault")
 	fs.DurationVar(&o.pgDown, "pg-down", 5*time.Second, "how long Postgres is unreachable in the pg-restart fault")

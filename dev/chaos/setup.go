@@ -125,7 +125,7 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 		"-latency", o.latency.String(), "-latency-jitter", (o.latency / 2).String(),
 		"-fail-rate", fmt.Sprint(bf.Fail), "-malformed-rate", fmt.Sprint(bf.Malformed), "-slow-rate", fmt.Sprint(bf.Slow),
 		"-slow-delay", bf.SlowDelay, "-reset-rate", fmt.Sprint(bf.Reset), "-seed", fmt.Sprint(o.seed),
-		"-reject-substring", poison)
+		"-reject-substring", poison, fmt.Sprintf("-no-replay-header=%v", o.noReplayHdr))
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 		"DATABASE_URL="+e.procURL, "REDIS_URL="+e.redisURL, "ENRICHQ_QUEUE="+e.queue, "ENRICHQ_LOG_FORMAT=json", "ENRICHQ_LOG_LEVEL=info",
 		"ENRICHQ_SHUTDOWN_TIMEOUT="+o.shutdownTimeout.String(),
 		"ENRICHQ_VENDOR_URL="+e.vendorURL, "ENRICHQ_VENDOR_KEY="+vendorKey, fmt.Sprintf("ENRICHQ_VENDOR_RPS=%g", o.vendorRPS),
-		"ENRICHQ_VENDOR_BURST=2", "ENRICHQ_VENDOR_MARKS_REPLAYS=true", fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", o.bulk), "ENRICHQ_VENDOR_TIMEOUT="+o.vendorTimeout.String(),
+		"ENRICHQ_VENDOR_BURST=2", fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", o.bulk), "ENRICHQ_VENDOR_TIMEOUT="+o.vendorTimeout.String(),
 		"ENRICHQ_API_KEYS=chaos-"+e.stamp+":"+apiKey, "ENRICHQ_API_ADDR=127.0.0.1:0", "ENRICHQ_MIGRATE=true",
 	)
 	// The API migrates first, alone; the others find the schema in place.

@@ -148,7 +148,6 @@ func startStack(ctx context.Context, o options, getenv func(string) string, stdo
 	s.vendorURL = vendorURL
 	env := append(base, "ENRICHQ_VENDOR_URL="+vendorURL, "ENRICHQ_VENDOR_KEY="+vendorKey,
 		fmt.Sprintf("ENRICHQ_VENDOR_RPS=%g", o.vendorRPS), fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", o.bulk),
-		"ENRICHQ_VENDOR_MARKS_REPLAYS=true", // the fake vendor does
 		// A tenant of its own per run: the answers cached by an earlier run (reused for the
 		// same tenant within max_age) would otherwise make this run free and instant.
 		fmt.Sprintf("ENRICHQ_API_KEYS=demo-%d:%s", time.Now().Unix(), s.apiKey), "ENRICHQ_API_ADDR=127.0.0.1:0")

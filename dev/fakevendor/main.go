@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&opts.NoMatchAs200, "no-match-200", false, "answer no-matches 200 without the match instead of 404")
 	fs.BoolVar(&opts.OmitCreditHeaders, "omit-credit-headers", false, "do not send X-Credits-*")
 	fs.BoolVar(&opts.IgnoreIdempotency, "ignore-idempotency", false, "ignore Idempotency-Key")
+	fs.BoolVar(&opts.NoReplayHeader, "no-replay-header", false, "replay Idempotency-Keys without the Idempotent-Replayed header (charged 0, as the contract allows)")
 	fs.Int64Var(&opts.StartCredits, "start-credits", opts.StartCredits, "credit balance for X-Credits-Remaining")
 	logLevel := fs.String("log-level", "info", "debug logs every request; info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -98,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "fakevendor listening on %s\n", url)
 	log.Info("fakevendor started", "url", url, "keys", len(opts.APIKeys), "rps", opts.RPS, "burst", opts.Burst,
-		"fail_rate", opts.FailRate, "malformed_rate", opts.MalformedRate, "reset_rate", opts.ResetRate, "seed", opts.Seed)
+		"fail_rate", opts.FailRate, "malformed_rate", opts.MalformedRate, "reset_rate", opts.ResetRate, "seed", opts.Seed, "no_replay_header", opts.NoReplayHeader)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -2,6 +2,7 @@ package chaos_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -58,52 +59,87 @@ func (d *dying) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []
 	return r, err
 }
 
-// A worker killed with calls in flight (the vendor billed them, the worker
-// recorded nothing): its leases expire, other workers take the rows, their
-// retries replay the same Idempotency-Keys, and the killed calls'
-// reservations are counted as spent when they expire.
+// stalling is a limiter whose calls past the first pass wait for their rate
+// slot until release is closed, whatever their context says, like the
+// calls of a worker killed while they waited: their credits reserved, the
+// request never sent.
+type stalling struct {
+	jobs.Limiter
+	pass    int64
+	release <-chan struct{}
+	n       atomic.Int64
+	waiting atomic.Int64
+}
+
+func (s *stalling) Wait(ctx context.Context) error {
+	if s.n.Add(1) <= s.pass {
+		return s.Limiter.Wait(ctx)
+	}
+	s.waiting.Add(1)
+	<-s.release
+	return errors.New("killed while waiting for the rate slot")
+}
+
+// A worker killed (SIGKILL) with calls in flight (the vendor billed them, the
+// worker recorded nothing) and calls waiting for their rate slot (reserved,
+// never sent): its leases expire, other workers take the rows, and their
+// retries send the same Idempotency-Keys. The vendor honours them, and,
+// in one of the vendor's modes, does not mark its replays: a replay is known
+// by its X-Credits-Charged: 0. The killed calls' reservations are explained
+// by the retries (a replay prices the billed one, a fresh answer from the
+// vendor that is by then known to honour keys settles the unsent ones at
+// 0), before the job completes: when it reports completed, its spend is the
+// vendor's bill to the credit.
 func TestWorkerKilledMidChunk(t *testing.T) {
 	t.Parallel()
 	for _, bulk := range []bool{true, false} {
-		t.Run(fmt.Sprintf("bulk=%v", bulk), func(t *testing.T) {
-			t.Parallel()
-			r := newRig(t, rigConfig{processor: jobs.ProcessorConfig{Bulk: bulk, Lease: time.Second, LookupConcurrency: 4}})
-			const n = 200
-			id := r.submit(rows("kill", n))
-			release := make(chan struct{})
-			doomed := &dying{release: release}
-			w := r.startWorker(workerConfig{shutdownTimeout: 100 * time.Millisecond,
-				vendor: func(v jobs.Vendor) jobs.Vendor { doomed.Vendor = v; return doomed }})
-			t.Cleanup(func() { close(release) }) // runs before the worker's cleanup
-			r.eventually(10*time.Second, "calls in flight on the doomed worker", func() bool { return doomed.calls.Load() >= 3 })
-			billed := r.vendor.Stats().BilledCalls
-			w.kill()
+		for _, noHeader := range []bool{false, true} {
+			t.Run(fmt.Sprintf("bulk=%v,no-replay-header=%v", bulk, noHeader), func(t *testing.T) {
+				t.Parallel()
+				r := newRig(t, rigConfig{processor: jobs.ProcessorConfig{Bulk: bulk, Lease: time.Second, LookupConcurrency: 4},
+					vendor: func(o *fakevendor.Options) { o.NoReplayHeader = noHeader }})
+				const n = 200
+				id := r.submit(rows("kill", n))
+				release := make(chan struct{})
+				doomed := &dying{release: release}
+				stall := &stalling{pass: 3, release: release}
+				w := r.startWorker(workerConfig{shutdownTimeout: 100 * time.Millisecond,
+					vendor:  func(v jobs.Vendor) jobs.Vendor { doomed.Vendor = v; return doomed },
+					limiter: func(l jobs.Limiter) jobs.Limiter { stall.Limiter = l; return stall }})
+				t.Cleanup(func() { close(release) }) // runs before the worker's cleanup
+				r.eventually(10*time.Second, "calls in flight and calls waiting for their slot on the doomed worker", func() bool {
+					return doomed.calls.Load() >= 3 && stall.waiting.Load() >= 1
+				})
+				billed := r.vendor.Stats().BilledCalls
+				w.kill()
 
-			r.startWorker(workerConfig{})
-			r.startWorker(workerConfig{})
-			if p := r.waitDone(id, 60*time.Second); p.state != "completed" {
-				t.Fatalf("job %s, want completed: %+v", p.state, p)
-			}
-			// The killed calls' reservations: reconciled by the replay their
-			// retry got (same Idempotency-Key), else counted at expiry.
-			expired := r.expireReservations()
-			var reconciled int
-			for _, e := range r.ledger(id) {
-				if strings.HasPrefix(e.Error, "reconciled by call") {
-					reconciled++
+				r.startWorker(workerConfig{})
+				r.startWorker(workerConfig{})
+				if p := r.waitDone(id, 60*time.Second); p.state != "completed" {
+					t.Fatalf("job %s, want completed: %+v", p.state, p)
 				}
-			}
-			t.Logf("killed calls: %d reconciled by a replay, %d counted at expiry (%d calls billed before the kill)", reconciled, expired, billed)
-			if expired+reconciled == 0 {
-				t.Fatalf("no reservation of the killed calls was open (%d calls billed before the kill)", billed)
-			}
-			f := r.check(id, n)
-			requireRows(t, f)
-			if f.LeaseExpired == 0 {
-				t.Errorf("no row came back from the lost worker (lease expired); want some")
-			}
-			requireMoney(t, f)
-		})
+				f := r.check(id, n)
+				var byReplay, byFresh int
+				for _, e := range r.ledger(id) {
+					switch {
+					case strings.Contains(e.Error, "replayed this Idempotency-Key"):
+						byReplay++
+					case strings.Contains(e.Error, "afresh") || strings.HasPrefix(e.Error, "never sent"):
+						byFresh++
+					}
+				}
+				t.Logf("killed calls: %d in flight (%d billed before the kill), %d waiting for their slot; %d settled by a replay, %d released as never sent or settled by a fresh answer",
+					doomed.calls.Load(), billed, stall.waiting.Load(), byReplay, byFresh)
+				if byReplay < 3 || byFresh < 1 {
+					t.Errorf("want the killed calls explained: the billed ones by replays (%d), the unsent ones released or settled by fresh answers (%d)", byReplay, byFresh)
+				}
+				requireRows(t, f)
+				if f.LeaseExpired == 0 {
+					t.Errorf("no row came back from the lost worker (lease expired); want some")
+				}
+				requireExactMoney(t, f)
+			})
+		}
 	}
 }
 
@@ -261,8 +297,9 @@ func TestVendor429Storm(t *testing.T) {
 // whose answer was lost is counted, at its worst case.
 func TestVendorFaults(t *testing.T) {
 	t.Parallel()
-	for _, bulk := range []bool{false, true} {
-		t.Run(fmt.Sprintf("bulk=%v", bulk), func(t *testing.T) {
+	for _, c := range []struct{ bulk, noHeader bool }{{false, false}, {true, false}, {false, true}, {true, true}} {
+		bulk := c.bulk
+		t.Run(fmt.Sprintf("bulk=%v,no-replay-header=%v", bulk, c.noHeader), func(t *testing.T) {
 			t.Parallel()
 			r := newRig(t, rigConfig{
 				processor: jobs.ProcessorConfig{Bulk: bulk, BulkSize: 10, MaxAttempts: 12, LookupConcurrency: 4},
@@ -271,6 +308,7 @@ func TestVendorFaults(t *testing.T) {
 					o.FailRate, o.MalformedRate, o.SlowRate, o.ResetRate = 0.05, 0.03, 0.03, 0.03
 					o.SlowDelay = time.Second
 					o.RejectSubstring = "POISON"
+					o.NoReplayHeader = c.noHeader
 				},
 			})
 			const n = 200
@@ -331,6 +369,22 @@ func TestVendorFaults(t *testing.T) {
 				t.Errorf("%d other rows failed: %v", other, f.FailedReasons)
 			}
 			requireMoney(t, f)
+			if !f.Money() {
+				for _, e := range r.ledger(id) {
+					for _, k := range f.UnexplainedKeys {
+						if e.IdempotencyKey == k {
+							t.Logf("unexplained key, enrichq: %+v", e)
+						}
+					}
+				}
+				for _, e := range r.vendor.Ledger() {
+					for _, k := range f.UnexplainedKeys {
+						if e.IdempotencyKey == k {
+							t.Logf("unexplained key, vendor: %+v", e)
+						}
+					}
+				}
+			}
 		})
 	}
 }

@@ -184,7 +184,8 @@ type worker struct {
 }
 
 type workerConfig struct {
-	vendor          func(jobs.Vendor) jobs.Vendor // wraps the vendor client
+	vendor          func(jobs.Vendor) jobs.Vendor   // wraps the vendor client
+	limiter         func(jobs.Limiter) jobs.Limiter // wraps the shared limiter
 	shutdownTimeout time.Duration
 	concurrency     int
 }
@@ -220,8 +221,14 @@ func (r *rig) startWorker(wc workerConfig) *worker {
 	}
 	pc := r.cfg.processor
 	pc.Enqueuer = r.enq
-	pc.VendorMarksReplays = true // the fake vendor marks its replays
-	proc := jobs.NewProcessor(w.st, v, lim, pc, r.log)
+	if pc.Account == "" {
+		pc.Account = "chaos-account" // what is learned of the vendor is remembered for the key, across workers
+	}
+	var l jobs.Limiter = lim
+	if wc.limiter != nil {
+		l = wc.limiter(lim)
+	}
+	proc := jobs.NewProcessor(w.st, v, l, pc, r.log)
 	w.proc = proc
 	w.srv = jobs.NewServer(r.redisOpt, jobs.ServerConfig{Queue: r.queue, Concurrency: wc.concurrency, ShutdownTimeout: wc.shutdownTimeout,
 		TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, r.log)
@@ -459,6 +466,18 @@ func requireRows(t *testing.T, f chaos.Figures) {
 	}
 	if f.JobSpent != f.Settled+f.Unknown {
 		t.Errorf("the job says %d spent, its ledger %d", f.JobSpent, f.Settled+f.Unknown)
+	}
+}
+
+// requireExactMoney fails the test unless the job's books are closed and
+// equal the vendor's bill to the credit: nothing reserved, nothing counted
+// at a worst case, the job's spend equal to what the vendor billed.
+func requireExactMoney(t *testing.T, f chaos.Figures) {
+	t.Helper()
+	requireMoney(t, f)
+	if f.Reserved != 0 || f.Settled+f.Unknown != f.Vendor || f.JobSpent != f.Vendor {
+		t.Errorf("the ledger is not the bill: job spent %d, ledger %d (%d of unknown outcome in %d calls), %d still reserved, vendor billed %d",
+			f.JobSpent, f.Settled+f.Unknown, f.Unknown, f.UnknownCalls, f.Reserved, f.Vendor)
 	}
 }
 

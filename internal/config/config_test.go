@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -30,7 +32,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Vendor.RPS != 10 || w.Vendor.Burst != 1 || !w.Vendor.Bulk || w.Vendor.MarksReplays || w.Vendor.Timeout != 30*time.Second ||
+	if w.Vendor.RPS != 10 || w.Vendor.Burst != 1 || !w.Vendor.Bulk || w.Vendor.HonoursKeys != domain.HonoursKeysAuto || w.Vendor.Timeout != 30*time.Second ||
 		w.Vendor.Allowance() != nil || w.Concurrency != 10 || w.Vendor.URL != "http://v.example" || w.MetricsAddr != "" {
 		t.Fatalf("worker defaults = %+v", w)
 	}
@@ -82,7 +84,7 @@ func TestValidateNamesEveryVariable(t *testing.T) {
 	e := map[string]string{"ENRICHQ_API_KEYS": "nokey,acme:short1", "ENRICHQ_VENDOR_RPS": "fast", "ENRICHQ_LOG_FORMAT": "xml",
 		"ENRICHQ_LOG_LEVEL": "loud", "ENRICHQ_MAX_ROWS": "0", "ENRICHQ_MAX_UPLOAD_BYTES": "12", "ENRICHQ_MIGRATE": "perhaps",
 		"ENRICHQ_SHUTDOWN_TIMEOUT": "-1s", "ENRICHQ_VENDOR_BURST": "0", "ENRICHQ_WORKER_CONCURRENCY": "many",
-		"ENRICHQ_ERASURE_KEY": "too-short-secret"}
+		"ENRICHQ_ERASURE_KEY": "too-short-secret", "ENRICHQ_VENDOR_HONOURS_KEYS": "sometimes"}
 	_, err := APIFromEnv(env(e))
 	if err == nil {
 		t.Fatal("bad configuration accepted")
@@ -98,7 +100,7 @@ func TestValidateNamesEveryVariable(t *testing.T) {
 		t.Errorf("the error shows a key: %v", err)
 	}
 	_, err = WorkerFromEnv(env(e))
-	for _, want := range []string{"ENRICHQ_VENDOR_RPS", "ENRICHQ_VENDOR_BURST", "ENRICHQ_WORKER_CONCURRENCY", "ENRICHQ_VENDOR_URL"} {
+	for _, want := range []string{"ENRICHQ_VENDOR_RPS", "ENRICHQ_VENDOR_BURST", "ENRICHQ_WORKER_CONCURRENCY", "ENRICHQ_VENDOR_URL", "ENRICHQ_VENDOR_HONOURS_KEYS"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("worker error %v does not name %s", err, want)
 		}

@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"strings"
 	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // Vendor is the enrichment vendor as the worker calls it.
@@ -23,11 +26,11 @@ type Vendor struct {
 	Burst int
 	// Bulk uses POST /v1/bulk when true (ENRICHQ_VENDOR_BULK, default true).
 	Bulk bool
-	// MarksReplays: the vendor marks its Idempotency-Key replays with
-	// Idempotent-Replayed: true, so a fresh answer proves earlier sends of
-	// its key were not billed (ENRICHQ_VENDOR_MARKS_REPLAYS, default false:
-	// they stay counted at their reservation).
-	MarksReplays bool
+	// HonoursKeys: whether the vendor honours Idempotency-Key, so that a
+	// fresh answer to a retry proves the earlier sends of its key were not
+	// billed (ENRICHQ_VENDOR_HONOURS_KEYS: auto, learned from the first
+	// replay seen; true; false).
+	HonoursKeys domain.HonoursKeys
 	// Timeout bounds one vendor call (ENRICHQ_VENDOR_TIMEOUT, default 30s).
 	Timeout time.Duration
 	// MonthlyCredits caps the credits of the key per calendar month (UTC),
@@ -37,7 +40,7 @@ type Vendor struct {
 }
 
 func defaultVendor() Vendor {
-	return Vendor{RPS: DefaultVendorRPS, Burst: DefaultVendorBurst, Bulk: true, Timeout: DefaultVendorTimeout}
+	return Vendor{RPS: DefaultVendorRPS, Burst: DefaultVendorBurst, Bulk: true, Timeout: DefaultVendorTimeout, HonoursKeys: domain.HonoursKeysAuto}
 }
 
 func (v *Vendor) read(r *reader) {
@@ -46,7 +49,15 @@ func (v *Vendor) read(r *reader) {
 	r.float("ENRICHQ_VENDOR_RPS", &v.RPS)
 	r.int("ENRICHQ_VENDOR_BURST", &v.Burst)
 	r.bool("ENRICHQ_VENDOR_BULK", &v.Bulk)
-	r.bool("ENRICHQ_VENDOR_MARKS_REPLAYS", &v.MarksReplays)
+	var hk string
+	r.str("ENRICHQ_VENDOR_HONOURS_KEYS", &hk)
+	if hk != "" {
+		if h := domain.HonoursKeys(strings.ToLower(strings.TrimSpace(hk))); h.Valid() {
+			v.HonoursKeys = h
+		} else {
+			r.fail("ENRICHQ_VENDOR_HONOURS_KEYS", hk, "auto, true or false")
+		}
+	}
 	r.duration("ENRICHQ_VENDOR_TIMEOUT", &v.Timeout)
 	r.int64("ENRICHQ_VENDOR_MONTHLY_CREDITS", &v.MonthlyCredits)
 }

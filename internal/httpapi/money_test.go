@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -99,5 +100,56 @@ func TestJobCostsByStage(t *testing.T) {
 	}](t, data)
 	if c.ByStage["profile"].Credits != 2 || c.ByStage["email"].Credits != 10 || c.Credits.Spent != 12 {
 		t.Fatalf("costs = %+v", c)
+	}
+}
+
+// The costs of a job set its ledger beside the vendor's balance readings
+// (X-Credits-Remaining): what the readings show billed, and the drift, which
+// is shown and never corrected.
+func TestJobCostsShowBalanceDrift(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	job := b.mustCreate(t, keyA, "roles=CTO&lookups=profile,email", "ref,company\n1,Acme\n")
+	ctx := context.Background()
+	remaining := int64(1000)
+	for i, charged := range []int64{2, 10, 5} {
+		id, err := b.st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile",
+			IdempotencyKey: fmt.Sprint("k", i), Credits: 10, TTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		remaining -= charged
+		r := remaining
+		if err := b.st.Settle(ctx, id, store.Settlement{Charged: charged, Reported: true, Remaining: &r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type costs struct {
+		Balance store.Drift `json:"balance"`
+	}
+	get := func() store.Drift {
+		resp, data := b.call(t, http.MethodGet, "/v1/jobs/"+job.ID+"/costs", keyA, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("costs: %d %s", resp.StatusCode, data)
+		}
+		return decode[costs](t, data).Balance
+	}
+	d := get()
+	if d.Readings != 3 || d.BalanceBefore == nil || *d.BalanceBefore != 1000 || d.BalanceAfter == nil || *d.BalanceAfter != 983 ||
+		d.VendorBilled != 17 || d.LedgerSpent != 17 || d.Drift != 0 {
+		t.Fatalf("balance = %+v, want 3 readings, 1000 -> 983, 17 billed = 17 spent, no drift", d)
+	}
+	// A call whose answer was lost counts at its worst case (10): the
+	// readings do not show it, and the drift says so.
+	id, err := b.st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageEmail, Endpoint: "/v1/email",
+		IdempotencyKey: "lost", Credits: 10, TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.st.MarkUnknown(ctx, id, "timeout"); err != nil {
+		t.Fatal(err)
+	}
+	if d := get(); d.VendorBilled != 17 || d.LedgerSpent != 27 || d.Drift != 10 {
+		t.Fatalf("balance = %+v, want 17 billed, 27 spent, drift 10", d)
 	}
 }

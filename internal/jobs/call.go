@@ -25,7 +25,8 @@ func (e *storeError) Unwrap() error { return e.err }
 //
 // again says that an earlier send of the same Idempotency-Key may exist
 // (a row of the call was attempted before): a fresh answer then settles the
-// earlier sends at 0, when the vendor marks its replays.
+// earlier sends at 0, when the vendor is known to honour keys. Earlier sends
+// this misses (a lost worker's) are left to the explain step (explain).
 func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, fn func(ctx context.Context) (enrich.Charge, map[domain.Stage]int64, error)) error {
 	if c.p.isDraining() {
 		return errDraining
@@ -44,9 +45,10 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		}
 		return &storeError{err}
 	}
-	// The rate slot last, right before the call: nothing slow sits between
-	// the slot and the request, so calls reach the vendor evenly spaced.
-	// A call waiting for its slot when the worker drains gives it up.
+	// The rate slot last, right before the call: only the mark that the call
+	// leaves (one short statement) sits between the slot and the request, so
+	// calls reach the vendor evenly spaced. A call waiting for its slot when
+	// the worker drains gives it up.
 	wctx, cancelWait := context.WithCancel(ctx)
 	stopWatch := context.AfterFunc(c.p.draining, cancelWait)
 	err = c.p.limiter.Wait(wctx)
@@ -55,15 +57,27 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 	if err == nil && c.p.isDraining() {
 		err = errDraining
 	}
+	if err == nil {
+		err = c.markSent(ctx, id)
+	}
 	if err != nil {
 		reason := "rate limiter: " + err.Error()
-		if c.p.isDraining() && ctx.Err() == nil {
+		var se *storeError
+		switch {
+		case errors.Is(err, errNotSent):
+			return err // released already
+		case errors.As(err, &se):
+			reason = err.Error()
+		case c.p.isDraining() && ctx.Err() == nil:
 			reason, err = errDraining.Error(), errDraining
 		}
-		if rerr := c.p.store.Release(context.WithoutCancel(ctx), id, reason); rerr != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		rerr := c.p.store.Release(rctx, id, reason)
+		cancel()
+		if rerr != nil {
 			c.p.log.Error("ledger update failed", "ledger_id", id, "err", rerr)
 		}
-		if errors.Is(err, errDraining) {
+		if errors.Is(err, errDraining) || errors.As(err, &se) {
 			return err
 		}
 		return fmt.Errorf("rate limiter: %w", err)
@@ -82,9 +96,16 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		c.p.limiter.Succeeded(ctx)
 		st := settlement(charge, "")
 		st.StageCredits = split
-		if charge.Replayed {
+		switch {
+		case c.isReplay(sctx, res, id, charge):
+			c.p.learnHonoursKeys(sctx, id)
 			st = c.replayed(sctx, res, id, charge, st)
-		} else if again && c.p.cfg.VendorMarksReplays && !charge.Resent {
+		case charge.Resent && c.sentBefore(sctx, res, id):
+			// http.Transport wrote it twice, and the key was sent before: the
+			// answer held may be a replay of an earlier send (its charge is
+			// not known), priced as a replay would be, never twice.
+			st = c.replayed(sctx, res, id, charge, st)
+		case again && !charge.Resent && c.p.honoursKeys(sctx):
 			if n, rerr := c.p.store.ReconcileFresh(sctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
 				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
 			} else if n > 0 {
@@ -118,6 +139,25 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 	return callErr
 }
 
+// errNotSent: the call's reservation was closed before the call left (a
+// worker that had lost its rows: the explain step released it as never
+// sent). The call is not made; its rows are not charged an attempt.
+var errNotSent = errors.New("the reservation was closed before the call left")
+
+// markSent records, right before the request is written, that the call
+// leaves (store.MarkSent): a reservation without the mark is known never to
+// have been sent, and is released, not counted at its worst case.
+func (c *chunkRun) markSent(ctx context.Context, id int64) error {
+	ok, err := c.p.store.MarkSent(ctx, id)
+	switch {
+	case err != nil:
+		return &storeError{err}
+	case !ok:
+		return errNotSent
+	}
+	return nil
+}
+
 // replayed prices a call answered as a replay (free) and the earlier send
 // of its Idempotency-Key that was billed for the answer (see
 // store.ReconcileReplay), and returns the call's settlement. An unreadable
@@ -137,8 +177,40 @@ func (c *chunkRun) replayed(ctx context.Context, res store.Reservation, id int64
 	st.Charged, st.Reported = 0, !charge.Resent
 	if self {
 		st.Charged = charge.Estimate // its own first send was the billed one
+	} else {
+		price := charge.Estimate
+		st.ReplayPrice = &price
 	}
 	return st
+}
+
+// isReplay recognises a replay from the contract's own signals: an answer to
+// an Idempotency-Key the job sent before, charged 0 (X-Credits-Charged: 0)
+// although the cost table prices it above 0. Idempotent-Replayed: true, where
+// a vendor sends it, confirms at once. A charge of 0 for an answer priced 0
+// tells nothing, and needs not: the billed send of that answer cost 0 either
+// way. When the earlier sends cannot be read, the answer is taken as fresh:
+// the earlier sends then stay at their worst case (over the bill, never
+// under).
+func (c *chunkRun) isReplay(ctx context.Context, res store.Reservation, id int64, charge enrich.Charge) bool {
+	if charge.Replayed {
+		return true
+	}
+	if !charge.Reported || charge.Credits != 0 || charge.Estimate <= 0 || charge.Resent {
+		return false
+	}
+	return c.sentBefore(ctx, res, id)
+}
+
+// sentBefore says whether the call's Idempotency-Key was sent before
+// (store.SentBefore); when that cannot be read, no.
+func (c *chunkRun) sentBefore(ctx context.Context, res store.Reservation, id int64) bool {
+	sent, err := c.p.store.SentBefore(ctx, c.job.ID, res.IdempotencyKey, id)
+	if err != nil {
+		c.p.log.Warn("earlier sends not readable; the answer is taken as fresh", "ledger_id", id, "err", err)
+		return false
+	}
+	return sent
 }
 
 // countCredits adds a call's charge to the credits metric, a bulk call's by its split.
@@ -258,7 +330,7 @@ func (c *chunkRun) settleRows(ctx context.Context, rows []*rowWork, err error, o
 		for i, w := range rows {
 			ok(w, i == 0)
 		}
-	case errors.Is(err, errStopJob) || errors.Is(err, errDraining) || ctx.Err() != nil:
+	case errors.Is(err, errStopJob) || errors.Is(err, errDraining) || errors.Is(err, errNotSent) || ctx.Err() != nil:
 		// not attempted, or shutting down: rows are released on save
 	default:
 		for _, w := range rows {

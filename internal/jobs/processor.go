@@ -71,13 +71,9 @@ type ProcessorConfig struct {
 	// is tracked, and capped by AccountAllowance when that is set.
 	Account          string
 	AccountAllowance *int64
-	// VendorMarksReplays: the vendor marks the answers it replays for an
-	// Idempotency-Key (Idempotent-Replayed: true), so an answer without the
-	// mark is fresh and proves that the earlier sends of its key, counted at
-	// their reservation (a killed worker, a timeout), were not billed: they
-	// are settled at 0. Off, they stay counted at their worst case (safe,
-	// never under-counted).
-	VendorMarksReplays bool
+	// HonoursKeys says whether the vendor is taken to honour Idempotency-Key
+	// (see honoursKeys). Default domain.HonoursKeysAuto: learned.
+	HonoursKeys domain.HonoursKeys
 	// Metrics records vendor calls, credits, rows and jobs; nil records nothing.
 	Metrics *metrics.Pipeline
 	// Enqueuer, when set, hands a job's next chunk to the queue as each of
@@ -111,6 +107,9 @@ func (c *ProcessorConfig) fill() {
 	if c.Costs == (enrich.CostTable{}) {
 		c.Costs = enrich.DefaultCosts()
 	}
+	if !c.HonoursKeys.Valid() {
+		c.HonoursKeys = domain.HonoursKeysAuto
+	}
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -127,6 +126,10 @@ type Processor struct {
 	limiter Limiter
 	cfg     ProcessorConfig
 	log     *slog.Logger
+
+	// honours: the vendor was seen to honour Idempotency-Key (learned once,
+	// never unlearned).
+	honours atomic.Bool
 
 	// draining is canceled by Drain: no vendor call starts after it.
 	draining context.Context
@@ -235,6 +238,7 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 		if err := p.run(ctx, job, claim); err != nil {
 			return 0, err
 		}
+		p.explain(ctx, job.ID)
 		finished, err := p.store.FinishJobs(ctx, job.ID)
 		if err != nil {
 			return 0, err
@@ -243,6 +247,7 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 			if j.FinishedAt != nil {
 				p.cfg.Metrics.JobFinished(j.FinishedAt.Sub(j.CreatedAt))
 			}
+			p.witness(ctx, j.ID)
 		}
 		if p.cfg.Enqueuer != nil && len(finished) == 0 {
 			// The job's next chunk takes this one's place in the queue.

@@ -18,6 +18,8 @@ type Pipeline struct {
 	credits     *prometheus.CounterVec
 	rows        *prometheus.CounterVec
 	jobDuration prometheus.Histogram
+	drift       *prometheus.GaugeVec
+	driftSeen   *prometheus.CounterVec
 }
 
 // NewPipeline registers the pipeline's metrics on reg.
@@ -45,7 +47,15 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 			Buckets: prometheus.ExponentialBuckets(1, 2, 16), // 1 s .. 9 h
 		}),
 	}
-	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration)
+	p.drift = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "enrichq_credit_drift_credits",
+		Help: "The ledger's spend minus what the vendor's balance readings (X-Credits-Remaining) show billed: of the job that finished last (scope job), of the vendor key today, UTC (scope account_day).",
+	}, []string{"scope"})
+	p.driftSeen = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "enrichq_credit_drift_seen_total",
+		Help: "Times a drift between the ledger and the vendor's balance readings was seen, by scope (job, account_day).",
+	}, []string{"scope"})
+	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration, p.drift, p.driftSeen)
 	return p
 }
 
@@ -82,6 +92,18 @@ func (p *Pipeline) JobFinished(d time.Duration) {
 		return
 	}
 	p.jobDuration.Observe(d.Seconds())
+}
+
+// CreditDrift records the drift between the ledger and the vendor's balance
+// readings over scope ("job", "account_day").
+func (p *Pipeline) CreditDrift(scope string, drift int64) {
+	if p == nil {
+		return
+	}
+	p.drift.WithLabelValues(scope).Set(float64(drift))
+	if drift != 0 {
+		p.driftSeen.WithLabelValues(scope).Inc()
+	}
 }
 
 // HTTP is what the API measures. A nil *HTTP records nothing.

@@ -26,7 +26,7 @@ func (s *Service) JobStatus(ctx context.Context, p Principal, id string) (JobSta
 	if err != nil {
 		return JobStatus{}, err
 	}
-	return StatusOf(job, counts, s.now()), nil
+	return s.withUnsettled(ctx, StatusOf(job, counts, s.now()))
 }
 
 // Cancel cancels the tenant's job id (scope submit): rows not yet claimed

@@ -32,6 +32,9 @@ type JobCosts struct {
 	JobID   string                           `json:"job_id"`
 	ByStage map[domain.Stage]store.StageCost `json:"by_stage"`
 	Credits JobCredits                       `json:"credits"`
+	// Balance sets the job's ledger beside the vendor's balance readings
+	// (X-Credits-Remaining) of its calls: the second witness.
+	Balance store.Drift `json:"balance"`
 }
 
 // Costs returns what the tenant's job id cost, by stage (scope read).
@@ -50,8 +53,19 @@ func (s *Service) Costs(ctx context.Context, p Principal, id string) (JobCosts, 
 	if byStage == nil {
 		byStage = map[domain.Stage]store.StageCost{}
 	}
-	return JobCosts{JobID: job.ID, ByStage: byStage,
-		Credits: JobCredits{Budget: job.BudgetCredits, Reserved: job.CreditsReserved, Spent: job.CreditsSpent}}, nil
+	drift, err := s.store.JobDrift(ctx, job.ID)
+	if err != nil {
+		return JobCosts{}, err
+	}
+	credits := JobCredits{Budget: job.BudgetCredits, Reserved: job.CreditsReserved, Spent: job.CreditsSpent}
+	if job.FinishedAt != nil {
+		u, err := s.store.JobUnsettled(ctx, job.ID)
+		if err != nil {
+			return JobCosts{}, err
+		}
+		credits.Unsettled, credits.UnsettledReason = u.Credits, u.Reason()
+	}
+	return JobCosts{JobID: job.ID, ByStage: byStage, Credits: credits, Balance: drift}, nil
 }
 
 // PauseCause says why the tenant's job id is paused ("" when it is not):

@@ -69,6 +69,25 @@ type JobCredits struct {
 	Budget   *int64 `json:"budget"`
 	Reserved int64  `json:"reserved"`
 	Spent    int64  `json:"spent"`
+	// Unsettled, of a finished job: the credits of its calls whose outcome
+	// cannot be known (counted in spent at their worst case, or still
+	// reserved), and UnsettledReason says why; 0 and "" when its credits are
+	// final (always 0 while the job runs).
+	Unsettled       int64  `json:"unsettled"`
+	UnsettledReason string `json:"unsettled_reason"`
+}
+
+// withUnsettled adds a finished job's unsettled credits to its status.
+func (s *Service) withUnsettled(ctx context.Context, st JobStatus) (JobStatus, error) {
+	if st.FinishedAt == nil {
+		return st, nil
+	}
+	u, err := s.store.JobUnsettled(ctx, st.ID)
+	if err != nil {
+		return JobStatus{}, err
+	}
+	st.Credits.Unsettled, st.Credits.UnsettledReason = u.Credits, u.Reason()
+	return st, nil
 }
 
 // StatusOf builds the status of job from its row counts by state, at now.
@@ -149,5 +168,5 @@ func (s *Service) status(ctx context.Context, job store.Job) (JobStatus, error) 
 	if err != nil {
 		return JobStatus{}, err
 	}
-	return StatusOf(job, counts, s.now()), nil
+	return s.withUnsettled(ctx, StatusOf(job, counts, s.now()))
 }

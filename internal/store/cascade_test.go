@@ -109,9 +109,15 @@ func TestTruncateJobsCascades(t *testing.T) {
 	st := storetest.New(t)
 	ctx := context.Background()
 	job := createJob(t, st, store.NewJob{CallbackURL: "https://hooks.example/done"}, 10)
-	if _, err := st.Reserve(ctx, store.Reservation{JobID: job.ID, RowCount: 1, Stage: "profile", Endpoint: "/v1/profile",
-		IdempotencyKey: "k1", Credits: 1, TTL: time.Minute}); err != nil {
+	id, err := st.Reserve(ctx, store.Reservation{JobID: job.ID, RowCount: 1, Stage: "profile", Endpoint: "/v1/profile",
+		IdempotencyKey: "k1", Credits: 1, TTL: time.Minute})
+	if err != nil {
 		t.Fatalf("reserve: %v", err)
+	}
+	// Sent, its answer lost: it stays open, and does not hold the job back
+	// (a never-sent one would, until released).
+	if ok, err := st.MarkSent(ctx, id); err != nil || !ok {
+		t.Fatalf("mark sent: %v %v", ok, err)
 	}
 	saveTenRows(t, st, job)
 	if finished, err := st.FinishJobs(ctx, job.ID); err != nil || len(finished) != 1 {

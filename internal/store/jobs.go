@@ -553,7 +553,9 @@ var (
 )
 
 // finishJobsSQL finishes the jobs without an open row, among those only
-// (an extra condition on jobs j) picks.
+// (an extra condition on jobs j) picks. A job holding a reservation that a
+// later answer has explained waits for the explain step (its credits would
+// not be final, nor its callback's).
 func finishJobsSQL(only string) string {
 	return `
 		WITH f AS (
@@ -562,6 +564,7 @@ func finishJobsSQL(only string) string {
 				finished_at = now(), updated_at = now()
 			WHERE j.state IN ('queued', 'running', 'canceled') AND j.finished_at IS NULL` + only + `
 			  AND NOT EXISTS (` + openChunk + `)
+			  AND NOT EXISTS (` + explainableReserved + `)
 			RETURNING j.*),
 		d AS (
 			INSERT INTO webhook_deliveries (job_id, url) SELECT id, callback_url FROM f WHERE callback_url IS NOT NULL

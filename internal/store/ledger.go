@@ -157,6 +157,20 @@ func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
 	}
 }
 
+// MarkSent records that reserved call id is about to leave, right before its
+// request is written. It reports false when the reservation is closed
+// already (released as never sent by ExplainJob or ExpireReservations): the
+// call must then not be made. A reservation never marked was never sent.
+func (s *Store) MarkSent(ctx context.Context, id int64) (bool, error) {
+	var n int64
+	err := s.retry(ctx, true, func() error {
+		tag, err := s.pool.Exec(ctx, `UPDATE credit_ledger SET sent_at = coalesce(sent_at, now()) WHERE id = $1 AND status = 'reserved'`, id)
+		n = tag.RowsAffected()
+		return err
+	})
+	return n == 1, interpretError(err)
+}
+
 // Available returns how many credits a job may still reserve; ok is false when it has no budget.
 func (s *Store) Available(ctx context.Context, jobID string) (credits int64, ok bool, err error) {
 	var avail *int64
@@ -178,6 +192,9 @@ type Settlement struct {
 	Error     string
 	// StageCredits splits a bulk call's charge by stage, by the cost table.
 	StageCredits map[domain.Stage]int64
+	// ReplayPrice, when set, says the call was answered as a replay of an
+	// answer the cost table prices at that many credits (ExplainJob reads it).
+	ReplayPrice *int64
 }
 
 // Settle records the actual charge of a reserved call and moves the job's
@@ -191,6 +208,11 @@ func (s *Store) Settle(ctx context.Context, ledgerID int64, st Settlement) error
 			return err
 		}
 		split = string(b)
+	}
+	if st.ReplayPrice != nil {
+		if err := s.markReplay(ctx, ledgerID, *st.ReplayPrice); err != nil {
+			return err
+		}
 	}
 	return s.closeReservation(ctx, ledgerID, LedgerSettled, &st.Charged, st.Reported, st.Remaining, st.Error, split)
 }
@@ -250,10 +272,10 @@ func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, cred
 }
 
 // ReconcileFresh settles at 0 the earlier sends of a call (by) that the
-// vendor answered afresh, not as a replay: with a vendor that marks its
-// replays (and replays an Idempotency-Key for 24 h), a fresh answer proves
-// that no earlier send of the key was billed (it never arrived, or was cut
-// before the work). Those sends were counted at their reservation (unknown,
+// vendor answered afresh, not as a replay: with a vendor known to honour
+// Idempotency-Key (it replays a key's first answer for 24 h), a fresh answer
+// proves that no earlier send of the key was billed (it never arrived, or
+// was cut before the work). Those sends were counted at their reservation (unknown,
 // or still reserved by a worker that is gone). It returns how many it
 // settled.
 func (s *Store) ReconcileFresh(ctx context.Context, jobID, key string, by int64) (int, error) {
@@ -298,23 +320,34 @@ func (s *Store) settleEarlier(ctx context.Context, ids []int64, first int64, rea
 	return len(ids), nil
 }
 
-// ExpireReservations counts reservations older than their expiry as spent
-// (a worker died holding them). It returns how many it closed.
+// ExpireReservations closes reservations older than their expiry (a worker
+// died holding them): one whose call was sent (MarkSent) is counted as spent
+// at its worst case, one never sent is released. It returns how many it closed.
 func (s *Store) ExpireReservations(ctx context.Context, limit int) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id FROM credit_ledger WHERE status = 'reserved' AND expires_at < now() ORDER BY id LIMIT $1`, limit)
+	rows, err := s.pool.Query(ctx, `SELECT id, sent_at IS NOT NULL FROM credit_ledger WHERE status = 'reserved' AND expires_at < now() ORDER BY id LIMIT $1`, limit)
 	if err != nil {
 		return 0, interpretError(err)
 	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
+	type open struct {
+		id   int64
+		sent bool
+	}
+	var opens []open
+	var o open
+	if _, err := pgx.ForEachRow(rows, []any{&o.id, &o.sent}, func() error { opens = append(opens, o); return nil }); err != nil {
 		return 0, interpretError(err)
 	}
-	for _, id := range ids {
-		if err := s.MarkUnknown(ctx, id, "reservation expired: the worker holding it was lost"); err != nil {
+	for _, o := range opens {
+		if !o.sent {
+			err = s.releaseUnsent(ctx, o.id, "reservation expired: the worker holding it was lost before the call left")
+		} else {
+			err = s.MarkUnknown(ctx, o.id, "reservation expired: the worker holding it was lost")
+		}
+		if err != nil {
 			return 0, err
 		}
 	}
-	return len(ids), nil
+	return len(opens), nil
 }
 
 // LedgerTotals sums a job's ledger.

@@ -234,9 +234,14 @@ func (d *Deliverer) post(ctx context.Context, del store.WebhookDelivery) (int, e
 		rows[string(st)] = n
 	}
 	rows["total"] = job.TotalRows
+	unsettled, err := d.store.JobUnsettled(ctx, del.JobID)
+	if err != nil {
+		return 0, fmt.Errorf("unsettled credits: %w", err)
+	}
 	body, err := json.Marshal(Payload{Event: del.Event, DeliveryID: del.ID, Job: Job{
 		ID: job.ID, Name: job.Name, State: job.State, StateReason: job.StateReason, Rows: rows,
-		Credits:   map[string]any{"budget": job.BudgetCredits, "spent": job.CreditsSpent, "reserved": job.CreditsReserved},
+		Credits: map[string]any{"budget": job.BudgetCredits, "spent": job.CreditsSpent, "reserved": job.CreditsReserved,
+			"unsettled": unsettled.Credits, "unsettled_reason": unsettled.Reason()},
 		CreatedAt: job.CreatedAt, FinishedAt: job.FinishedAt, ResultsURL: "/v1/jobs/" + job.ID + "/results",
 	}})
 	if err != nil {

@@ -186,7 +186,9 @@ func (v *Vendor) serveAPI(endpoint string, handle func(*http.Request, []byte) an
 		ans = *conflict
 	case replay != nil:
 		ans = answer{status: replay.status, body: replay.body}
-		h.Set("Idempotent-Replayed", "true")
+		if !v.opts.NoReplayHeader {
+			h.Set("Idempotent-Replayed", "true")
+		}
 	default:
 		ans = handle(r, body)
 	}

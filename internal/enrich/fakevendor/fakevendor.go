@@ -91,6 +91,10 @@ type Options struct {
 	// request is 422 idempotency_mismatch, and while the first is being
 	// worked on, 409 idempotency_in_progress.
 	IgnoreIdempotency bool
+	// NoReplayHeader: replay an Idempotency-Key without the
+	// Idempotent-Replayed header, as the contract allows (a replay is then
+	// known only by its X-Credits-Charged: 0).
+	NoReplayHeader bool
 	// StartCredits is the balance X-Credits-Remaining counts down from. It goes
 	// negative: overage is billed, never blocked.
 	StartCredits int64

@@ -407,3 +407,21 @@ func TestSeededFaultsRepeat(t *testing.T) {
 		t.Fatalf("same seed, different faults:\n%v\n%v", a, b)
 	}
 }
+
+// With NoReplayHeader the vendor keeps to the contract to the letter: a
+// replay is the first answer, charged 0, with X-Credits-Remaining, and no
+// header of its own.
+func TestIdempotencyWithoutReplayHeader(t *testing.T) {
+	t.Parallel()
+	_, srv := start(t, func(o *fakevendor.Options) { o.ProfileHitRate = 1; o.NoReplayHeader = true })
+	p := profilePath("https://platform.example/in/jane")
+	first := call(t, srv, "GET", p, "key-a", "idem", "")
+	replay := call(t, srv, "GET", p, "key-a", "idem", "")
+	if first.header.Get("X-Credits-Charged") != "1" || replay.header.Get("X-Credits-Charged") != "0" || replay.body != first.body ||
+		replay.header.Get("X-Credits-Remaining") != first.header.Get("X-Credits-Remaining") {
+		t.Fatalf("first %v, replay %v", first.header, replay.header)
+	}
+	if _, ok := replay.header["Idempotent-Replayed"]; ok {
+		t.Fatalf("replay marked: %v", replay.header)
+	}
+}

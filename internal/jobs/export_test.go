@@ -1,0 +1,7 @@
+package jobs
+
+// Exported for the tests of package jobs_test.
+var (
+	IdempotencyKey = idempotencyKey
+	ProfileQueryOf = profileQuery
+)
