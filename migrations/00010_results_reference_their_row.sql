@@ -4,8 +4,8 @@
 -- its rows, and TRUNCATE jobs CASCADE still reaches them.
 -- why: a reference to jobs (id) takes a share lock on the job's row for every
 -- result saved; with the saves of ten chunks at once that one row became a
--- multixact, and the ceiling ran at 7,046-7,555 rows/s (ratio 0.38-0.40)
--- against 8,812-8,961 (0.44-0.48) this way, and 9,829-9,937 (0.43-0.44)
+-- multixact, and the ceiling ran at 7,046-8,861 rows/s (ratio 0.38-0.43)
+-- against 8,812-9,943 (0.44-0.48) this way, and 9,829-10,774 (0.43-0.44)
 -- without foreign keys (docs/benchmarks.md).
 
 -- +goose Up
