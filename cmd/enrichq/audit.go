@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"strconv"
 )
 
 // runAudit prints the tenant's audit log after a position: a table, or
@@ -30,47 +28,31 @@ func runAudit(ctx context.Context, e *env, args []string) error {
 	if !*asJSON {
 		fmt.Fprintf(w, "%-6s %-20s %-38s %-17s %-38s %s\n", "SEQ", "AT", "KEY", "ACTION", "SUBJECT", "ROWS")
 	}
-	next, n := *since, 0
-	for *maxLines == 0 || n < *maxLines {
-		limit := 1000
-		if *maxLines > 0 {
-			limit = min(limit, *maxLines-n)
-		}
-		var page struct {
-			Lines     []json.RawMessage `json:"lines"`
-			NextSince int64             `json:"next_since"`
-		}
-		q := url.Values{"since": {strconv.FormatInt(next, 10)}, "limit": {strconv.Itoa(limit)}}
-		if err := c.getJSON(ctx, "/v1/audit", q, &page); err != nil {
+	n, next, err := c.readSince(ctx, "/v1/audit", "lines", *since, *maxLines, func(raw json.RawMessage) error {
+		if *asJSON {
+			w.Write(raw)
+			_, err := w.WriteString("\n")
 			return err
 		}
-		for _, raw := range page.Lines {
-			if *asJSON {
-				w.Write(raw)
-				w.WriteString("\n")
-				continue
-			}
-			var l struct {
-				Seq     int64  `json:"seq"`
-				At      string `json:"at"`
-				KeyID   string `json:"key_id"`
-				Action  string `json:"action"`
-				Subject string `json:"subject"`
-				Rows    int64  `json:"rows"`
-			}
-			if err := json.Unmarshal(raw, &l); err != nil {
-				return fmt.Errorf("audit: the API sent a line that is not an audit line: %w", err)
-			}
-			if len(l.At) > 19 {
-				l.At = l.At[:19] + "Z"
-			}
-			fmt.Fprintf(w, "%-6d %-20s %-38s %-17s %-38s %d\n", l.Seq, l.At, l.KeyID, l.Action, l.Subject, l.Rows)
+		var l struct {
+			Seq     int64  `json:"seq"`
+			At      string `json:"at"`
+			KeyID   string `json:"key_id"`
+			Action  string `json:"action"`
+			Subject string `json:"subject"`
+			Rows    int64  `json:"rows"`
 		}
-		n += len(page.Lines)
-		next = page.NextSince
-		if len(page.Lines) < limit {
-			break
+		if err := json.Unmarshal(raw, &l); err != nil {
+			return fmt.Errorf("audit: the API sent a line that is not an audit line: %w", err)
 		}
+		if len(l.At) > 19 {
+			l.At = l.At[:19] + "Z"
+		}
+		_, err := fmt.Fprintf(w, "%-6d %-20s %-38s %-17s %-38s %d\n", l.Seq, l.At, l.KeyID, l.Action, l.Subject, l.Rows)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if err := w.Flush(); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -211,4 +212,43 @@ func jobPath(id string, sub ...string) string {
 		p += "/" + s
 	}
 	return p
+}
+
+// readSince reads a positioned list (the feed, the audit log: ?since=&limit=,
+// answered {field: [...], "next_since": SEQ}) after since, handing each item
+// to each, until a page comes back empty or max items are read (0: all). A
+// page may end before limit (it is bounded in bytes too), so only an empty
+// page ends the list. It returns the items read and the position to go on from.
+func (c *client) readSince(ctx context.Context, path, field string, since int64, max int, each func(json.RawMessage) error) (int, int64, error) {
+	next, n := since, 0
+	for max == 0 || n < max {
+		limit := 1000
+		if max > 0 {
+			limit = min(limit, max-n)
+		}
+		var page map[string]json.RawMessage
+		q := url.Values{"since": {strconv.FormatInt(next, 10)}, "limit": {strconv.Itoa(limit)}}
+		if err := c.getJSON(ctx, path, q, &page); err != nil {
+			return n, next, err
+		}
+		var items []json.RawMessage
+		var after int64
+		if err := json.Unmarshal(page[field], &items); err != nil {
+			return n, next, fmt.Errorf("%s: the API's page has no %q list: %w", path, field, err)
+		}
+		if err := json.Unmarshal(page["next_since"], &after); err != nil {
+			return n, next, fmt.Errorf("%s: the API's page has no next_since: %w", path, err)
+		}
+		if len(items) == 0 {
+			break
+		}
+		for _, it := range items {
+			if err := each(it); err != nil {
+				return n, next, err
+			}
+		}
+		n += len(items)
+		next = after
+	}
+	return n, next, nil
 }

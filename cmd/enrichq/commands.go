@@ -266,29 +266,13 @@ func runFeed(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
-	next, n := *since, 0
-	for *maxLines == 0 || n < *maxLines {
-		limit := 1000
-		if *maxLines > 0 {
-			limit = min(limit, *maxLines-n)
-		}
-		var page struct {
-			Results   []json.RawMessage `json:"results"`
-			NextSince int64             `json:"next_since"`
-		}
-		q := url.Values{"since": {strconv.FormatInt(next, 10)}, "limit": {strconv.Itoa(limit)}}
-		if err := c.getJSON(ctx, "/v1/results", q, &page); err != nil {
-			return err
-		}
-		for _, r := range page.Results {
-			w.Write(r)
-			w.WriteString("\n")
-		}
-		n += len(page.Results)
-		next = page.NextSince
-		if len(page.Results) < limit {
-			break
-		}
+	n, next, err := c.readSince(ctx, "/v1/results", "results", *since, *maxLines, func(r json.RawMessage) error {
+		w.Write(r)
+		_, err := w.WriteString("\n")
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if err := w.Flush(); err != nil {
 		return err
