@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -178,5 +179,32 @@ func TestTruncateJobsCascades(t *testing.T) {
 	}
 	if n := rows("results_feed"); n != 0 {
 		t.Errorf("results_feed after TRUNCATE jobs CASCADE: %d lines", n)
+	}
+}
+
+// A result or marker names its row and that row's job (migration 00010): one
+// that names its row with another job's id is refused.
+func TestResultsNameTheirRowsJob(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	ctx := context.Background()
+	a, b := createJob(t, st, store.NewJob{}, 10), createJob(t, st, store.NewJob{}, 10)
+	var rowOfA int64
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT min(id) FROM job_rows WHERE job_id = $1`, a.ID).Scan(&rowOfA); err != nil {
+		t.Fatal(err)
+	}
+	for table, insert := range map[string]string{
+		"profile_results": `INSERT INTO profile_results (job_id, row_id, profile_url, raw, fetched_at) VALUES ($1, $2, 'https://p.example/in/x', '{}', now())`,
+		"email_results":   `INSERT INTO email_results (job_id, row_id, profile_url, email, raw, fetched_at) VALUES ($1, $2, 'https://p.example/in/x', 'x@example.com', '{}', now())`,
+		"phone_results":   `INSERT INTO phone_results (job_id, row_id, profile_url, phones, raw, fetched_at) VALUES ($1, $2, 'https://p.example/in/x', '[]', '{}', now())`,
+		"no_matches":      `INSERT INTO no_matches (job_id, row_id, stage, checked_at) VALUES ($1, $2, 'profile', now())`,
+	} {
+		_, err := store.PoolForTest(st).Exec(ctx, insert, b.ID, rowOfA)
+		if err == nil || !strings.Contains(err.Error(), "foreign key") {
+			t.Errorf("%s naming a row of job A with job B's id: %v, want a foreign key violation", table, err)
+		}
+		if _, err := store.PoolForTest(st).Exec(ctx, insert, a.ID, rowOfA); err != nil {
+			t.Errorf("%s naming its row and the row's job: %v", table, err)
+		}
 	}
 }
