@@ -509,8 +509,10 @@ func runEstimate(ctx context.Context, e *env, args []string) error {
 		Rows     int  `json:"rows"`
 		Distinct int  `json:"distinct"`
 		Cached   int  `json:"cached"`
-		Calls    int  `json:"calls"`
-		Credits  struct {
+		// Suppressed rows are of erased people: skipped, never looked up.
+		Suppressed int `json:"suppressed"`
+		Calls      int `json:"calls"`
+		Credits    struct {
 			Min int64 `json:"min"`
 			Max int64 `json:"max"`
 		} `json:"credits"`
@@ -547,7 +549,11 @@ func runEstimate(ctx context.Context, e *env, args []string) error {
 	if est.RowsUploaded != nil {
 		fmt.Fprintf(w, " from %d rows in the file", *est.RowsUploaded)
 	}
-	fmt.Fprintf(w, ", %d answered by the cache\n", est.Cached)
+	fmt.Fprintf(w, ", %d answered by the cache", est.Cached)
+	if est.Suppressed > 0 {
+		fmt.Fprintf(w, ", %d of erased people (skipped, never looked up)", est.Suppressed)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "credits:  %d to %d\n", est.Credits.Min, est.Credits.Max)
 	fmt.Fprintf(w, "time:     about %s at the vendor's rate", (time.Duration(est.Seconds * float64(time.Second))).Round(time.Second))
 	if est.Calls > 0 {

@@ -247,9 +247,18 @@ func testErasureRetentionAudit(t *testing.T, bulk bool) {
 		t.Errorf("%d deleted lines, the receipt says %d lines withdrawn", deleted, receipt.Receipt["results_feed_log"])
 	}
 
-	// The suppression: the same person uploaded again is skipped, without a vendor call.
-	job3 := r.submit(t, `{"name": "again", "lookups": ["profile", "email"], "rows": [
-		{"ref": "s1", "email": "`+email+`"}, {"ref": "s2", "profile_url": "`+profileURL+`"}, {"ref": "s3", "profile_url": "https://platform.example/in/pia-lund"}]}`)
+	// The suppression: the same person uploaded again is skipped, without a vendor call,
+	// and the dry run prices only the other row.
+	again := `{"name": "again", "lookups": ["profile", "email"], "rows": [
+		{"ref": "s1", "email": "` + email + `"}, {"ref": "s2", "profile_url": "` + profileURL + `"}, {"ref": "s3", "profile_url": "https://platform.example/in/pia-lund"}]}`
+	var est struct {
+		Rows, Suppressed, Distinct int
+	}
+	if code := r.call(t, apiKey, http.MethodPost, "/v1/jobs?dry_run=true", again, &est); code != http.StatusOK ||
+		est.Rows != 3 || est.Suppressed != 2 || est.Distinct != 1 {
+		t.Errorf("dry run of the upload again: %d %+v, want 3 rows, 2 suppressed, 1 distinct", code, est)
+	}
+	job3 := r.submit(t, again)
 	want := "suppressed: erased on " + receipt.CreatedAt.Format(time.DateOnly)
 	for _, x := range r.results(t, job3) {
 		suppressed := x.Ref == "s1" || x.Ref == "s2"

@@ -14,12 +14,15 @@ import (
 // Estimate is what a job would cost and take, before it is stored: the
 // answer of POST /v1/jobs?dry_run=true.
 type Estimate struct {
-	DryRun   bool `json:"dry_run"`
-	Rows     int  `json:"rows"`     // lookups after role expansion
-	Distinct int  `json:"distinct"` // distinct inputs: duplicates are looked up once
-	Cached   int  `json:"cached"`   // distinct inputs answered by the cache (within max_age)
-	Calls    int  `json:"calls"`    // vendor calls at most
-	Credits  struct {
+	DryRun bool `json:"dry_run"`
+	Rows   int  `json:"rows"` // lookups after role expansion
+	// Suppressed are rows of erased people (the suppression list): stored
+	// skipped, never looked up, priced at nothing.
+	Suppressed int `json:"suppressed"`
+	Distinct   int `json:"distinct"` // distinct inputs: duplicates are looked up once
+	Cached     int `json:"cached"`   // distinct inputs answered by the cache (within max_age)
+	Calls      int `json:"calls"`    // vendor calls at most
+	Credits    struct {
 		Min int64 `json:"min"` // every email and phone lookup misses
 		Max int64 `json:"max"` // every lookup hits, at the dearest price
 	} `json:"credits"`
@@ -51,8 +54,16 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 	inputs := map[string]*input{}
 	var order []string
 	est := Estimate{DryRun: true}
-	err := sub.Feed(func(l ingest.Lookup) error {
+	suppressed, err := s.suppressor(ctx, sub.Tenant)
+	if err != nil {
+		return Estimate{}, err
+	}
+	err = sub.Feed(func(l ingest.Lookup) error {
 		est.Rows++
+		if suppressed != nil && suppressed(l) != "" {
+			est.Suppressed++
+			return nil
+		}
 		r := store.Row{Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name, Company: l.Company, Domain: l.Domain, Email: l.Email}
 		k := cacheKey(domain.StageProfile, r)
 		if _, ok := inputs[k]; !ok {
