@@ -582,30 +582,6 @@ func ExpandJSON(rows []RowIn, opts Options, lim Limits, emit func(Lookup) error)
 	return s, nil
 }
 
-// setField sets field f of in to v (a mapped JSON "extra" value).
-func (in *rowIn) setField(f, v string) {
-	switch f {
-	case colRef:
-		in.ref = v
-	case colProfileURL:
-		in.profileURL = v
-	case colName:
-		in.name = v
-	case colFirstName:
-		in.firstName = v
-	case colLastName:
-		in.lastName = v
-	case colCompany:
-		in.company = v
-	case colDomain:
-		in.domain = v
-	case colEmail:
-		in.email = v
-	case colRole:
-		in.role = v
-	}
-}
-
 // jsonGuard fails past maxTotal bytes and on bytes that are not UTF-8.
 type jsonGuard struct {
 	r        io.Reader

@@ -44,6 +44,30 @@ type rowIn struct {
 	cols                                  map[string]string // field -> the column that holds it, for messages; nil: the field's name
 }
 
+// setField sets field f of in to v (a table cell, or a mapped JSON "extra" value).
+func (in *rowIn) setField(f, v string) {
+	switch f {
+	case colRef:
+		in.ref = v
+	case colProfileURL:
+		in.profileURL = v
+	case colName:
+		in.name = v
+	case colFirstName:
+		in.firstName = v
+	case colLastName:
+		in.lastName = v
+	case colCompany:
+		in.company = v
+	case colDomain:
+		in.domain = v
+	case colEmail:
+		in.email = v
+	case colRole:
+		in.role = v
+	}
+}
+
 // col names the column of field f in messages: its header in a file.
 func (in *rowIn) col(f string) string {
 	if c := in.cols[f]; c != "" {

@@ -120,34 +120,17 @@ func (h *header) row(row int, rec []string, lim Limits, errs *[]FieldError) rowI
 			in.badCell = in.badCell || field != ""
 			continue
 		}
-		switch field {
-		case colRef:
-			in.ref = v
-		case colProfileURL:
-			in.profileURL = v
-		case colName:
-			in.name = v
-		case colFirstName:
-			in.firstName = v
-		case colLastName:
-			in.lastName = v
-		case colCompany:
-			in.company = v
-		case colDomain:
-			in.domain = v
-		case colEmail:
-			in.email = v
-		case colRole:
-			in.role = v
-		case "":
-			if name == "" {
-				continue
-			}
-			if in.extra == nil {
-				in.extra = make(map[string]string, len(rec))
-			}
-			in.extra[name] = v
+		if field != "" {
+			in.setField(field, v)
+			continue
 		}
+		if name == "" {
+			continue
+		}
+		if in.extra == nil {
+			in.extra = make(map[string]string, len(rec))
+		}
+		in.extra[name] = v
 	}
 	return in
 }
