@@ -2,8 +2,6 @@ package service
 
 import (
 	"context"
-	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -40,21 +38,7 @@ type FeedLine struct {
 	FromCache  bool              `json:"from_cache"`
 	FetchedAt  *time.Time        `json:"fetched_at"`
 
-	FoundProfileURL *string  `json:"found_profile_url"`
-	FullName        *string  `json:"full_name"`
-	Headline        *string  `json:"headline"`
-	CurrentCompany  *string  `json:"current_company"`
-	CurrentRole     *string  `json:"current_role"`
-	Location        *string  `json:"location"`
-	CompanySize     *string  `json:"company_size"`
-	Industry        *string  `json:"industry"`
-	Technographics  []string `json:"technographics"`
-
-	Email           *string      `json:"email"`
-	EmailConfidence *json.Number `json:"email_confidence"`
-	EmailVerified   *bool        `json:"email_verified"`
-
-	Phones json.RawMessage `json:"phones"`
+	Found
 
 	// DeletedSeq, on a line of kind deleted, is the position of the line it
 	// withdraws (an erasure removed that result: delete it downstream too);
@@ -88,29 +72,13 @@ func FeedLineOf(it store.FeedItem) FeedLine {
 	}
 	switch {
 	case it.Profile != nil:
-		p := it.Profile
-		l.FoundProfileURL = orNull(p.ProfileURL)
-		l.FullName = orNull(p.Name)
-		l.Headline = orNull(p.Headline)
-		l.CurrentCompany = orNull(p.Company)
-		l.CurrentRole = orNull(p.Role)
-		l.Location = orNull(p.Location)
-		l.CompanySize = orNull(p.CompanySize)
-		l.Industry = orNull(p.Industry)
-		l.Technographics = nonNil(p.Technographics)
+		l.setProfile(it.Profile)
 	case it.FoundEmail != nil:
-		e := it.FoundEmail
-		l.FoundProfileURL = orNull(e.ProfileURL)
-		l.Email = orNull(e.Email)
-		c := json.Number(strconv.FormatFloat(e.Confidence, 'f', -1, 32)) // a real in Postgres
-		l.EmailConfidence = &c
-		v := e.Verified
-		l.EmailVerified = &v
+		l.FoundProfileURL = orNull(it.FoundEmail.ProfileURL)
+		l.setEmail(it.FoundEmail)
 	case it.FoundPhones != nil:
 		l.FoundProfileURL = orNull(it.FoundPhones.ProfileURL)
-		if json.Valid(it.FoundPhones.Phones) {
-			l.Phones = json.RawMessage(it.FoundPhones.Phones)
-		}
+		l.setPhones(it.FoundPhones)
 	}
 	return l
 }

@@ -38,6 +38,13 @@ type ResultLine struct {
 	State      domain.RowState   `json:"state"`
 	Reason     string            `json:"reason"`
 
+	Found
+	NoMatch []domain.Stage `json:"no_match"`
+}
+
+// Found is what the vendor found for a row, as a result line and a feed line
+// show it: null where nothing was found.
+type Found struct {
 	FoundProfileURL *string  `json:"found_profile_url"`
 	FullName        *string  `json:"full_name"`
 	Headline        *string  `json:"headline"`
@@ -52,8 +59,37 @@ type ResultLine struct {
 	EmailConfidence *json.Number `json:"email_confidence"`
 	EmailVerified   *bool        `json:"email_verified"`
 
-	Phones  json.RawMessage `json:"phones"`
-	NoMatch []domain.Stage  `json:"no_match"`
+	Phones json.RawMessage `json:"phones"`
+}
+
+// setProfile shows a found profile.
+func (f *Found) setProfile(p *store.ProfileResult) {
+	f.FoundProfileURL = orNull(p.ProfileURL)
+	f.FullName = orNull(p.Name)
+	f.Headline = orNull(p.Headline)
+	f.CurrentCompany = orNull(p.Company)
+	f.CurrentRole = orNull(p.Role)
+	f.Location = orNull(p.Location)
+	f.CompanySize = orNull(p.CompanySize)
+	f.Industry = orNull(p.Industry)
+	f.Technographics = nonNil(p.Technographics)
+}
+
+// setEmail shows a found email.
+func (f *Found) setEmail(e *store.EmailResult) {
+	f.Email = orNull(e.Email)
+	// Confidence is a real in Postgres: print it at float32 precision (0.9, not 0.899999976).
+	c := json.Number(strconv.FormatFloat(e.Confidence, 'f', -1, 32))
+	f.EmailConfidence = &c
+	v := e.Verified
+	f.EmailVerified = &v
+}
+
+// setPhones shows found phones (left null when the stored list is not JSON).
+func (f *Found) setPhones(ph *store.PhoneResult) {
+	if json.Valid(ph.Phones) {
+		f.Phones = json.RawMessage(ph.Phones)
+	}
 }
 
 // LineOf is the result line of a stored result.
@@ -72,27 +108,14 @@ func LineOf(r store.Result) ResultLine {
 			l.Reason += ": " + r.LastError
 		}
 	}
-	if p := r.Profile; p != nil {
-		l.FoundProfileURL = orNull(p.ProfileURL)
-		l.FullName = orNull(p.Name)
-		l.Headline = orNull(p.Headline)
-		l.CurrentCompany = orNull(p.Company)
-		l.CurrentRole = orNull(p.Role)
-		l.Location = orNull(p.Location)
-		l.CompanySize = orNull(p.CompanySize)
-		l.Industry = orNull(p.Industry)
-		l.Technographics = nonNil(p.Technographics)
+	if r.Profile != nil {
+		l.setProfile(r.Profile)
 	}
-	if e := r.FoundEmail; e != nil {
-		l.Email = orNull(e.Email)
-		// Confidence is a real in Postgres: print it at float32 precision (0.9, not 0.899999976).
-		c := json.Number(strconv.FormatFloat(e.Confidence, 'f', -1, 32))
-		l.EmailConfidence = &c
-		v := e.Verified
-		l.EmailVerified = &v
+	if r.FoundEmail != nil {
+		l.setEmail(r.FoundEmail)
 	}
-	if ph := r.FoundPhones; ph != nil && json.Valid(ph.Phones) {
-		l.Phones = json.RawMessage(ph.Phones)
+	if r.FoundPhones != nil {
+		l.setPhones(r.FoundPhones)
 	}
 	return l
 }
