@@ -11,7 +11,7 @@
 -- empties the same tables; the credit ledger refuses the delete of a job that
 -- called the vendor (what was spent stays on record). Their cost on the
 -- ceiling benchmark, run with and without them in turns, is measured in
--- docs/benchmarks.md; 00010 makes results and markers reference their row by
+-- docs/benchmarks.md; 00014 makes results and markers reference their row by
 -- (job_id, row_id) rather than the job's row, which every save locked.
 --
 -- A choice made for speed has a "why:" line beside it, with its effect as
