@@ -26,7 +26,10 @@ func TestFourWorkersShareTheVendorLimit(t *testing.T) {
 	t.Parallel()
 	const rps = 20
 	b := jobstest.New(t, jobstest.Options{
-		Vendor:      func(o *fakevendor.Options) { o.RPS, o.Burst = rps, 2 },
+		// A burst of 4 (200 ms at 20/s) absorbs sends that a loaded machine
+		// delays and then bunches; a limiter running over the rate still
+		// meets 429s within the first second.
+		Vendor:      func(o *fakevendor.Options) { o.RPS, o.Burst = rps, 4 },
 		Processor:   jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 4},
 		Workers:     4,
 		Concurrency: 2,
