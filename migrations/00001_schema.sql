@@ -666,10 +666,9 @@ WHERE r.id IS NOT NULL OR l.kind = 'deleted';
 -- Tenants
 ------------------------------------------------------------------------------
 
--- A tenant and its settings. Made with its first API key; API keys name a
--- tenant of this table. Tables of a tenant's jobs and results name their
--- tenant without a foreign key (a deleted job's feed lines stay), and check
--- only that it is not empty.
+-- A tenant and its settings, made with its first API key (and for the tenants
+-- of ENRICHQ_API_KEYS when the API starts). Only API keys reference it; the
+-- other tables name their tenant and check only that it is not empty.
 CREATE TABLE tenants (
     id                        text        PRIMARY KEY CHECK (id <> ''),
     default_job_budget        bigint      DEFAULT 10000 CHECK (default_job_budget >= 0), -- credits; NULL: jobs submitted without a budget have none
