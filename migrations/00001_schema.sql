@@ -1,18 +1,22 @@
--- enrichq's schema.
+-- enrichq's schema, as released in 0.1.0.
 --
 -- Postgres is the source of truth: everything needed to finish a job is here.
--- Redis only carries "process chunk K of job J" tasks. Sections, in order: jobs
--- and rows; results and markers; money; cache and claims; the feed; keys;
--- webhooks; the platform. Changes go in new files, 00002 on.
+-- Redis only carries "process chunk K of job J" tasks. Sections, in order:
+-- jobs and rows; results and markers; money; cache and claims; the feed;
+-- tenants; keys; webhooks; the platform; uploads; web sessions; personal data.
+-- This file is never edited again: a change is a new file, 00002 on, that
+-- alters what is here.
 --
--- Foreign keys are kept. Deleting a job deletes what hangs on it (its rows and
--- their results and no-match markers, its chunks, counts, webhook deliveries
--- and member sync chunks), by ON DELETE CASCADE, and TRUNCATE jobs CASCADE
--- empties the same tables; the credit ledger refuses the delete of a job that
--- called the vendor (what was spent stays on record). Their cost on the
--- ceiling benchmark, run with and without them in turns, is measured in
--- docs/benchmarks.md; 00014 makes results and markers reference their row by
--- (job_id, row_id) rather than the job's row, which every save locked.
+-- Foreign keys are kept. Deleting a job deletes what hangs on it (its rows,
+-- their extras, results and no-match markers, its chunks, counts, webhook
+-- deliveries and member sync chunks), by ON DELETE CASCADE, and TRUNCATE jobs
+-- CASCADE empties the same tables; the credit ledger refuses the delete of a
+-- job that called the vendor (what was spent stays on record). Their cost on
+-- the ceiling benchmark, run with and without them in turns, is measured in
+-- docs/benchmarks.md.
+--
+-- A tenant is never empty: every tenant column checks it, so that no query
+-- can match "every tenant" by an empty one.
 --
 -- A choice made for speed has a "why:" line beside it, with its effect as
 -- measured on the benchmark (docs/benchmarks.md).
@@ -26,30 +30,42 @@
 -- One submitted list, or one member sync of the platform.
 CREATE TABLE jobs (
     id               uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
-    tenant           text        NOT NULL,
+    tenant           text        NOT NULL CHECK (tenant <> ''),
     name             text        NOT NULL DEFAULT '',
     state            text        NOT NULL DEFAULT 'queued'
                      CHECK (state IN ('queued', 'running', 'paused', 'completed', 'canceled', 'failed')),
     state_reason     text        NOT NULL DEFAULT '',
+    -- Why a paused job is paused, and since when: each cause resumes its own
+    -- way (docs/money.md, "Paused jobs").
+    paused_by        text        CHECK (paused_by IN ('job_budget', 'allowance', 'vendor_access', 'platform')),
+    paused_at        timestamptz,
     lookups          text[]      NOT NULL,                 -- stages to run, in order: profile, email, phone
     roles            text[]      NOT NULL DEFAULT '{}',    -- role titles company-only rows were expanded with
     budget_credits   bigint      CHECK (budget_credits >= 0), -- NULL: no job budget
     credits_reserved bigint      NOT NULL DEFAULT 0 CHECK (credits_reserved >= 0),
     credits_spent    bigint      NOT NULL DEFAULT 0,
     max_age_seconds  bigint      NOT NULL DEFAULT 2592000 CHECK (max_age_seconds >= 0), -- reuse cached answers newer than this
+    -- What the upload held, shown in the job's status.
+    source_format    text        NOT NULL DEFAULT 'json',
+    column_map       jsonb       NOT NULL DEFAULT '{}',    -- uploaded header -> the field it was read as
+    extra_columns    text[]      NOT NULL DEFAULT '{}',    -- uploaded headers kept as extra columns, in file order
+    rows_uploaded    integer,                              -- data rows of the upload; NULL: not recorded (member syncs)
+    distinct_lookups integer,                              -- distinct inputs among the job's lookups; NULL: not recorded
     total_rows       integer     NOT NULL DEFAULT 0,
     chunk_count      integer     NOT NULL DEFAULT 0,
-    source_format    text        NOT NULL DEFAULT 'json',
     idempotency_key  text,
     callback_url     text,                                 -- completion webhook, see webhook_deliveries
     created_at       timestamptz NOT NULL DEFAULT now(),
     started_at       timestamptz,
     finished_at      timestamptz,
+    purged_at        timestamptz,                          -- retention removed the job's rows then (the job, its counts and credits stay)
     updated_at       timestamptz NOT NULL DEFAULT now()
 );
 CREATE UNIQUE INDEX jobs_tenant_idempotency_key ON jobs (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX jobs_tenant_created ON jobs (tenant, created_at DESC, id DESC);
 CREATE INDEX jobs_open ON jobs (state) WHERE state IN ('queued', 'running', 'canceled') AND finished_at IS NULL;
+-- The monthly resume's way to the jobs it wakes.
+CREATE INDEX jobs_paused_allowance ON jobs (paused_at) WHERE state = 'paused' AND paused_by = 'allowance';
 
 -- One lookup to run: an uploaded row, one (company row x role), or one member
 -- of a member sync (input_kind 'member', platform_member set).
@@ -57,15 +73,16 @@ CREATE TABLE job_rows (
     id                bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     job_id            uuid        NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
     chunk             integer     NOT NULL,            -- the unit of work a task carries
-    input_row         integer     NOT NULL,            -- 1-based row number in the upload
+    input_row         integer     NOT NULL,            -- 1-based row number in the upload; its extras are in job_input_extras
     ref               text        NOT NULL DEFAULT '', -- the caller's own id, echoed in results
-    input_kind        text        NOT NULL CHECK (input_kind IN ('profile_url', 'email', 'name_company', 'member')),
+    input_kind        text        NOT NULL
+                      CHECK (input_kind IN ('profile_url', 'email', 'name_company', 'name_domain', 'member')),
     profile_url       text,
     name              text,
     company           text,
+    domain            text,                            -- the company's website domain: bare, lower-case ASCII (name_domain rows)
     email             text,
     role              text,                            -- the role this lookup was expanded from
-    extra             jsonb,                           -- other uploaded columns, echoed in results
     platform_member   uuid,                            -- member sync rows: the member (foreign key in "The platform")
     state             text        NOT NULL DEFAULT 'pending'
                       CHECK (state IN ('pending', 'in_flight', 'retry_wait', 'matched', 'no_match', 'failed', 'skipped')),
@@ -85,10 +102,22 @@ CREATE TABLE job_rows (
 -- A row is updated twice (claim, save); room on its page lets both update it in place (HOT).
 -- A fresh upload takes about three times the pages; a processed job about what it took anyway.
 WITH (fillfactor = 35); -- why: 84 % of row updates HOT (0 with indexes on the state, 53 % at fillfactor 50), a claim 1.5 -> 0.53 ms, write path +14 %
-CREATE INDEX job_rows_job_id ON job_rows (job_id, id);
+-- A job's rows; unique, for the results' and markers' reference to their row (job_id, row_id), below.
+CREATE UNIQUE INDEX job_rows_job_id ON job_rows (job_id, id);
 -- No index of job_rows names a column a claim or save changes (state, the lease, next_attempt_at...):
 -- claims find a chunk's rows here; expired leases and due retries are found through job_chunk_counts.
 CREATE INDEX job_rows_chunk ON job_rows (job_id, chunk); -- why: with the fillfactor, what made 84 % of row updates HOT (write path +14 %)
+
+-- An input row's other uploaded columns, echoed in results, stored once for
+-- every lookup the row makes: a company row expanded to 50 roles is 50
+-- job_rows, and its extras may be 256 columns of 4 KiB. Results and the feed
+-- join them by (job_id, input_row).
+CREATE TABLE job_input_extras (
+    job_id    uuid    NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    input_row integer NOT NULL,  -- 1-based row number in the upload (job_rows.input_row)
+    extra     jsonb   NOT NULL,  -- header -> value
+    PRIMARY KEY (job_id, input_row)
+);
 
 -- Dispatch bookkeeping: when a chunk was last handed to the queue.
 CREATE TABLE job_chunks (
@@ -198,11 +227,18 @@ CREATE TRIGGER job_rows_counts_delete AFTER DELETE ON job_rows
 -- incrementally through the feed. xact is the writing transaction, for the
 -- feed's advance. A job's results are read through its rows (job_rows is
 -- indexed by job_id, each result table by row_id).
+--
+-- Each references its row by (job_id, row_id), not the job and the row apart:
+-- one check, and a stronger one (a result's job is its row's job). Deleting a
+-- job deletes them through its rows.
+-- why: a reference to jobs (id) takes a share lock on the job's row for every result saved; with the
+-- saves of ten chunks at once that row became a multixact: the ceiling ran at 7,046-8,861 rows/s
+-- (ratio 0.38-0.43) against 8,812-9,943 (0.44-0.48) this way, 9,829-10,774 (0.43-0.44) without foreign keys
 
 CREATE TABLE profile_results (
     seq            bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    job_id         uuid        NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    row_id         bigint      NOT NULL UNIQUE REFERENCES job_rows (id) ON DELETE CASCADE,
+    job_id         uuid        NOT NULL,
+    row_id         bigint      NOT NULL UNIQUE,
     source         text        NOT NULL DEFAULT 'vendor',
     from_cache     boolean     NOT NULL DEFAULT false,
     profile_url    text        NOT NULL,
@@ -217,14 +253,15 @@ CREATE TABLE profile_results (
     raw            jsonb       NOT NULL,
     fetched_at     timestamptz NOT NULL,
     created_at     timestamptz NOT NULL DEFAULT now(),
-    xact           xid8        NOT NULL DEFAULT pg_current_xact_id()
+    xact           xid8        NOT NULL DEFAULT pg_current_xact_id(),
+    CONSTRAINT profile_results_row_fkey FOREIGN KEY (job_id, row_id) REFERENCES job_rows (job_id, id) ON DELETE CASCADE
 );
 CREATE INDEX profile_results_xact ON profile_results (xact);
 
 CREATE TABLE email_results (
     seq         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    job_id      uuid        NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    row_id      bigint      NOT NULL UNIQUE REFERENCES job_rows (id) ON DELETE CASCADE,
+    job_id      uuid        NOT NULL,
+    row_id      bigint      NOT NULL UNIQUE,
     source      text        NOT NULL DEFAULT 'vendor',
     from_cache  boolean     NOT NULL DEFAULT false,
     profile_url text        NOT NULL,
@@ -234,14 +271,15 @@ CREATE TABLE email_results (
     raw         jsonb       NOT NULL,
     fetched_at  timestamptz NOT NULL,
     created_at  timestamptz NOT NULL DEFAULT now(),
-    xact        xid8        NOT NULL DEFAULT pg_current_xact_id()
+    xact        xid8        NOT NULL DEFAULT pg_current_xact_id(),
+    CONSTRAINT email_results_row_fkey FOREIGN KEY (job_id, row_id) REFERENCES job_rows (job_id, id) ON DELETE CASCADE
 );
 CREATE INDEX email_results_xact ON email_results (xact);
 
 CREATE TABLE phone_results (
     seq            bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    job_id         uuid        NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    row_id         bigint      NOT NULL UNIQUE REFERENCES job_rows (id) ON DELETE CASCADE,
+    job_id         uuid        NOT NULL,
+    row_id         bigint      NOT NULL UNIQUE,
     source         text        NOT NULL DEFAULT 'vendor',
     from_cache     boolean     NOT NULL DEFAULT false,
     profile_url    text        NOT NULL,
@@ -251,22 +289,24 @@ CREATE TABLE phone_results (
     raw            jsonb       NOT NULL,
     fetched_at     timestamptz NOT NULL,
     created_at     timestamptz NOT NULL DEFAULT now(),
-    xact           xid8        NOT NULL DEFAULT pg_current_xact_id()
+    xact           xid8        NOT NULL DEFAULT pg_current_xact_id(),
+    CONSTRAINT phone_results_row_fkey FOREIGN KEY (job_id, row_id) REFERENCES job_rows (job_id, id) ON DELETE CASCADE
 );
 CREATE INDEX phone_results_xact ON phone_results (xact);
 
 -- A stage that was looked up and found nothing. A result, not an error: never bought again.
 CREATE TABLE no_matches (
     seq        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    job_id     uuid        NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
-    row_id     bigint      NOT NULL REFERENCES job_rows (id) ON DELETE CASCADE,
+    job_id     uuid        NOT NULL,
+    row_id     bigint      NOT NULL,
     stage      text        NOT NULL CHECK (stage IN ('profile', 'email', 'phone')),
     source     text        NOT NULL DEFAULT 'vendor',
     from_cache boolean     NOT NULL DEFAULT false,
     checked_at timestamptz NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now(),
     xact       xid8        NOT NULL DEFAULT pg_current_xact_id(),
-    UNIQUE (row_id, stage)
+    UNIQUE (row_id, stage),
+    CONSTRAINT no_matches_row_fkey FOREIGN KEY (job_id, row_id) REFERENCES job_rows (job_id, id) ON DELETE CASCADE
 );
 CREATE INDEX no_matches_xact ON no_matches (xact);
 
@@ -274,7 +314,7 @@ CREATE INDEX no_matches_xact ON no_matches (xact);
 -- why: one index entry in four per result less: +7.6 % end to end (8,860 -> 9,532 rows/s, means of three runs in turns)
 
 ------------------------------------------------------------------------------
--- Money: the ledger, account usage, reservations and settlements
+-- Money: the ledger, vendor accounts, reservations and settlements
 ------------------------------------------------------------------------------
 
 -- The credit ledger: one row per vendor call that may have cost credits,
@@ -292,6 +332,9 @@ CREATE TABLE credit_ledger (
     reserved          bigint      NOT NULL CHECK (reserved >= 0),
     charged           bigint,               -- NULL while reserved
     charge_reported   boolean     NOT NULL DEFAULT false, -- true: from X-Credits-Charged; false: our cost table
+    -- Answered as a replay of an earlier send of its key: the cost table prices
+    -- the replayed answer at this many credits (what the earlier, billed send cost).
+    replay_price      bigint      CHECK (replay_price >= 0),
     credits_remaining bigint,               -- X-Credits-Remaining, when sent
     status            text        NOT NULL DEFAULT 'reserved'
                       CHECK (status IN ('reserved', 'settled', 'released', 'unknown')),
@@ -299,12 +342,18 @@ CREATE TABLE credit_ledger (
     account           text,                 -- the vendor key's id (account_usage); NULL: not tracked
     account_month     date,
     reserved_at       timestamptz NOT NULL DEFAULT now(),
+    -- The call was about to leave: set right before the request is written,
+    -- and only while the reservation is open. A reservation without it was
+    -- never sent, and is released rather than counted at its worst case.
+    sent_at           timestamptz,
     expires_at        timestamptz NOT NULL, -- a reservation not settled by then is counted as spent
     settled_at        timestamptz
 );
 -- A job's calls, and the earlier sends of a call by its Idempotency-Key (reconciliation).
 CREATE INDEX credit_ledger_job_key ON credit_ledger (job_id, idempotency_key);
 CREATE INDEX credit_ledger_open ON credit_ledger (expires_at) WHERE status = 'reserved';
+-- A job's open calls (the explain step, and the finisher's check of them).
+CREATE INDEX credit_ledger_job_open ON credit_ledger (job_id) WHERE status IN ('reserved', 'unknown');
 CREATE INDEX credit_ledger_account ON credit_ledger (account, account_month);
 
 -- Credits of one vendor key in one calendar month (UTC), across every job.
@@ -316,6 +365,17 @@ CREATE TABLE account_usage (
     credits_remaining bigint,               -- the last X-Credits-Remaining the vendor sent
     updated_at        timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (account, month)
+);
+
+-- What enrichq learns of the vendor behind each key. honours_keys is NULL
+-- until the vendor is seen to replay an Idempotency-Key; only then may a
+-- fresh retry settle earlier sends of its key at 0.
+CREATE TABLE vendor_accounts (
+    account      text        PRIMARY KEY CHECK (account <> ''), -- config.VendorAccount: sha256 prefix of the key, never the key
+    honours_keys boolean,                                        -- NULL: not known yet
+    learned_at   timestamptz,                                    -- when honours_keys was learned
+    learned_from bigint,                                         -- the ledger id of the replay it was learned from
+    created_at   timestamptz NOT NULL DEFAULT now()
 );
 
 -- A reservation and a settlement are one function call each: one round trip,
@@ -433,7 +493,7 @@ $$;
 
 -- Answers already paid for, by tenant, stage and normalised input: hits and no-matches.
 CREATE TABLE lookup_cache (
-    tenant     text        COLLATE "C" NOT NULL, -- why: in an en_US.UTF-8 database, 7,785 -> 10,481 rows/s end to end (means, in turns)
+    tenant     text        COLLATE "C" NOT NULL CHECK (tenant <> ''), -- why: in an en_US.UTF-8 database, 7,785 -> 10,481 rows/s end to end (means, in turns)
     stage      text        COLLATE "C" NOT NULL CHECK (stage IN ('profile', 'email', 'phone')),
     input_key  text        COLLATE "C" NOT NULL,
     matched    boolean     NOT NULL,
@@ -447,7 +507,7 @@ CREATE TABLE lookup_cache (
 -- the claims of the inputs being bought at that moment (the rows' leases are
 -- kept): at worst an input two chunks wanted then is bought twice.
 CREATE UNLOGGED TABLE lookup_claims ( -- why: no WAL, no fsync: claims 26 -> 16 ms and saves 94 -> 78 ms a chunk
-    tenant     text        COLLATE "C" NOT NULL, -- why: as lookup_cache's keys (7,785 -> 10,481 rows/s in en_US.UTF-8)
+    tenant     text        COLLATE "C" NOT NULL CHECK (tenant <> ''), -- why: as lookup_cache's keys (7,785 -> 10,481 rows/s in en_US.UTF-8)
     stage      text        COLLATE "C" NOT NULL,
     input_key  text        COLLATE "C" NOT NULL,
     token      uuid        NOT NULL,
@@ -476,23 +536,31 @@ CREATE INDEX lookup_claims_token ON lookup_claims (token);
 -- row is new exactly when its transaction was not visible in that snapshot.
 -- Only rows of transactions from the last horizon on (pg_snapshot_xmin of that
 -- snapshot) are looked at.
+--
+-- An erasure withdraws lines: it writes, in its own transaction and under the
+-- feed's turn, a line of kind 'deleted' for each, naming its position
+-- (deleted_seq), so that an ETL job deletes too.
 
--- The feed's positions: one line per result row or no-match marker. Written only by
--- results_feed_advance(). No unique key on (kind, source_seq): the snapshot test keeps each line once.
+-- The feed's positions: one line per result row or no-match marker, and the
+-- erasures' deleted lines. Written only by results_feed_advance() and an
+-- erasure. No unique key on (kind, source_seq): the snapshot test keeps each line once.
 -- why (no unique key, the snapshot test): 1.09 -> 0.91 s for the 180,000 lines of a 100,000-row job, logged alone
 CREATE TABLE results_feed_log (
-    seq        bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- the feed position
-    tenant     text        NOT NULL,
+    seq         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY, -- the feed position
+    tenant      text        NOT NULL CHECK (tenant <> ''),
     -- No foreign key to jobs: a deleted job's lines stay, and the results_feed view (which joins job_rows) hides them.
-    job_id     uuid        NOT NULL, -- why: with one, each line's check locks the running job's row: an advance took 4.1 s in the ceiling run; without (and the in-memory sort) 6,200 -> 7,700 rows/s
-    row_id     bigint      NOT NULL,
-    kind       text        NOT NULL CHECK (kind IN ('profile', 'email', 'phone', 'no_match')),
-    stage      text        NOT NULL CHECK (stage IN ('profile', 'email', 'phone')),
-    source_seq bigint      NOT NULL, -- seq in profile_results, email_results, phone_results or no_matches
-    logged_at  timestamptz NOT NULL DEFAULT now()
+    job_id      uuid        NOT NULL, -- why: with one, each line's check locks the running job's row: an advance took 4.1 s in the ceiling run; without (and the in-memory sort) 6,200 -> 7,700 rows/s
+    row_id      bigint      NOT NULL,
+    kind        text        NOT NULL CHECK (kind IN ('profile', 'email', 'phone', 'no_match', 'deleted')),
+    stage       text        NOT NULL CHECK (stage IN ('profile', 'email', 'phone')),
+    source_seq  bigint      NOT NULL, -- seq in profile_results, email_results, phone_results or no_matches
+    deleted_seq bigint,               -- kind deleted: the position of the line withdrawn
+    logged_at   timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX results_feed_log_tenant ON results_feed_log (tenant, seq);
 CREATE INDEX results_feed_log_job ON results_feed_log (job_id);
+-- Retention's way to a tenant's old lines.
+CREATE INDEX results_feed_log_tenant_logged ON results_feed_log (tenant, logged_at);
 
 -- The turn (a row lock on the one row), and where the next advance starts looking.
 CREATE TABLE results_feed_cursor (
@@ -565,13 +633,16 @@ $$;
 --   SELECT * FROM results_feed WHERE seq > $last ORDER BY seq LIMIT 10000;
 -- kind says which payload columns are set: profile (name ... technographics), email (email,
 -- confidence, verified), phone (phones, primary_number, primary_type), no_match (none; stage
--- names the lookup that found nothing).
+-- names the lookup that found nothing), deleted (deleted_seq: the line withdrawn; its row is
+-- gone). Other lines of a row deleted since are hidden.
+-- Columns are only ever added at the end (CREATE OR REPLACE VIEW allows no other place, and a
+-- reader of SELECT * keeps its positions): input_domain and deleted_seq are there.
 CREATE VIEW results_feed AS
 SELECT
     l.seq, l.tenant, l.job_id, l.row_id, l.kind, l.stage, l.source_seq, l.logged_at,
     r.input_row, r.ref, r.input_kind,
     r.profile_url AS input_profile_url, r.name AS input_name, r.company AS input_company,
-    r.email AS input_email, r.role AS input_role, r.extra,
+    r.email AS input_email, r.role AS input_role, x.extra,
     coalesce(p.source, e.source, ph.source, n.source) AS source,
     coalesce(p.from_cache, e.from_cache, ph.from_cache, n.from_cache) AS from_cache,
     coalesce(p.fetched_at, e.fetched_at, ph.fetched_at, n.checked_at) AS fetched_at,
@@ -579,13 +650,100 @@ SELECT
     p.name, p.headline, p.company, p.role, p.location, p.company_size, p.industry, p.technographics,
     e.email, e.confidence, e.verified,
     ph.phones, ph.primary_number, ph.primary_type,
-    coalesce(p.raw, e.raw, ph.raw) AS raw
+    coalesce(p.raw, e.raw, ph.raw) AS raw,
+    r.domain AS input_domain,
+    l.deleted_seq
 FROM results_feed_log l
-JOIN job_rows r ON r.id = l.row_id
+LEFT JOIN job_rows r ON r.id = l.row_id
+LEFT JOIN job_input_extras x ON x.job_id = r.job_id AND x.input_row = r.input_row
 LEFT JOIN profile_results p ON l.kind = 'profile' AND p.seq = l.source_seq
 LEFT JOIN email_results e ON l.kind = 'email' AND e.seq = l.source_seq
 LEFT JOIN phone_results ph ON l.kind = 'phone' AND ph.seq = l.source_seq
-LEFT JOIN no_matches n ON l.kind = 'no_match' AND n.seq = l.source_seq;
+LEFT JOIN no_matches n ON l.kind = 'no_match' AND n.seq = l.source_seq
+WHERE r.id IS NOT NULL OR l.kind = 'deleted';
+
+------------------------------------------------------------------------------
+-- Tenants
+------------------------------------------------------------------------------
+
+-- A tenant and its settings, made with its first API key (and for the tenants
+-- of ENRICHQ_API_KEYS when the API starts). Only API keys reference it; the
+-- other tables name their tenant and check only that it is not empty.
+CREATE TABLE tenants (
+    id                        text        PRIMARY KEY CHECK (id <> ''),
+    default_job_budget        bigint      DEFAULT 10000 CHECK (default_job_budget >= 0), -- credits; NULL: jobs submitted without a budget have none
+    monthly_allowance         bigint      DEFAULT 100000 CHECK (monthly_allowance >= 0), -- credits per calendar month (UTC); NULL: no cap
+    retention_seconds         bigint      CHECK (retention_seconds > 0),                 -- how long rows, results, markers, cache entries and feed lines are kept; NULL: until erased
+    -- Signs the tenant's completion callbacks; rotated through the API. A
+    -- volatile default is drawn per row: 244 random bits for every tenant.
+    webhook_secret            text        NOT NULL
+                              DEFAULT 'whsec_' || replace(gen_random_uuid()::text, '-', '') || replace(gen_random_uuid()::text, '-', ''),
+    webhook_secret_rotated_at timestamptz NOT NULL DEFAULT now(),
+    created_at                timestamptz NOT NULL DEFAULT now()
+);
+
+-- The credits each tenant spent and holds in each calendar month (UTC), kept
+-- by the triggers below on the credit ledger; a reservation that would take a
+-- tenant past its monthly allowance fails.
+CREATE TABLE tenant_usage (
+    tenant     text        NOT NULL CHECK (tenant <> ''),
+    month      date        NOT NULL, -- first day of the month, UTC: the month the credits were reserved in
+    reserved   bigint      NOT NULL DEFAULT 0 CHECK (reserved >= 0),
+    spent      bigint      NOT NULL DEFAULT 0,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant, month)
+);
+
+-- enrichq_tenant_usage moves a ledger row's credits into its tenant's month:
+-- held while the row is reserved, its charge once closed (any other status).
+-- A new reservation that takes the tenant past its monthly allowance raises
+-- SQLSTATE EQ001 (DETAIL: "spent,reserved,allowance" before it), which undoes
+-- the whole reservation (store.Reserve: a *BudgetError of scope "tenant").
+-- Lock order: the insert trigger runs inside enrichq_reserve after the job's
+-- and the account's rows; the update trigger is deferred to the commit, so a
+-- settlement too takes the tenant's row after the job's and the account's.
+-- +goose StatementBegin
+CREATE FUNCTION enrichq_tenant_usage() RETURNS trigger
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_month     date   := date_trunc('month', NEW.reserved_at AT TIME ZONE 'UTC')::date;
+    v_held      bigint := CASE WHEN NEW.status = 'reserved' THEN NEW.reserved ELSE 0 END;
+    v_spent     bigint := CASE WHEN NEW.status = 'reserved' THEN 0 ELSE coalesce(NEW.charged, 0) END;
+    v_tenant    text;
+    v_allowance bigint;
+    v_reserved  bigint;
+    v_total     bigint;
+BEGIN
+    IF TG_OP = 'UPDATE' THEN
+        v_held  := v_held - CASE WHEN OLD.status = 'reserved' THEN OLD.reserved ELSE 0 END;
+        v_spent := v_spent - CASE WHEN OLD.status = 'reserved' THEN 0 ELSE coalesce(OLD.charged, 0) END;
+    END IF;
+    IF v_held = 0 AND v_spent = 0 THEN
+        RETURN NULL;
+    END IF;
+    SELECT j.tenant, t.monthly_allowance INTO v_tenant, v_allowance
+    FROM jobs j LEFT JOIN tenants t ON t.id = j.tenant WHERE j.id = NEW.job_id;
+    UPDATE tenant_usage u SET reserved = u.reserved + v_held, spent = u.spent + v_spent, updated_at = now()
+    WHERE u.tenant = v_tenant AND u.month = v_month
+    RETURNING u.reserved, u.spent + u.reserved INTO v_reserved, v_total;
+    IF NOT FOUND THEN
+        INSERT INTO tenant_usage AS u (tenant, month, reserved, spent) VALUES (v_tenant, v_month, v_held, v_spent)
+        ON CONFLICT (tenant, month) DO UPDATE SET reserved = u.reserved + excluded.reserved, spent = u.spent + excluded.spent, updated_at = now()
+        RETURNING u.reserved, u.spent + u.reserved INTO v_reserved, v_total;
+    END IF;
+    IF TG_OP = 'INSERT' AND v_allowance IS NOT NULL AND v_total > v_allowance THEN
+        RAISE EXCEPTION 'tenant %: % credits would pass the monthly allowance of %', v_tenant, v_held, v_allowance
+            USING ERRCODE = 'EQ001', DETAIL = format('%s,%s,%s', v_total - v_reserved - v_spent, v_reserved - v_held, v_allowance);
+    END IF;
+    RETURN NULL;
+END
+$$;
+-- +goose StatementEnd
+
+CREATE TRIGGER credit_ledger_tenant_usage_insert AFTER INSERT ON credit_ledger
+    FOR EACH ROW EXECUTE FUNCTION enrichq_tenant_usage();
+CREATE CONSTRAINT TRIGGER credit_ledger_tenant_usage_update AFTER UPDATE ON credit_ledger
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION enrichq_tenant_usage();
 
 ------------------------------------------------------------------------------
 -- Keys
@@ -593,14 +751,21 @@ LEFT JOIN no_matches n ON l.kind = 'no_match' AND n.seq = l.source_seq;
 
 -- API keys: only a SHA-256 of each key is kept; the key is shown once, when it is created.
 CREATE TABLE api_keys (
-    id           uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
-    tenant       text        NOT NULL,
-    name         text        NOT NULL DEFAULT '',
-    prefix       text        NOT NULL,        -- the key's first characters, to recognise it in lists
-    key_sha256   bytea       NOT NULL UNIQUE,
-    created_at   timestamptz NOT NULL DEFAULT now(),
-    last_used_at timestamptz,
-    revoked_at   timestamptz
+    id             uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+    tenant         text        NOT NULL REFERENCES tenants (id) CHECK (tenant <> ''),
+    name           text        NOT NULL DEFAULT '',
+    prefix         text        NOT NULL,        -- the key's first characters, to recognise it in lists
+    key_sha256     bytea       NOT NULL UNIQUE,
+    -- What the key may do (docs/api.md, "Scopes").
+    scopes         text[]      NOT NULL DEFAULT '{read,submit}'
+                   CHECK (cardinality(scopes) > 0 AND scopes <@ '{read,submit,admin}'),
+    -- The ceiling on the budget of a job an AI assistant submits or raises
+    -- through MCP (docs/mcp.md), decided by the operator when handing the key
+    -- to an assistant. NULL: the operator's default (ENRICHQ_MCP_MAX_BUDGET).
+    mcp_max_budget bigint      CHECK (mcp_max_budget >= 0),
+    created_at     timestamptz NOT NULL DEFAULT now(),
+    last_used_at   timestamptz,
+    revoked_at     timestamptz
 );
 CREATE INDEX api_keys_tenant ON api_keys (tenant);
 
@@ -617,6 +782,7 @@ CREATE TABLE webhook_deliveries (
     state           text        NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'delivered', 'failed')),
     attempts        integer     NOT NULL DEFAULT 0,
     next_attempt_at timestamptz NOT NULL DEFAULT now(),
+    in_flight_until timestamptz,          -- an attempt is being made until then (per-tenant concurrency)
     last_status     integer,              -- the receiver's HTTP status, NULL when no answer
     last_error      text        NOT NULL DEFAULT '',
     created_at      timestamptz NOT NULL DEFAULT now(),
@@ -639,27 +805,31 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHER
 
 -- A member who connected their platform account to a tenant.
 CREATE TABLE platform_members (
-    id                 uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
-    tenant             text        NOT NULL,
-    member_id          text        NOT NULL,             -- the platform's id of the member ("id", else OpenID "sub")
-    name               text        NOT NULL DEFAULT '',
-    email              text        NOT NULL DEFAULT '',
-    headline           text        NOT NULL DEFAULT '',
-    status             text        NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'needs_reauth')),
-    status_reason      text        NOT NULL DEFAULT '',  -- why needs_reauth
-    token              bytea       NOT NULL,             -- AES-256-GCM of the OAuth token (access and refresh); never plaintext
-    token_issued_at    timestamptz NOT NULL,
-    token_expires_at   timestamptz,                      -- NULL: the platform gave no lifetime
-    refreshable        boolean     NOT NULL DEFAULT false, -- a refresh token is held
-    refresh_expires_at timestamptz,                      -- NULL: no refresh token, or its life was not given
-    scopes             text[]      NOT NULL DEFAULT '{}',  -- granted
-    profile            jsonb,                            -- the last /rest/me answer
-    connected_at       timestamptz NOT NULL,
-    refreshed_at       timestamptz,
-    last_synced_at     timestamptz,
-    expiry_warned_at   timestamptz,                      -- the scheduler's last warning that the connection ends soon
-    created_at         timestamptz NOT NULL DEFAULT now(),
-    updated_at         timestamptz NOT NULL DEFAULT now(),
+    id                  uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+    tenant              text        NOT NULL CHECK (tenant <> ''),
+    member_id           text        NOT NULL,             -- the platform's id of the member ("id", else OpenID "sub")
+    name                text        NOT NULL DEFAULT '',
+    email               text        NOT NULL DEFAULT '',
+    headline            text        NOT NULL DEFAULT '',
+    status              text        NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'needs_reauth')),
+    status_reason       text        NOT NULL DEFAULT '',  -- why needs_reauth
+    token               bytea       NOT NULL,             -- AES-256-GCM of the OAuth token (access and refresh); never plaintext
+    token_issued_at     timestamptz NOT NULL,
+    token_expires_at    timestamptz,                      -- NULL: the platform gave no lifetime
+    refreshable         boolean     NOT NULL DEFAULT false, -- a refresh token is held
+    refresh_expires_at  timestamptz,                      -- NULL: no refresh token, or its life was not given
+    -- A token refresh is claimed for a while, rather than holding the member's
+    -- row locked across the call to the platform.
+    refresh_claim       uuid,                             -- who is refreshing the token now
+    refresh_claim_until timestamptz,                      -- and until when the claim holds (a lost refresher's lapses)
+    scopes              text[]      NOT NULL DEFAULT '{}',  -- granted
+    profile             jsonb,                            -- the last /rest/me answer
+    connected_at        timestamptz NOT NULL,
+    refreshed_at        timestamptz,
+    last_synced_at      timestamptz,
+    expiry_warned_at    timestamptz,                      -- the scheduler's last warning that the connection ends soon
+    created_at          timestamptz NOT NULL DEFAULT now(),
+    updated_at          timestamptz NOT NULL DEFAULT now(),
     UNIQUE (tenant, member_id)
 );
 CREATE INDEX platform_members_tenant ON platform_members (tenant, connected_at, id);
@@ -670,7 +840,7 @@ CREATE INDEX platform_members_expiry ON platform_members (token_expires_at) WHER
 -- PKCE verifier (encrypted). Single use; refused after expires_at.
 CREATE TABLE platform_connect_states (
     state_hash bytea       PRIMARY KEY,
-    tenant     text        NOT NULL,
+    tenant     text        NOT NULL CHECK (tenant <> ''),
     verifier   bytea       NOT NULL,
     created_at timestamptz NOT NULL,
     expires_at timestamptz NOT NULL
@@ -690,13 +860,137 @@ CREATE TABLE platform_sync_chunks (
     PRIMARY KEY (job_id, chunk)
 );
 
+
+------------------------------------------------------------------------------
+-- Uploads
+------------------------------------------------------------------------------
+
+-- A file sent once, estimated and submitted later by its id. The original
+-- bytes are kept, with how to read them (format, column mapping, encoding,
+-- sheet): an estimate or a submit by id runs the very parser an inline upload
+-- runs, with the roles chosen then. The counts and the column mapping of the
+-- first parse are kept for the upload's view. API replicas share nothing but
+-- Postgres, so the bytes live here, bounded by the upload limit and a
+-- per-tenant cap (internal/service).
+CREATE TABLE uploads (
+    id                  uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+    tenant              text        NOT NULL CHECK (tenant <> ''),
+    filename            text        NOT NULL DEFAULT '',
+    format              text        NOT NULL CHECK (format IN ('csv', 'tsv', 'xlsx', 'json')),
+    read_options        jsonb       NOT NULL DEFAULT '{}', -- columns, encoding, sheet: how the body is read
+    body                bytea       NOT NULL,
+    size_bytes          bigint      NOT NULL CHECK (size_bytes >= 0),
+    rows_uploaded       integer     NOT NULL,                 -- data rows that were not blank
+    lookups             integer     NOT NULL,                 -- lookups without job roles
+    rows_needing_roles  integer     NOT NULL DEFAULT 0,       -- company-only rows: they look up nothing without roles
+    column_map          jsonb       NOT NULL DEFAULT '{}',    -- uploaded header -> the field it was read as
+    extra_columns       text[]      NOT NULL DEFAULT '{}',    -- uploaded headers kept as extra columns
+    created_at          timestamptz NOT NULL,
+    expires_at          timestamptz NOT NULL
+);
+-- A tenant's live uploads (the cap), and the expired ones (the expirer).
+CREATE INDEX uploads_tenant_expires_idx ON uploads (tenant, expires_at);
+CREATE INDEX uploads_expires_idx ON uploads (expires_at);
+
+------------------------------------------------------------------------------
+-- Web sessions
+------------------------------------------------------------------------------
+
+-- The web page (internal/web) signs a person in with an API key and keeps a
+-- server-side session, so the key never leaves the sign-in form. The cookie
+-- holds a random token; only its SHA-256 is kept here, so a read of this
+-- table signs nobody in. A session carries the key's tenant, id and scopes as
+-- they were at sign-in, the CSRF token of its forms, an absolute end and an
+-- idle end (each use moves the idle end on).
+CREATE TABLE web_sessions (
+    token_sha256  bytea       PRIMARY KEY CHECK (length(token_sha256) = 32),
+    tenant        text        NOT NULL CHECK (tenant <> ''),
+    key_id        text        NOT NULL,
+    scopes        text[]      NOT NULL,
+    csrf_token    text        NOT NULL CHECK (csrf_token <> ''),
+    created_at    timestamptz NOT NULL,
+    idle_until    timestamptz NOT NULL,
+    expires_at    timestamptz NOT NULL
+);
+-- The sweep of ended sessions.
+CREATE INDEX web_sessions_expires_idx ON web_sessions (expires_at);
+
+------------------------------------------------------------------------------
+-- Personal data: erasures, suppressions, the audit log
+------------------------------------------------------------------------------
+
+-- The controller's duties (docs/personal-data.md). Retention is
+-- tenants.retention_seconds and jobs.purged_at; an erasure's feed lines are
+-- results_feed_log's deleted lines.
+
+-- One per POST /v1/erasures, with its receipt: counts by table, never the
+-- person. No foreign key to tenants: jobs name their tenant without one either.
+CREATE TABLE erasures (
+    id         uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+    tenant     text        NOT NULL CHECK (tenant <> ''),
+    key_id     text        NOT NULL,              -- the API key that asked
+    identity   text        NOT NULL CHECK (identity IN ('email', 'profile_url', 'name_company', 'name_domain')),
+    receipt    jsonb       NOT NULL,              -- rows removed or rewritten, by table
+    created_at timestamptz NOT NULL DEFAULT now(),
+    lifted_at  timestamptz                        -- DELETE /v1/erasures/{id}: its suppression no longer applies
+);
+CREATE INDEX erasures_tenant ON erasures (tenant, created_at DESC, id);
+
+-- Keyed hashes (HMAC, ENRICHQ_ERASURE_KEY) of an erased person's inputs: a
+-- later upload of one of them is skipped until the erasure is lifted.
+CREATE TABLE suppressions (
+    tenant      text  NOT NULL CHECK (tenant <> ''),
+    person_hash bytea NOT NULL,                   -- HMAC-SHA256 of one normalised input of the person
+    erasure_id  uuid  NOT NULL REFERENCES erasures (id) ON DELETE CASCADE,
+    PRIMARY KEY (tenant, person_hash, erasure_id)
+);
+CREATE INDEX suppressions_erasure ON suppressions (erasure_id);
+
+-- Who read, erased or changed what. Append-only: a trigger refuses UPDATE,
+-- DELETE and TRUNCATE.
+CREATE TABLE audit_log (
+    seq     bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    at      timestamptz NOT NULL DEFAULT now(),
+    tenant  text        NOT NULL CHECK (tenant <> ''),
+    key_id  text        NOT NULL,                 -- the API key, or "operator" for the api's own commands, "scheduler"
+    action  text        NOT NULL CHECK (action IN ('results_download', 'feed_read', 'erasure', 'erasure_lifted',
+                            'retention_purge', 'retention_changed', 'key_created', 'key_revoked', 'budget_changed', 'limits_changed')),
+    subject text        NOT NULL DEFAULT '',      -- what it was about: a job, an erasure, a key (ids, never a person)
+    rows    bigint      NOT NULL DEFAULT 0        -- how many rows it read, removed or changed
+);
+CREATE INDEX audit_log_tenant ON audit_log (tenant, seq);
+
+-- +goose StatementBegin
+CREATE FUNCTION audit_log_append_only() RETURNS trigger
+LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'audit_log is append-only: % refused', TG_OP USING ERRCODE = 'EQ005';
+END
+$$;
+-- +goose StatementEnd
+CREATE TRIGGER audit_log_no_change BEFORE UPDATE OR DELETE ON audit_log
+    FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
+    FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+
 -- +goose Down
+DROP TABLE audit_log;
+DROP FUNCTION audit_log_append_only();
+DROP TABLE suppressions;
+DROP TABLE erasures;
+DROP TABLE web_sessions;
+DROP TABLE uploads;
 DROP TABLE platform_sync_chunks;
 ALTER TABLE job_rows DROP CONSTRAINT job_rows_platform_member_fkey;
 DROP TABLE platform_connect_states;
 DROP TABLE platform_members;
 DROP TABLE webhook_deliveries;
 DROP TABLE api_keys;
+DROP TRIGGER credit_ledger_tenant_usage_update ON credit_ledger;
+DROP TRIGGER credit_ledger_tenant_usage_insert ON credit_ledger;
+DROP FUNCTION enrichq_tenant_usage();
+DROP TABLE tenant_usage;
+DROP TABLE tenants;
 DROP VIEW results_feed;
 DROP FUNCTION results_feed_advance();
 DROP TABLE results_feed_cursor;
@@ -705,6 +999,7 @@ DROP TABLE lookup_claims;
 DROP TABLE lookup_cache;
 DROP FUNCTION enrichq_close_reservation(bigint, text, bigint, boolean, bigint, text, jsonb);
 DROP FUNCTION enrichq_reserve(uuid, bigint, integer, text, text, text, bigint, bigint, text, bigint);
+DROP TABLE vendor_accounts;
 DROP TABLE account_usage;
 DROP TABLE credit_ledger;
 DROP TABLE no_matches;
@@ -713,6 +1008,7 @@ DROP TABLE email_results;
 DROP TABLE profile_results;
 DROP TABLE job_chunk_counts;
 DROP TABLE job_chunks;
+DROP TABLE job_input_extras;
 DROP TABLE job_rows;
 DROP FUNCTION job_rows_count_delta();
 DROP TABLE jobs;

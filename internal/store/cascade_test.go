@@ -182,7 +182,8 @@ func TestTruncateJobsCascades(t *testing.T) {
 	}
 }
 
-// A result or marker names its row and that row's job (migration 00014): one
+// A result or marker names its row and that row's job (migrations/00001_schema.sql,
+// "Results and markers"): one
 // that names its row with another job's id is refused.
 func TestResultsNameTheirRowsJob(t *testing.T) {
 	t.Parallel()

@@ -5,10 +5,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
-	"github.com/enrichq/enrichq/migrations"
 )
 
 // HotStatements are the statements a worker runs for every chunk (or every
@@ -52,27 +48,6 @@ func (s *Store) Setting(ctx context.Context, name string) (string, error) {
 
 // PoolSize is the pool's MaxConns.
 func (s *Store) PoolSize() int32 { return s.pool.Config().MaxConns }
-
-// MigrateTo migrates up or down to version, for tests of a migration's
-// data.
-func (s *Store) MigrateTo(ctx context.Context, version int64) error {
-	db := stdlib.OpenDBFromPool(s.pool)
-	defer db.Close()
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		return err
-	}
-	cur, err := p.GetDBVersion(ctx)
-	if err != nil {
-		return err
-	}
-	if cur > version {
-		_, err = p.DownTo(ctx, version)
-	} else {
-		_, err = p.UpTo(ctx, version)
-	}
-	return err
-}
 
 // Exec runs sql, for tests that set up what the Go API cannot.
 func (s *Store) Exec(ctx context.Context, sql string, args ...any) error {

@@ -17,7 +17,7 @@ import (
 )
 
 // Defaults of a new tenant's limits (the columns' defaults in
-// migrations/00009_tenant_limits_and_secrets.sql; docs/money.md).
+// migrations/00001_schema.sql, "Tenants"; docs/money.md).
 const (
 	DefaultJobBudget        int64 = 10_000
 	DefaultMonthlyAllowance int64 = 100_000
