@@ -13,6 +13,11 @@ type API struct {
 	// Addr is the API's listen address (ENRICHQ_API_ADDR, default
 	// 127.0.0.1:8080; port 0 picks one). /metrics is served on it too.
 	Addr string
+	// BehindTLSProxy says browsers reach the API over HTTPS through a proxy
+	// that ends TLS and forwards plain HTTP (ENRICHQ_BEHIND_TLS_PROXY,
+	// default false): the web page's cookies are then always Secure and
+	// its answers carry Strict-Transport-Security.
+	BehindTLSProxy bool
 	// Keys maps a bootstrap API key to its tenant (ENRICHQ_API_KEYS,
 	// "tenant:key[,tenant:key...]", each key at least 8 characters; default
 	// none: then keys created with `api keys create` must exist). Secrets.
@@ -87,6 +92,7 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 	err := load(getenv, func(r *reader) {
 		c.Common.read(r)
 		r.str("ENRICHQ_API_ADDR", &c.Addr)
+		r.bool("ENRICHQ_BEHIND_TLS_PROXY", &c.BehindTLSProxy)
 		r.apiKeys("ENRICHQ_API_KEYS", c.Keys)
 		r.int64("ENRICHQ_MAX_UPLOAD_BYTES", &c.MaxUploadBytes)
 		r.int("ENRICHQ_MAX_ROWS", &c.MaxRows)

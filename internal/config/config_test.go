@@ -22,7 +22,7 @@ func TestDefaults(t *testing.T) {
 	}
 	if a.Addr != DefaultAPIAddr || a.VendorRPS != 10 || !a.VendorBulk || !a.Migrate || a.Queue != "enrichq" || len(a.Keys) != 0 ||
 		!strings.Contains(a.DatabaseURL, "/enrichq") || a.StatusCache != DefaultStatusCache || a.MaxRows != 1_000_000 ||
-		a.MaxUploadBytes != 64<<20 || a.ShutdownTimeout != 30*time.Second || a.Platform.Enabled() || a.Webhooks.Enabled() {
+		a.MaxUploadBytes != 64<<20 || a.ShutdownTimeout != 30*time.Second || a.Platform.Enabled() || a.Webhooks.Enabled() || a.BehindTLSProxy {
 		t.Fatalf("API defaults = %+v", a)
 	}
 	if _, err := WorkerFromEnv(env(nil)); err == nil || !strings.Contains(err.Error(), "ENRICHQ_VENDOR_URL and ENRICHQ_VENDOR_KEY are required") {
@@ -49,6 +49,7 @@ func TestParses(t *testing.T) {
 		"ENRICHQ_API_KEYS": "acme:key-acme-1, beta:key-beta-2", "ENRICHQ_VENDOR_RPS": "2.5", "ENRICHQ_VENDOR_BULK": "false",
 		"ENRICHQ_MIGRATE": "false", "ENRICHQ_QUEUE": "q2", "ENRICHQ_VENDOR_MONTHLY_CREDITS": "5000", "ENRICHQ_LOG_LEVEL": "DEBUG",
 		"ENRICHQ_METRICS_ADDR": "127.0.0.1:0", "ENRICHQ_SHUTDOWN_TIMEOUT": "5s", "ENRICHQ_WORKER_CONCURRENCY": "3",
+		"ENRICHQ_BEHIND_TLS_PROXY": "true",
 	} {
 		e[k] = v
 	}
@@ -57,7 +58,7 @@ func TestParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a.Keys["key-acme-1"] != "acme" || a.Keys["key-beta-2"] != "beta" || a.VendorRPS != 2.5 || a.VendorBulk || a.Migrate ||
-		a.Queue != "q2" || a.ShutdownTimeout != 5*time.Second || a.MetricsAddr != "127.0.0.1:0" {
+		a.Queue != "q2" || a.ShutdownTimeout != 5*time.Second || a.MetricsAddr != "127.0.0.1:0" || !a.BehindTLSProxy {
 		t.Fatalf("API = %+v", a)
 	}
 	w, err := WorkerFromEnv(env(e))

@@ -17,6 +17,10 @@ type Keys interface {
 	// unknown key. An error means the lookup itself failed (the key store
 	// is unreachable).
 	Principal(ctx context.Context, key string) (p service.Principal, ok bool, err error)
+	// KeyLive reports whether tenant's key of id keyID (a Principal's
+	// KeyID) is still known and not revoked: a web session opened with a
+	// key lives no longer than the key (internal/web).
+	KeyLive(ctx context.Context, tenant, keyID string) (bool, error)
 }
 
 // StaticKeys are API keys known at start (ENRICHQ_API_KEYS); each holds
@@ -25,16 +29,30 @@ type Keys interface {
 // shares.
 type StaticKeys struct {
 	byDigest map[[sha256.Size]byte]string
+	ids      map[staticKeyID]bool // the keys' (tenant, KeyID)
 }
+
+type staticKeyID struct{ tenant, id string }
 
 // NewStaticKeys builds StaticKeys from a key → tenant map (config.APIKeys).
 func NewStaticKeys(keyToTenant map[string]string) *StaticKeys {
-	k := &StaticKeys{byDigest: make(map[[sha256.Size]byte]string, len(keyToTenant))}
+	k := &StaticKeys{byDigest: make(map[[sha256.Size]byte]string, len(keyToTenant)), ids: map[staticKeyID]bool{}}
 	for key, tenant := range keyToTenant {
-		k.byDigest[sha256.Sum256([]byte(key))] = tenant
+		d := sha256.Sum256([]byte(key))
+		k.byDigest[d] = tenant
+		if tenant != "" {
+			k.ids[staticKeyID{tenant, staticKeyIDOf(d)}] = true
+		}
 	}
 	return k
 }
+
+// staticKeyIDOf is the KeyID of a key of digest d: "env:" and the first 8
+// hex digits of its SHA-256.
+func staticKeyIDOf(d [sha256.Size]byte) string { return "env:" + hex.EncodeToString(d[:4]) }
+
+// IsStaticKeyID is true for the KeyID of a key of ENRICHQ_API_KEYS.
+func IsStaticKeyID(keyID string) bool { return strings.HasPrefix(keyID, "env:") }
 
 // Len is the number of keys.
 func (k *StaticKeys) Len() int { return len(k.byDigest) }
@@ -47,7 +65,13 @@ func (k *StaticKeys) Principal(_ context.Context, key string) (service.Principal
 	if !ok || tenant == "" {
 		return service.Principal{}, false, nil
 	}
-	return service.Principal{Tenant: tenant, KeyID: "env:" + hex.EncodeToString(d[:4]), Scopes: domain.Scopes}, true, nil
+	return service.Principal{Tenant: tenant, KeyID: staticKeyIDOf(d), Scopes: domain.Scopes}, true, nil
+}
+
+// KeyLive implements Keys: a key is live while it is among the keys (a key
+// removed from ENRICHQ_API_KEYS is gone at the next start).
+func (k *StaticKeys) KeyLive(_ context.Context, tenant, keyID string) (bool, error) {
+	return k.ids[staticKeyID{tenant, keyID}], nil
 }
 
 // bearerToken returns the token of an "Authorization: Bearer <token>" header.

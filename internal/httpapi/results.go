@@ -256,15 +256,6 @@ func (c *resultsCSV) flush() error {
 	return c.w.Error()
 }
 
-// defuseFormula neutralises a cell a spreadsheet would run as a formula
-// (CSV injection): one starting with =, +, -, @, tab or CR gets a leading '.
-func defuseFormula(v string) string {
-	if v != "" && strings.ContainsRune("=+-@\t\r", rune(v[0])) {
-		return "'" + v
-	}
-	return v
-}
-
 // phoneNumbers joins the numbers of a phones JSON array with ";".
 func phoneNumbers(raw json.RawMessage) string {
 	if len(raw) == 0 {

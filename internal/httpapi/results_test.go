@@ -245,18 +245,6 @@ func TestResultsBadParameters(t *testing.T) {
 	}
 }
 
-func TestDefuseFormula(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"": "", "=1+2": "'=1+2", "+1": "'+1", "-1": "'-1", "@SUM(A1)": "'@SUM(A1)", "\tx": "'\tx", "\rx": "'\rx",
-		"plain": "plain", " =x": " =x", "a=b": "a=b",
-	} {
-		if got := defuseFormula(in); got != want {
-			t.Errorf("defuseFormula(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)

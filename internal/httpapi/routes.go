@@ -61,10 +61,10 @@ func (s *server) routes() {
 	s.mux.Handle("GET /ui/static/{file}", s.ui.Open(s.ui.Static))                       // the stylesheet and the script
 	s.mux.Handle("GET /ui/signin", s.ui.Open(s.ui.SignInPage))                          // the sign-in form
 	s.mux.Handle("POST /ui/signin", s.ui.Open(s.ui.SignIn))                             // an API key becomes a session
-	s.mux.Handle("POST /ui/signout", s.ui.Form(scopeRead, s.ui.SignOut))                // the session ends
+	s.mux.Handle("POST /ui/signout", s.ui.Form("", s.ui.SignOut))                       // the session ends, whatever its key's scopes
 	s.mux.Handle("GET /ui/jobs", s.ui.Page(scopeRead, s.ui.Jobs))                       // the tenant's jobs, newest first
 	s.mux.Handle("GET /ui/jobs/new", s.ui.Page(scopeSubmit, s.ui.NewJob))               // the new-job form
-	s.mux.Handle("POST /ui/jobs/new", s.ui.Form(scopeSubmit, s.ui.Estimate))            // the file is stored and priced; confirm the amount
+	s.mux.Handle("POST /ui/jobs/new", s.ui.UploadForm(scopeSubmit, s.ui.Estimate))      // the file is stored and priced; confirm the amount
 	s.mux.Handle("POST /ui/jobs/submit", s.ui.Form(scopeSubmit, s.ui.Submit))           // the confirmed job starts
 	s.mux.Handle("GET /ui/jobs/{id}", s.ui.Page(scopeRead, s.ui.Job))                   // a job: progress, credits, results
 	s.mux.Handle("GET /ui/jobs/{id}/status", s.ui.Page(scopeRead, s.ui.JobStatus))      // its live figures, polled by the page

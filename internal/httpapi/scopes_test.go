@@ -18,6 +18,15 @@ func (k principalKeys) Principal(_ context.Context, key string) (service.Princip
 	return p, ok, nil
 }
 
+func (k principalKeys) KeyLive(_ context.Context, tenant, keyID string) (bool, error) {
+	for _, p := range k {
+		if p.Tenant == tenant && p.KeyID == keyID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // Keys of tenant acme with one scope each, and one of no tenant.
 const (
 	keyRead     = "key-acme-read"

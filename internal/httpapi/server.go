@@ -64,6 +64,10 @@ type Deps struct {
 	// WebSession bounds a session of the web page (/ui/, internal/web);
 	// zero fields take web.DefaultSessionMax and web.DefaultSessionIdle.
 	WebSession service.SessionLifetime
+	// BehindTLSProxy: browsers reach the API over HTTPS through a proxy
+	// that ends TLS (config.API.BehindTLSProxy): the web page's cookies are
+	// Secure and its answers carry HSTS (web.Config.BehindTLSProxy).
+	BehindTLSProxy bool
 	// MCPMaxBudget is the MCP budget ceiling of a key without its own
 	// (config.API.MCPMaxBudget, mcp.go); 0: such keys spend nothing through MCP.
 	MCPMaxBudget int64
@@ -121,6 +125,7 @@ func NewServer(deps Deps) http.Handler {
 		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir, ErasureKey: deps.ErasureKey})
 	s := &server{Deps: deps, uploads: newUploadSlots(deps.UploadsPerTenant, deps.UploadsTotal), mux: http.NewServeMux(), svc: svc}
 	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Platform: deps.Platform, Session: deps.WebSession, Log: deps.Log, Now: deps.Now,
+		BehindTLSProxy: deps.BehindTLSProxy,
 		SignedIn: func(ctx context.Context, p service.Principal) {
 			if info := infoFrom(ctx); info != nil {
 				info.tenant = p.Tenant

@@ -58,6 +58,18 @@ func (k *StoreKeys) Principal(ctx context.Context, key string) (service.Principa
 	return service.Principal{Tenant: ak.Tenant, KeyID: ak.ID, Scopes: ak.Scopes, MCPMaxBudget: ak.MCPMaxBudget}, true, nil
 }
 
+// KeyLive implements Keys: a bootstrap key while it is among them, a
+// stored one while it is not revoked (one lookup by its id).
+func (k *StoreKeys) KeyLive(ctx context.Context, tenant, keyID string) (bool, error) {
+	if IsStaticKeyID(keyID) {
+		if k.Bootstrap == nil {
+			return false, nil
+		}
+		return k.Bootstrap.KeyLive(ctx, tenant, keyID)
+	}
+	return k.Store.APIKeyLive(ctx, tenant, keyID)
+}
+
 // unknownKeys remembers digests of keys found unknown until their expiry;
 // at most max of them. A nil *unknownKeys remembers nothing. Revoked keys
 // are found unknown too: they stay refused.

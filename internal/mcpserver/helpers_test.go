@@ -38,6 +38,15 @@ func (k keys) Principal(_ context.Context, key string) (service.Principal, bool,
 	return p, ok, nil
 }
 
+func (k keys) KeyLive(_ context.Context, tenant, keyID string) (bool, error) {
+	for _, p := range k {
+		if p.Tenant == tenant && p.KeyID == keyID {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 func testKeys() keys {
 	rs := []domain.Scope{domain.ScopeRead, domain.ScopeSubmit}
 	return keys{

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -120,6 +121,21 @@ func (s *Store) LiveAPIKey(ctx context.Context, key string) (k APIKey, ok bool, 
 		return APIKey{}, false, interpretError(err)
 	}
 	return k, true, nil
+}
+
+// APIKeyLive reports whether tenant's key of id is stored and not revoked:
+// a web session opened with a key lives no longer than the key. An id
+// that is not a stored key's (not a UUID) is not live. One lookup by the
+// primary key.
+func (s *Store) APIKeyLive(ctx context.Context, tenant, id string) (bool, error) {
+	uid, err := uuid.Parse(id)
+	if err != nil {
+		return false, nil
+	}
+	var live bool
+	err = s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM api_keys WHERE id = $1 AND tenant = $2 AND revoked_at IS NULL)`,
+		uid.String(), tenant).Scan(&live)
+	return live, interpretError(err)
 }
 
 // apiKeyColumns are APIKey's fields, in order.

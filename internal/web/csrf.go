@@ -19,10 +19,9 @@ const (
 	signInTokenAge = 3600
 )
 
-// checkCSRF is true when the request's csrf field is want; otherwise it
-// has answered 403.
-func (u *UI) checkCSRF(w http.ResponseWriter, r *http.Request, want string) bool {
-	got := r.FormValue(csrfField) // parses a urlencoded or multipart body
+// checkCSRF is true when got, the form's csrf field, is want; otherwise
+// it has answered 403.
+func (u *UI) checkCSRF(w http.ResponseWriter, r *http.Request, got, want string) bool {
 	if want != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1 {
 		return true
 	}
@@ -41,7 +40,7 @@ func (u *UI) signInToken(w http.ResponseWriter, r *http.Request) string {
 	_, _ = rand.Read(b[:])
 	token := base64.RawURLEncoding.EncodeToString(b[:])
 	http.SetCookie(w, &http.Cookie{Name: signInCookie, Value: token, Path: "/ui/signin", MaxAge: signInTokenAge,
-		HttpOnly: true, Secure: u.secureCookies(r), SameSite: http.SameSiteStrictMode})
+		HttpOnly: true, Secure: u.overTLS(r), SameSite: http.SameSiteStrictMode})
 	return token
 }
 
@@ -52,5 +51,5 @@ func (u *UI) checkSignInCSRF(w http.ResponseWriter, r *http.Request) bool {
 	if err == nil {
 		want = c.Value
 	}
-	return u.checkCSRF(w, r, want)
+	return u.checkCSRF(w, r, r.PostForm.Get(csrfField), want)
 }

@@ -27,13 +27,15 @@ import (
 	"github.com/enrichq/enrichq/internal/service"
 )
 
-// Two tenants, a key each, and a read-only key of the first.
+// Two tenants, a key each, and a read-only and a submit-only key of the
+// first.
 const (
-	tenantA = "acme"
-	keyA    = "web-key-acme-0123456789"
-	tenantB = "beta"
-	keyB    = "web-key-beta-9876543210"
-	keyRead = "web-key-acme-readonly"
+	tenantA   = "acme"
+	keyA      = "web-key-acme-0123456789"
+	tenantB   = "beta"
+	keyB      = "web-key-beta-9876543210"
+	keyRead   = "web-key-acme-readonly"
+	keySubmit = "web-key-acme-submitonly"
 )
 
 type keys map[string]service.Principal
@@ -41,6 +43,15 @@ type keys map[string]service.Principal
 func (k keys) Principal(_ context.Context, key string) (service.Principal, bool, error) {
 	p, ok := k[key]
 	return p, ok, nil
+}
+
+func (k keys) KeyLive(_ context.Context, tenant, keyID string) (bool, error) {
+	for _, p := range k {
+		if p.Tenant == tenant && p.KeyID == keyID {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // stack is the API (and so the page) over a real pipeline: Postgres,
@@ -82,9 +93,10 @@ func newStack(t *testing.T, o jobstest.Options, withPlatform bool) *stack {
 	deps := httpapi.Deps{
 		Store: b.Store, Submitter: b.Submitter, Log: b.Log, Now: c.Now,
 		Keys: keys{
-			keyA:    {Tenant: tenantA, KeyID: "ka", Scopes: domain.Scopes},
-			keyB:    {Tenant: tenantB, KeyID: "kb", Scopes: domain.Scopes},
-			keyRead: {Tenant: tenantA, KeyID: "kr", Scopes: []domain.Scope{domain.ScopeRead}},
+			keyA:      {Tenant: tenantA, KeyID: "ka", Scopes: domain.Scopes},
+			keyB:      {Tenant: tenantB, KeyID: "kb", Scopes: domain.Scopes},
+			keyRead:   {Tenant: tenantA, KeyID: "kr", Scopes: []domain.Scope{domain.ScopeRead}},
+			keySubmit: {Tenant: tenantA, KeyID: "ks", Scopes: []domain.Scope{domain.ScopeSubmit}},
 		},
 	}
 	var (

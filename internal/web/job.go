@@ -121,7 +121,7 @@ func liveFields(st service.JobStatus) map[string]string {
 // budget of a job it paused resumes the job.
 func (u *UI) RaiseBudget(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	v := strings.TrimSpace(r.PostFormValue("budget_credits"))
+	v := strings.TrimSpace(r.PostForm.Get("budget_credits"))
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 {
 		u.render(w, r, http.StatusBadRequest, "error", page{Title: "Not a budget",

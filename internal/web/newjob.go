@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"path"
@@ -20,10 +19,6 @@ import (
 // (nothing is spent: the file is kept as a stored upload), and the
 // estimate's page asks to confirm the amount before the job is submitted
 // by the upload's id.
-
-// formSlack is what a form may carry beyond the file's own limit: the
-// multipart framing and the small fields.
-const formSlack = 64 << 10
 
 // jobForm is what the new-job form holds, kept between its two steps.
 type jobForm struct {
@@ -61,10 +56,10 @@ func (f jobForm) Has(l domain.Stage) bool {
 	return false
 }
 
-func readJobForm(r *http.Request) jobForm {
-	f := jobForm{Name: strings.TrimSpace(r.FormValue("name")), Roles: strings.TrimSpace(r.FormValue("roles")),
-		Budget: strings.TrimSpace(r.FormValue("budget_credits"))}
-	for _, l := range r.Form["lookups"] {
+func readJobForm(v url.Values) jobForm {
+	f := jobForm{Name: strings.TrimSpace(v.Get("name")), Roles: strings.TrimSpace(v.Get("roles")),
+		Budget: strings.TrimSpace(v.Get("budget_credits"))}
+	for _, l := range v["lookups"] {
 		f.Lookups = append(f.Lookups, domain.Stage(l))
 	}
 	return f
@@ -124,44 +119,71 @@ type estimateData struct {
 
 // Estimate stores the file as an upload and prices the job: nothing is
 // spent. The answer asks to confirm the amount.
-func (u *UI) Estimate(w http.ResponseWriter, r *http.Request) {
+//
+// The file streams from the form into the upload (UploadForm); the page
+// sends the options after it, so they are read once it is stored, and a
+// file stored for a form or options found wrong is deleted again: nothing
+// half-stored.
+func (u *UI) Estimate(w http.ResponseWriter, r *http.Request, form *uploadForm) {
 	p := sessionFrom(r.Context()).Principal
-	f := readJobForm(r)
-	file, hdr, err := r.FormFile("file")
+	var (
+		filename     string
+		format       string
+		formatOK     bool
+		up           service.Upload
+		stored       bool
+		uploadFailed error
+	)
+	if file := form.File; file != nil {
+		filename = file.FileName()
+		if format, formatOK = formatOf(filename, file.Header.Get("Content-Type")); formatOK {
+			// The file is read as the API reads one sent without options:
+			// the job's own options come with the estimate.
+			read, err := ingest.ParseOptions(url.Values{}, u.svc.Limits())
+			if err != nil {
+				u.fail(w, r, err)
+				return
+			}
+			up, uploadFailed = u.svc.Upload(r.Context(), p, service.UploadRequest{Filename: filename, Format: format, Body: file, Options: read})
+			stored = uploadFailed == nil
+		}
+	}
+	drop := func() {
+		if !stored {
+			return
+		}
+		if err := u.svc.DeleteUpload(r.Context(), p, up.ID); err != nil {
+			u.cfg.Log.WarnContext(r.Context(), "web: deleting the upload of a refused estimate", "upload_id", up.ID, "err", err)
+		}
+	}
+	fields, err := form.Fields()
 	if err != nil {
-		u.newJobPage(w, r, http.StatusBadRequest, f, &problem{Message: "Choose a file to upload (.csv, .tsv, .xlsx or .json)."})
+		drop()
+		u.formFailed(w, r, 0, err)
 		return
 	}
-	defer file.Close()
-	format, ok := formatOf(hdr)
-	if !ok {
-		u.newJobPage(w, r, http.StatusUnsupportedMediaType, f, &problem{Message: "“" + hdr.Filename +
+	f := readJobForm(fields)
+	switch {
+	case filename == "":
+		u.newJobPage(w, r, http.StatusBadRequest, f, &problem{Message: "Choose a file to upload (.csv, .tsv, .xlsx or .json)."})
+		return
+	case !formatOK:
+		u.newJobPage(w, r, http.StatusUnsupportedMediaType, f, &problem{Message: "“" + filename +
 			"” is not a file this page reads: choose a .csv, .tsv, .xlsx or .json file."})
+		return
+	case uploadFailed != nil:
+		u.estimateFailed(w, r, f, uploadFailed)
 		return
 	}
 	opts, err := ingest.ParseOptions(f.values(), u.svc.Limits())
 	if err != nil {
-		u.estimateFailed(w, r, f, err)
-		return
-	}
-	// The file is read as the API reads one sent without options: the
-	// job's own options come with the estimate.
-	read, err := ingest.ParseOptions(url.Values{}, u.svc.Limits())
-	if err != nil {
-		u.fail(w, r, err)
-		return
-	}
-	up, err := u.svc.Upload(r.Context(), p, service.UploadRequest{Filename: hdr.Filename, Format: format, Body: file, Options: read})
-	if err != nil {
+		drop()
 		u.estimateFailed(w, r, f, err)
 		return
 	}
 	est, err := u.svc.Estimate(r.Context(), p, jobs.Submission{UploadID: up.ID, Options: opts})
 	if err != nil {
-		// Nothing half-stored: the file goes with its refused options.
-		if derr := u.svc.DeleteUpload(r.Context(), p, up.ID); derr != nil {
-			u.cfg.Log.WarnContext(r.Context(), "web: deleting the upload of a refused estimate", "upload_id", up.ID, "err", derr)
-		}
+		drop()
 		u.estimateFailed(w, r, f, err)
 		return
 	}
@@ -206,14 +228,14 @@ func (u *UI) estimateFailed(w http.ResponseWriter, r *http.Request, f jobForm, e
 // (or a reload) the same job.
 func (u *UI) Submit(w http.ResponseWriter, r *http.Request) {
 	p := sessionFrom(r.Context()).Principal
-	f := readJobForm(r)
+	f := readJobForm(r.PostForm)
 	opts, err := ingest.ParseOptions(f.values(), u.svc.Limits())
 	if err != nil {
 		u.estimateFailed(w, r, f, err)
 		return
 	}
-	st, _, err := u.svc.Submit(r.Context(), p, jobs.Submission{UploadID: r.PostFormValue("upload_id"), Options: opts,
-		IdempotencyKey: r.PostFormValue("idempotency_key")})
+	st, _, err := u.svc.Submit(r.Context(), p, jobs.Submission{UploadID: r.PostForm.Get("upload_id"), Options: opts,
+		IdempotencyKey: r.PostForm.Get("idempotency_key")})
 	if err != nil {
 		u.estimateFailed(w, r, f, err)
 		return
@@ -222,8 +244,8 @@ func (u *UI) Submit(w http.ResponseWriter, r *http.Request) {
 }
 
 // formatOf is the upload format of a file, by its name, else its type.
-func formatOf(h *multipart.FileHeader) (string, bool) {
-	switch strings.ToLower(path.Ext(h.Filename)) {
+func formatOf(filename, contentType string) (string, bool) {
+	switch strings.ToLower(path.Ext(filename)) {
 	case ".csv", ".txt":
 		return service.FormatCSV, true
 	case ".tsv", ".tab":
@@ -233,7 +255,7 @@ func formatOf(h *multipart.FileHeader) (string, bool) {
 	case ".json":
 		return service.FormatJSON, true
 	}
-	switch h.Header.Get("Content-Type") {
+	switch contentType {
 	case "text/csv":
 		return service.FormatCSV, true
 	case "text/tab-separated-values":

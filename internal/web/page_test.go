@@ -3,6 +3,7 @@ package web_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -275,22 +276,30 @@ func TestPage(t *testing.T) {
 	})
 }
 
-// upload sends the new-job form with a file and fields, as the page does.
+// upload sends the new-job form with a file and fields, as the page does:
+// the CSRF token, the file, then the fields.
 func (p *person) upload(filename string, data []byte, fields url.Values) (*http.Response, string) {
 	p.t.Helper()
 	_, page := p.get("/ui/jobs/new")
 	var form bytes.Buffer
 	mw := multipart.NewWriter(&form)
 	_ = mw.WriteField("csrf", csrf(p.t, page))
+	fw, _ := mw.CreateFormFile("file", filename)
+	_, _ = fw.Write(data)
 	for k, vs := range fields {
 		for _, v := range vs {
 			_ = mw.WriteField(k, v)
 		}
 	}
-	fw, _ := mw.CreateFormFile("file", filename)
-	_, _ = fw.Write(data)
 	_ = mw.Close()
-	resp, err := p.client.Post(p.s.api.URL+"/ui/jobs/new", mw.FormDataContentType(), &form)
+	return p.postMultipart("/ui/jobs/new", mw.FormDataContentType(), &form)
+}
+
+// postMultipart posts a multipart body and returns the answer (after
+// redirects) and its body.
+func (p *person) postMultipart(path, contentType string, body io.Reader) (*http.Response, string) {
+	p.t.Helper()
+	resp, err := p.client.Post(p.s.api.URL+path, contentType, body)
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -35,27 +35,51 @@ func PrincipalFrom(ctx context.Context) (service.Principal, bool) {
 }
 
 // session returns the live session of the request's cookie; ok false
-// when there is none. An error means the sessions could not be read.
+// when there is none. An error means the sessions or the keys could not
+// be read.
+//
+// A session lives no longer than its key: one whose key is gone (removed
+// from ENRICHQ_API_KEYS, revoked) is ended here, on its first use.
 func (u *UI) session(r *http.Request) (s service.WebSession, ok bool, err error) {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil || c.Value == "" {
 		return service.WebSession{}, false, nil
 	}
-	s, err = u.svc.ResumeWebSession(r.Context(), c.Value, u.cfg.Session)
+	ctx := r.Context()
+	s, err = u.svc.ResumeWebSession(ctx, c.Value, u.cfg.Session)
 	if errors.Is(err, service.ErrNotFound) {
 		return service.WebSession{}, false, nil
 	}
-	return s, err == nil, err
+	if err != nil {
+		return service.WebSession{}, false, err
+	}
+	live, err := u.cfg.Keys.KeyLive(ctx, s.Principal.Tenant, s.Principal.KeyID)
+	if err != nil {
+		return service.WebSession{}, false, err
+	}
+	if !live {
+		if err := u.svc.EndWebSession(ctx, c.Value); err != nil {
+			return service.WebSession{}, false, err
+		}
+		u.cfg.Log.InfoContext(ctx, "web: a session ended: its key is gone", "tenant", s.Principal.Tenant, "key_id", s.Principal.KeyID)
+		return service.WebSession{}, false, nil
+	}
+	return s, true, nil
 }
 
 // Open serves a page that needs no session (sign-in, the stylesheet).
-func (u *UI) Open(next http.HandlerFunc) http.Handler { return secure(next) }
+func (u *UI) Open(next http.HandlerFunc) http.Handler {
+	return u.secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer removeFormFiles(r)
+		next(w, r)
+	}))
+}
 
-// Page serves next to a signed-in person whose key holds scope; anyone
-// else is sent to sign in, and a key without the scope gets a page saying
-// which it lacks.
+// Page serves next to a signed-in person whose key holds scope (""; any
+// signed-in person); anyone else is sent to sign in, and a key without the
+// scope gets a page saying which it lacks.
 func (u *UI) Page(scope domain.Scope, next http.HandlerFunc) http.Handler {
-	return secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return u.secure(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s, ok, err := u.session(r)
 		if err != nil {
 			u.fail(w, r, err)
@@ -74,9 +98,12 @@ func (u *UI) Page(scope domain.Scope, next http.HandlerFunc) http.Handler {
 			u.cfg.SignedIn(r.Context(), s.Principal)
 		}
 		r = r.WithContext(context.WithValue(r.Context(), sessionKey{}, &s))
-		if err := s.Principal.Require(scope); err != nil {
-			u.fail(w, r, err)
-			return
+		defer removeFormFiles(r) // this copy's, which net/http does not see
+		if scope != "" {
+			if err := s.Principal.Require(scope); err != nil {
+				u.fail(w, r, err)
+				return
+			}
 		}
 		next(w, r)
 	}))
@@ -89,7 +116,7 @@ func (u *UI) Form(scope domain.Scope, next http.HandlerFunc) http.Handler {
 		if !u.readForm(w, r) {
 			return
 		}
-		if !u.checkCSRF(w, r, sessionFrom(r.Context()).CSRFToken) {
+		if !u.checkCSRF(w, r, r.PostForm.Get(csrfField), sessionFrom(r.Context()).CSRFToken) {
 			return
 		}
 		next(w, r)
@@ -122,7 +149,7 @@ func (u *UI) SignIn(w http.ResponseWriter, r *http.Request) {
 	if !u.readForm(w, r) || !u.checkSignInCSRF(w, r) {
 		return
 	}
-	key := strings.TrimSpace(r.PostFormValue("key"))
+	key := strings.TrimSpace(r.PostForm.Get("key"))
 	again := func(status int, msg string) {
 		u.render(w, r, status, "signin", page{Title: "Sign in", Data: u.signInData(w, r, msg)})
 	}
@@ -145,8 +172,8 @@ func (u *UI) SignIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: token, Path: "/", MaxAge: int(u.cfg.Session.Max.Seconds()),
-		HttpOnly: true, Secure: u.secureCookies(r), SameSite: http.SameSiteStrictMode})
-	clearCookie(w, signInCookie, "/ui/signin", u.secureCookies(r))
+		HttpOnly: true, Secure: u.overTLS(r), SameSite: http.SameSiteStrictMode})
+	clearCookie(w, signInCookie, "/ui/signin", u.overTLS(r))
 	http.Redirect(w, r, "/ui/jobs", http.StatusSeeOther)
 }
 
@@ -158,46 +185,12 @@ func (u *UI) SignOut(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	clearCookie(w, sessionCookie, "/", u.secureCookies(r))
+	clearCookie(w, sessionCookie, "/", u.overTLS(r))
 	http.Redirect(w, r, "/ui/signin", http.StatusSeeOther)
-}
-
-// secureCookies: on TLS, or behind a proxy that says it took TLS (a
-// client that lies about it only makes its own cookie stricter).
-func (u *UI) secureCookies(r *http.Request) bool {
-	return u.cfg.SecureCookies || r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
 }
 
 func clearCookie(w http.ResponseWriter, name, path string, secure bool) {
 	http.SetCookie(w, &http.Cookie{Name: name, Value: "", Path: path, MaxAge: -1, HttpOnly: true, Secure: secure, SameSite: http.SameSiteStrictMode})
-}
-
-// formMemory is how much of a multipart form is held in memory; the rest
-// of a file goes to a temporary file, removed when the request is done.
-const formMemory = 8 << 20
-
-// readForm reads the request's form, at most an upload's limit; otherwise
-// it has answered.
-func (u *UI) readForm(w http.ResponseWriter, r *http.Request) bool {
-	var err error
-	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
-		r.Body = http.MaxBytesReader(w, r.Body, u.svc.Limits().MaxBytes+formSlack) // a file
-		err = r.ParseMultipartForm(formMemory)
-	} else {
-		r.Body = http.MaxBytesReader(w, r.Body, formSlack) // a few fields
-		err = r.ParseForm()
-	}
-	if err == nil {
-		return true
-	}
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		u.render(w, r, http.StatusRequestEntityTooLarge, "error", page{Title: "File too large",
-			Data: "The file is larger than this server takes (" + humanBytes(u.svc.Limits().MaxBytes) + "). Split it and send the parts as separate jobs."})
-		return false
-	}
-	u.render(w, r, http.StatusBadRequest, "error", page{Title: "Bad form", Data: "The form could not be read: send it again from the page."})
-	return false
 }
 
 // lifetime says a session's lifetime exactly: "8 h", "90 min".

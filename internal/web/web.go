@@ -29,9 +29,13 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// Keys finds who holds an API key (httpapi.Keys).
+// Keys finds who holds an API key, and whether a key still lives
+// (httpapi.Keys).
 type Keys interface {
 	Principal(ctx context.Context, key string) (p service.Principal, ok bool, err error)
+	// KeyLive reports whether tenant's key of id keyID is still known and
+	// not revoked; a session ends with its key.
+	KeyLive(ctx context.Context, tenant, keyID string) (bool, error)
 }
 
 // Config is what the page needs. Service and Keys are required.
@@ -44,9 +48,11 @@ type Config struct {
 	// Session bounds a session; zero fields take DefaultSessionMax and
 	// DefaultSessionIdle.
 	Session service.SessionLifetime
-	// SecureCookies marks the cookies Secure even on plain HTTP (a TLS
-	// proxy in front); they are always Secure on a TLS connection.
-	SecureCookies bool
+	// BehindTLSProxy says browsers reach the page over HTTPS through a
+	// proxy that ends TLS: the cookies are Secure and the answers carry
+	// Strict-Transport-Security even on the proxy's plain HTTP. On a TLS
+	// connection both hold anyway.
+	BehindTLSProxy bool
 	// Log receives what went wrong behind an "internal error" page;
 	// default slog.Default().
 	Log *slog.Logger
