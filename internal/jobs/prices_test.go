@@ -216,3 +216,31 @@ func TestVendorPricesStored(t *testing.T) {
 		t.Fatalf("another key's list: %+v, %v", other, err)
 	}
 }
+
+// An estimate prices by what the vendor key's answers showed: once an email
+// miss is known to cost 5 and a no-match 1, the least a job can cost counts
+// them so, not by the cost table (a miss free, a search 2 either way).
+func TestEstimateUsesLearnedPrices(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true})
+	ctx := context.Background()
+	b.Submitter.Account = fmt.Sprintf("acct-est-%d", time.Now().UnixNano())
+	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, MaxAge: 720 * time.Hour}
+	rows := namedCompanies("est", 10)
+	feed := func(emit func(ingest.Lookup) error) error {
+		return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
+	}
+	est, err := b.Submitter.Estimate(ctx, jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
+	if err != nil || est.Credits.Min != 10*2 || est.Credits.Max != 10*(2+10) {
+		t.Fatalf("by the table: %+v, %v", est.Credits, err)
+	}
+	for class, p := range map[string]int64{"profile/name_company/no_match": 1, "profile/name_company/match": 2, "email/miss": 5, "email/hit": 10, "email/verified": 10} {
+		if _, err := b.Store.LearnPrice(ctx, b.Submitter.Account, class, p, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	est, err = b.Submitter.Estimate(ctx, jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
+	if err != nil || est.Credits.Min != 10*(1+5) || est.Credits.Max != 10*(2+10) {
+		t.Fatalf("by the learned prices: %+v, %v; want min %d, max %d", est.Credits, err, 10*(1+5), 10*(2+10))
+	}
+}
