@@ -28,6 +28,27 @@ func (p *Processor) explain(ctx context.Context, jobID string) {
 	if ex.Unpriced > 0 {
 		p.log.Info("open calls wait for the vendor to show their answer's price; counted at their worst case meanwhile", "job_id", jobID, "calls", ex.Unpriced)
 	}
+	p.witnessSettle(sctx, jobID)
+}
+
+// witnessSettle sets the vendor's balance readings beside the job's calls
+// settled by inference, once its rows have all ended, and settles those the
+// readings pin exactly (store.WitnessJob). A failure leaves them as
+// inferred.
+func (p *Processor) witnessSettle(ctx context.Context, jobID string) {
+	w, err := p.store.WitnessJob(ctx, jobID, p.cfg.Account, p.honoursKeys(ctx))
+	switch {
+	case err != nil:
+		p.log.Warn("the balance witness was not read; inferred charges stand", "job_id", jobID, "err", err)
+	case w.Settled > 0:
+		p.log.Info("calls settled by the balance witness: the vendor's readings pinned their charge", "job_id", jobID,
+			"calls", w.Settled, "credits", w.Credits, "confirmed", w.Confirmed)
+		p.cfg.Metrics.WitnessSettled(w.Settled)
+	case w.Confirmed > 0:
+		p.log.Info("inferred charges confirmed by the balance witness", "job_id", jobID, "calls", w.Confirmed)
+	case w.Skipped != "":
+		p.log.Debug("the balance witness could not be used", "job_id", jobID, "why", w.Skipped)
+	}
 }
 
 // learnedPrice is the price the vendor has shown for a class (by its name):

@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -243,4 +244,76 @@ func TestEstimateUsesLearnedPrices(t *testing.T) {
 	if err != nil || est.Credits.Min != 10*(1+5) || est.Credits.Max != 10*(2+10) {
 		t.Fatalf("by the learned prices: %+v, %v; want min %d, max %d", est.Credits, err, 10*(1+5), 10*(2+10))
 	}
+}
+
+// losesOnce does the work of the first send of the keys lose picks (the
+// vendor bills it) and loses its answer.
+type losesOnce struct {
+	jobs.Vendor
+	lose func(q enrich.ProfileQuery) bool
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (v *losesOnce) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+	v.mu.Lock()
+	first := !v.seen[key]
+	v.seen[key] = true
+	v.mu.Unlock()
+	if first && v.lose(q) {
+		_, _ = v.Vendor.Profile(ctx, q, key)
+		return enrich.ProfileResult{}, errLost
+	}
+	return v.Vendor.Profile(ctx, q, key)
+}
+
+// A lost no-match whose price the vendor has not shown yet is settled by
+// its replay at the cost table's guess (a search: 2); the vendor's balance
+// readings around it (the answer read before it left, and its replay) show
+// it cost 1, and it alone can have been billed in between: the witness
+// settles it to 1, marked, before the job completes.
+func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) {
+		o.Prices = fakevendor.ChargedMissPrices()
+		o.NoReplayHeader = true
+	}})
+	b.Submitter.Enqueuer = nil
+	ctx := context.Background()
+	var hit, miss string
+	for i := 0; hit == "" || miss == ""; i++ {
+		c := fmt.Sprintf("Witness Company %d GmbH", i)
+		if b.Vendor.ProfileHit(enrich.ProfileQuery{Name: "CFO", Company: c}) {
+			hit = cmp.Or(hit, c)
+		} else {
+			miss = cmp.Or(miss, c)
+		}
+	}
+	job := submit(b, t, []ingest.RowIn{{Ref: "hit", Company: hit}, {Ref: "miss", Company: miss}}, ingest.JobOptions{Roles: []string{"CFO"}})
+	v := &losesOnce{Vendor: b.Client, seen: map[string]bool{}, lose: func(q enrich.ProfileQuery) bool { return q.Company == miss }}
+	proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{Account: fmt.Sprintf("acct-witness-%d", time.Now().UnixNano()),
+		LookupConcurrency: 1, Now: func() time.Time { return time.Now().Add(-time.Hour) }}, b.Log)
+	runRounds(t, b, proc, job.ID, 3)
+	j, err := b.Store.JobByID(ctx, job.ID)
+	if err != nil || j.State != domain.JobCompleted {
+		t.Fatalf("job %s, %v", j.State, err)
+	}
+	entries, err := b.Store.LedgerEntries(ctx, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	witnessed := 0
+	for _, e := range entries {
+		t.Logf("call %d %s charged %d: %s", e.ID, e.Status, e.Charged, e.Error)
+		if strings.HasPrefix(e.Error, "settled by the balance witness") {
+			witnessed++
+			if e.Charged != 1 {
+				t.Errorf("witnessed at %d, want 1", e.Charged)
+			}
+		}
+	}
+	if witnessed != 1 {
+		t.Errorf("%d calls settled by the witness, want the lost no-match", witnessed)
+	}
+	b.CheckMoney(t, job.ID)
 }
