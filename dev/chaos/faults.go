@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -528,13 +529,43 @@ func (e *env) chargedMisses(ctx context.Context, ph *phase) error {
 	if err := e.startWorker(ctx, 0); err != nil {
 		return fmt.Errorf("a new worker: %w", err)
 	}
-	ph.note("worker 1 SIGKILLed at 3s (%.0f%%, %d rows in flight), FLUSHALL at 5s (%.0f%%, %d tasks lost), a new worker started",
+	ph.note("worker 1 SIGKILLed at 3s (%.0f%% of rows terminal, %d claimed), FLUSHALL at 5s (%.0f%%, %d tasks lost), a new worker started",
 		p.pct(), p.inFlight, q.pct(), before)
 	if err := e.waitJob(ctx, ph); err != nil {
 		return err
 	}
+	e.noteInferred(ctx, ph)
 	e.notePrices(ctx, ph)
 	return nil
+}
+
+// noteInferred adds how the job's lost calls were settled: by the price of
+// their replayed answer, at 0 by a fresh answer, by the balance witness.
+func (e *env) noteInferred(ctx context.Context, ph *phase) {
+	entries, err := e.db.LedgerEntries(ctx, ph.jobID)
+	if err != nil {
+		ph.note("lost calls: %v", err)
+		return
+	}
+	byReplay := map[int64]int{}
+	var fresh, witnessed int
+	for _, le := range entries {
+		switch {
+		case strings.HasPrefix(le.Error, "settled by the balance witness"):
+			witnessed++
+		case strings.Contains(le.Error, "replayed this Idempotency-Key"):
+			byReplay[le.Charged]++
+		case strings.Contains(le.Error, "afresh"):
+			fresh++
+		}
+	}
+	var prices []string
+	for c, n := range byReplay {
+		prices = append(prices, fmt.Sprintf("%d at %d", n, c))
+	}
+	sort.Strings(prices)
+	ph.note("lost calls settled by their replay's learned price: %s; at 0 by a fresh answer: %d; by the balance witness: %d",
+		cmp.Or(strings.Join(prices, ", "), "none"), fresh, witnessed)
 }
 
 // notePrices adds the vendor key's learned price list to the phase's lines.

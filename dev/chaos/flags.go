@@ -80,7 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Int64Var(&o.seed, "seed", 1, "the fake vendor's seed")
 	fs.BoolVar(&o.noReplayHdr, "no-replay-header", false, "the fake vendor replays Idempotency-Keys without the Idempotent-Replayed header (known only by X-Credits-Charged: 0)")
 	fs.IntVar(&o.scenarioRows, "charged-misses-rows", 1000, "companies (one role each) of the charged-misses scenario's job")
-	fs.Float64Var(&o.scenarioRPS, "charged-misses-rps", 16, "the vendor's rate limit in the charged-misses scenario")
+	fs.Float64Var(&o.scenarioRPS, "charged-misses-rps", 40, "the vendor's rate limit in the charged-misses scenario")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "the workers' graceful stop bound (ENRICHQ_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&o.kills, "kills", 3, "worker SIGKILLs in the sigkill fault")
 	fs.DurationVar(&o.pgDown, "pg-down", 5*time.Second, "how long Postgres is unreachable in the pg-restart fault")
