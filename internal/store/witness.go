@@ -28,6 +28,9 @@ import (
 // all, within this long of leaving (the vendor works as requests arrive).
 const witnessLead = 10 * time.Minute
 
+// witnessMaxCalls bounds the calls the witness reads (about 100 bytes each).
+const witnessMaxCalls = 500_000
+
 // witnessCall is one call of the vendor key, as the witness reads it.
 type witnessCall struct {
 	id        int64
@@ -66,19 +69,26 @@ func (s *Store) WitnessJob(ctx context.Context, jobID, account string, honoursKe
 	if account == "" {
 		return w, nil
 	}
+	// Only once every row has ended: a cheap look at the job's chunks first,
+	// then its inferred calls.
+	var open bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM job_chunk_counts WHERE job_id = $1 AND pending + in_flight + retry_wait > 0)`,
+		jobID).Scan(&open)
+	if err != nil || open {
+		return w, interpretError(err)
+	}
 	var first *time.Time
-	err := s.pool.QueryRow(ctx, `SELECT min(o.sent_at) FROM credit_ledger o
-		WHERE o.job_id = $1 AND o.account = $2 AND o.sent_at IS NOT NULL AND o.credits_remaining IS NULL
-		  AND o.status IN ('settled', 'unknown') AND NOT o.charge_reported AND o.witnessed_at IS NULL
-		  AND NOT EXISTS (SELECT 1 FROM job_chunk_counts oc WHERE oc.job_id = o.job_id AND oc.pending + oc.in_flight + oc.retry_wait > 0)`,
+	err = s.pool.QueryRow(ctx, `SELECT min(sent_at) FROM credit_ledger
+		WHERE job_id = $1 AND account = $2 AND sent_at IS NOT NULL AND credits_remaining IS NULL
+		  AND status IN ('settled', 'unknown') AND NOT charge_reported AND witnessed_at IS NULL`,
 		jobID, account).Scan(&first)
 	if err != nil || first == nil {
 		return w, interpretError(err)
 	}
 	rows, err := s.pool.Query(ctx, `SELECT id, job_id::text, idempotency_key, status, sent_at, settled_at, coalesce(charged, 0),
 			charge_reported, credits_remaining, job_id = $3, status = 'settled' AND (error = '' OR charged > 0)
-		FROM credit_ledger WHERE account = $1 AND reserved_at >= $2 AND status <> 'released' ORDER BY id`,
-		account, first.Add(-witnessLead), jobID)
+		FROM credit_ledger WHERE account = $1 AND reserved_at >= $2 AND status <> 'released' ORDER BY id LIMIT $4`,
+		account, first.Add(-witnessLead), jobID, witnessMaxCalls+1)
 	if err != nil {
 		return w, interpretError(err)
 	}
@@ -90,6 +100,10 @@ func (s *Store) WitnessJob(ctx context.Context, jobID, account string, honoursKe
 	})
 	if err != nil {
 		return w, interpretError(err)
+	}
+	if len(calls) > witnessMaxCalls {
+		w.Skipped = fmt.Sprintf("more than %d calls of the key since the job's first lost call", witnessMaxCalls)
+		return w, nil
 	}
 	pins, why := pinCharges(calls, honoursKeys)
 	if why != "" {
