@@ -95,14 +95,17 @@ func (p *Processor) learnPrice(ctx context.Context, class enrich.PriceClass, cre
 }
 
 // learnBulk learns from a fresh bulk call's total (ledger call by) what it
-// can: the one class of the call without a learned price (enrich.PriceBook.SolveBulk);
-// when every class has one and the total agrees, each counts as agreeing.
+// can: the classes without a learned price that this call, with the calls
+// before it, determines (enrich.PriceBook.SolveBulk); when every class has
+// one and the total agrees, each counts as agreeing.
 func (p *Processor) learnBulk(ctx context.Context, counts map[enrich.PriceClass]int64, total, by int64) {
 	if len(counts) == 0 {
 		return
 	}
-	if c, price, ok := p.cfg.Prices.SolveBulk(counts, total); ok {
-		p.learnPrice(ctx, c, price, by)
+	if solved := p.cfg.Prices.SolveBulk(counts, total); len(solved) > 0 {
+		for c, price := range solved {
+			p.learnPrice(ctx, c, price, by)
+		}
 		return
 	}
 	var sum int64

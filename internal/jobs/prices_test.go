@@ -170,12 +170,26 @@ func TestPriceBook(t *testing.T) {
 	nm := enrich.ProfileClass(domain.InputNameCompany, false)
 	m := enrich.ProfileClass(domain.InputNameCompany, true)
 	book.Observe(m, 2, now)
-	c, price, ok := book.SolveBulk(map[enrich.PriceClass]int64{m: 3, nm: 4, miss: 3}, 3*2+4*1+3*5)
-	if !ok || c != nm || price != 1 {
-		t.Fatalf("solve: %v %d %v, want %v 1", c, price, ok, nm)
+	solved := book.SolveBulk(map[enrich.PriceClass]int64{m: 3, nm: 4, miss: 3}, 3*2+4*1+3*5)
+	if len(solved) != 1 || solved[nm] != 1 {
+		t.Fatalf("solve: %v, want %v 1", solved, nm)
 	}
-	if _, _, ok := book.SolveBulk(map[enrich.PriceClass]int64{nm: 2, enrich.PhoneClass(nil): 1}, 7); ok {
-		t.Fatal("two unknown classes solved")
+	book.Observe(nm, 1, now) // what the processor does with it
+	// Two classes unknown: one call tells nothing; a second, independent,
+	// determines both (phone miss 5, mobile 25).
+	pm, pmob := enrich.PhoneClass(nil), enrich.PhoneClass(&enrich.Phones{Numbers: []enrich.Phone{{Number: "+1", Type: "mobile"}}})
+	if solved := book.SolveBulk(map[enrich.PriceClass]int64{m: 2, pm: 1, pmob: 1}, 2*2+5+25); len(solved) != 0 {
+		t.Fatalf("two unknown classes solved from one call: %v", solved)
+	}
+	if solved := book.SolveBulk(map[enrich.PriceClass]int64{m: 1, pm: 3, pmob: 1}, 2+3*5+25); len(solved) != 2 || solved[pm] != 5 || solved[pmob] != 25 {
+		t.Fatalf("two calls: %v, want phone miss 5, mobile 25", solved)
+	}
+	book.Observe(pm, 5, now)
+	book.Observe(pmob, 25, now)
+	// Equations that allow no whole price teach nothing.
+	ph := enrich.PhoneClass(&enrich.Phones{Numbers: []enrich.Phone{{Number: "+1"}}})
+	if solved := book.SolveBulk(map[enrich.PriceClass]int64{ph: 2}, 7); len(solved) != 0 {
+		t.Fatalf("a price of 3.5 learned: %v", solved)
 	}
 	for _, c := range enrich.PriceClasses() {
 		back, err := enrich.ParsePriceClass(c.String())
@@ -316,4 +330,37 @@ func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 		t.Errorf("%d calls settled by the witness, want the lost no-match", witnessed)
 	}
 	b.CheckMoney(t, job.ID)
+}
+
+// Bulk calls report only their total: their rows' classes, over several
+// calls, are solved together for the prices they determine.
+func TestBulkCallsTeachPrices(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) { o.Prices = fakevendor.ChargedMissPrices() }})
+	b.Submitter.Enqueuer = nil
+	ctx := context.Background()
+	account := fmt.Sprintf("acct-bulk-%d", time.Now().UnixNano())
+	proc := jobs.NewProcessor(b.Store, b.Client, noLimit{}, jobs.ProcessorConfig{Account: account, Bulk: true, BulkSize: 4}, b.Log)
+	// Profiles alone: a match and a no-match are told apart. Then with
+	// email: a matched row is billed its profile and its email together,
+	// told apart now that the match is priced.
+	profiles := submit(b, t, namedCompanies("bulkp", 40), ingest.JobOptions{Roles: []string{"CFO"}})
+	runRounds(t, b, proc, profiles.ID, 2)
+	job := submit(b, t, namedCompanies("bulk", 60), ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	runRounds(t, b, proc, job.ID, 2)
+	list, err := b.Store.VendorPrices(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, p := range list {
+		got[p.Class] = p.Credits
+	}
+	t.Logf("learned from bulk totals: %v", got)
+	for class, want := range map[string]int64{"profile/name_company/no_match": 1, "profile/name_company/match": 2, "email/miss": 5, "email/hit": 10} {
+		if p, ok := got[class]; !ok || p != want {
+			t.Errorf("learned price of %s = %d (known %v), want %d", class, p, ok, want)
+		}
+	}
+	b.CheckMoney(t, profiles.ID, job.ID)
 }
