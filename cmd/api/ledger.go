@@ -21,7 +21,8 @@ type usageError struct{ error }
 
 const ledgerUsage = `usage:
   api ledger account [-month YYYY-MM] [-account ID] [-json]   what the vendor key spent in a month (default: this one, UTC)
-  api ledger job [-json] JOB_ID                               what a job cost, by stage`
+  api ledger job [-json] JOB_ID                               what a job cost, by stage
+  api ledger prices [-account ID] [-json]                     what the vendor charges, class by class, as its answers showed`
 
 // ledgerCommand answers the two questions of whoever pays the vendor, from
 // the credit ledger in Postgres. It reads DATABASE_URL and ENRICHQ_VENDOR_KEY
@@ -82,6 +83,34 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 		for _, d := range days {
 			fmt.Fprintf(tw, "drift %s\tledger %d, readings show %d billed (%d readings): %+d\n",
 				d.Day.Format(time.DateOnly), d.LedgerSpent, d.VendorBilled, d.Readings, d.Drift.Drift)
+		}
+		return tw.Flush()
+	case "prices":
+		if *account == "" {
+			return usageError{errors.New("no account: set ENRICHQ_VENDOR_KEY or pass -account")}
+		}
+		list, err := st.VendorPrices(ctx, *account)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			if list == nil {
+				list = []store.VendorPrice{}
+			}
+			return json.NewEncoder(stdout).Encode(map[string]any{"account": *account, "prices": list})
+		}
+		if len(list) == 0 {
+			fmt.Fprintf(stdout, "account %s: no price learned yet (the cost table prices every answer)\n", *account)
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "class\tcredits\tanswers\thighest\tchanged\tlearned\n")
+		for _, p := range list {
+			changed := "-"
+			if p.Previous != nil && p.ChangedAt != nil {
+				changed = fmt.Sprintf("from %d on %s", *p.Previous, p.ChangedAt.UTC().Format(time.RFC3339))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", p.Class, p.Credits, p.Answers, p.Highest, changed, p.LearnedAt.UTC().Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "job":

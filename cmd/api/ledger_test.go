@@ -62,6 +62,19 @@ func TestLedgerAnswersBothQuestions(t *testing.T) {
 	if !strings.Contains(out.String(), "profile") || !strings.Contains(out.String(), "total") {
 		t.Fatalf("job table:\n%s", out.String())
 	}
+	out.Reset()
+	if _, err := st.LearnPrice(ctx, cfg.VendorAccount(), "email/miss", 5, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.LearnPrice(ctx, cfg.VendorAccount(), "email/miss", 6, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := run(ctx, []string{"api", "ledger", "prices"}, getenv, &out, &errOut); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "email/miss") || !strings.Contains(out.String(), "from 5 on") {
+		t.Fatalf("prices table:\n%s", out.String())
+	}
 	var u usageError
 	if err := run(ctx, []string{"api", "ledger", "job"}, getenv, &out, &errOut); !errors.As(err, &u) {
 		t.Fatalf("missing job id: %v, want a usage error", err)

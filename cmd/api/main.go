@@ -132,7 +132,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		StatusCacheTTL: cfg.StatusCache,
 		Store:          st,
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
-			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
+			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk, Account: cfg.VendorAccount,
 			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
 		Keys:           httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
 		Limits:         limits,

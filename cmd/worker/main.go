@@ -72,11 +72,16 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	// The vendor key's price list: learned from its answers, shared through
+	// Postgres (the processor reads it again as it goes), the cost table
+	// until then. The client and the processor price with the same book.
+	prices := enrich.NewPriceBook(enrich.DefaultCosts(), nil)
 	vendor, err := enrich.NewClient(enrich.Config{
 		BaseURL:    cfg.Vendor.URL,
 		APIKey:     cfg.Vendor.Key,
 		HTTPClient: &http.Client{Timeout: cfg.Vendor.Timeout},
 		UserAgent:  "enrichq-worker",
+		Prices:     prices,
 	})
 	if err != nil {
 		return err
@@ -95,6 +100,7 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 		Enqueuer:          enq,
 		Metrics:           metrics.NewPipeline(reg),
 		Account:           cfg.Vendor.Account(),
+		Prices:            prices,
 		AccountAllowance:  cfg.Vendor.Allowance(),
 		Bulk:              cfg.Vendor.Bulk,
 		HonoursKeys:       cfg.Vendor.HonoursKeys,

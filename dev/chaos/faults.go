@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -64,6 +65,8 @@ func title(name string, o options) string {
 		return "worker SIGTERM"
 	case "idempotent-submit":
 		return "submit retried"
+	case chargedMisses:
+		return "charged misses"
 	}
 	return name
 }
@@ -220,6 +223,8 @@ func (e *env) runPhase(ctx context.Context, ph *phase) error {
 			return err
 		}
 		return e.checkPoison(ctx, ph)
+	case chargedMisses:
+		return e.chargedMisses(ctx, ph)
 	case "vendor-faults":
 		s0, _ := e.vendorStats(ctx)
 		hf, _ := parseFaults(e.o.harderFaults, e.o.vendorTimeout)
@@ -290,6 +295,17 @@ func uploadCSV(tag string, n, poisonRows int) []byte {
 	return b.Bytes()
 }
 
+// companiesCSV is n unique companies tagged with the phase (one role each
+// by the job's roles): every lookup a search by name and company.
+func companiesCSV(tag string, n int) []byte {
+	var b bytes.Buffer
+	b.WriteString("ref,company\n")
+	for i := range n {
+		fmt.Fprintf(&b, "%s-%05d,%s Company %d GmbH\n", tag, i, strings.ToUpper(tag[:1])+tag[1:], i)
+	}
+	return b.Bytes()
+}
+
 func (e *env) submitPath(ph *phase) string {
 	q := url.Values{"name": {"chaos: " + ph.title}, "roles": {"VP Sales"}, "lookups": {e.o.lookups}}
 	return "/v1/jobs?" + q.Encode()
@@ -297,6 +313,9 @@ func (e *env) submitPath(ph *phase) string {
 
 func (e *env) submit(ctx context.Context, ph *phase, poisonRows int) error {
 	body := uploadCSV(e.tag(ph), e.o.rows, poisonRows)
+	if ph.name == chargedMisses {
+		body = companiesCSV(e.tag(ph), e.o.rows)
+	}
 	st, data, err := httpDo(ctx, http.MethodPost, e.apiURL+e.submitPath(ph), "text/csv", body,
 		map[string]string{"Authorization": "Bearer " + apiKey}, time.Minute)
 	if err != nil {
@@ -469,6 +488,103 @@ func (e *env) waitReservations(ctx context.Context, stdout io.Writer) error {
 }
 
 // --- the faults ---
+
+// chargedMisses runs issue 30's scenario against a vendor that prices by
+// outcome and charges its misses: a worker SIGKILLed 3 s after the submit,
+// Redis flushed at 5 s, a new worker started in the killed one's place. The
+// lost calls are settled by the prices the vendor's answers showed (and the
+// balance witness), so that the job's spend is the bill when it completes.
+func (e *env) chargedMisses(ctx context.Context, ph *phase) error {
+	t0 := time.Now()
+	if err := e.submit(ctx, ph, 0); err != nil {
+		return err
+	}
+	at := func(d time.Duration) error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Until(t0.Add(d))):
+			return nil
+		}
+	}
+	if err := at(3 * time.Second); err != nil {
+		return err
+	}
+	p, err := e.progress(ctx, ph.jobID)
+	if err != nil {
+		return err
+	}
+	if p.done() {
+		ph.fail("the job ended before the worker could be killed: raise -charged-misses-rows or lower -charged-misses-rps")
+	}
+	e.workers[0].Kill()
+	if err := at(5 * time.Second); err != nil {
+		return err
+	}
+	q, _ := e.progress(ctx, ph.jobID)
+	before, _ := e.asynqTasks(ctx)
+	if err := e.rdb.FlushAll(ctx).Err(); err != nil {
+		return fmt.Errorf("FLUSHALL: %w", err)
+	}
+	if err := e.startWorker(ctx, 0); err != nil {
+		return fmt.Errorf("a new worker: %w", err)
+	}
+	ph.note("worker 1 SIGKILLed at 3s (%.0f%% of rows terminal, %d claimed), FLUSHALL at 5s (%.0f%%, %d tasks lost), a new worker started",
+		p.pct(), p.inFlight, q.pct(), before)
+	if err := e.waitJob(ctx, ph); err != nil {
+		return err
+	}
+	e.noteInferred(ctx, ph)
+	e.notePrices(ctx, ph)
+	return nil
+}
+
+// noteInferred adds how the job's lost calls were settled: by the price of
+// their replayed answer, at 0 by a fresh answer, by the balance witness.
+func (e *env) noteInferred(ctx context.Context, ph *phase) {
+	entries, err := e.db.LedgerEntries(ctx, ph.jobID)
+	if err != nil {
+		ph.note("lost calls: %v", err)
+		return
+	}
+	byReplay := map[int64]int{}
+	var fresh, witnessed int
+	for _, le := range entries {
+		switch {
+		case strings.HasPrefix(le.Error, "settled by the balance witness"):
+			witnessed++
+		case strings.Contains(le.Error, "replayed this Idempotency-Key"):
+			byReplay[le.Charged]++
+		case strings.Contains(le.Error, "afresh"):
+			fresh++
+		}
+	}
+	var prices []string
+	for c, n := range byReplay {
+		prices = append(prices, fmt.Sprintf("%d at %d", n, c))
+	}
+	sort.Strings(prices)
+	ph.note("lost calls settled by their replay's learned price: %s; at 0 by a fresh answer: %d; by the balance witness: %d",
+		cmp.Or(strings.Join(prices, ", "), "none"), fresh, witnessed)
+}
+
+// notePrices adds the vendor key's learned price list to the phase's lines.
+func (e *env) notePrices(ctx context.Context, ph *phase) {
+	list, err := e.db.VendorPrices(ctx, config.VendorAccount(vendorKey))
+	if err != nil {
+		ph.note("learned prices: %v", err)
+		return
+	}
+	var parts []string
+	for _, p := range list {
+		s := fmt.Sprintf("%s %d (%d answers)", p.Class, p.Credits, p.Answers)
+		if p.Previous != nil {
+			s += fmt.Sprintf(", was %d", *p.Previous)
+		}
+		parts = append(parts, s)
+	}
+	ph.note("learned prices: %s", strings.Join(parts, "; "))
+}
 
 func (e *env) sigkill(ctx context.Context, ph *phase) error {
 	var held []string

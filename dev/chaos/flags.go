@@ -10,8 +10,20 @@ import (
 	"time"
 )
 
-// faultNames are the faults, in the order they run.
-var faultNames = []string{"sigkill", "redis-flush", "pg-restart", "429-storm", "vendor-faults", "poison", "sigterm", "idempotent-submit"}
+// faultNames are the faults, in the order they run. The last ones are
+// scenarios: each runs against a system of its own (its own vendor, workers
+// and database), after the faults of the shared one.
+var faultNames = []string{"sigkill", "redis-flush", "pg-restart", "429-storm", "vendor-faults", "poison", "sigterm", "idempotent-submit",
+	chargedMisses}
+
+// chargedMisses is the scenario of a vendor that prices by outcome and
+// charges its misses (issue 30): single lookups of 1,000 companies x 1 role,
+// profile and email, a worker SIGKILLed at 3 s, Redis flushed at 5 s, a new
+// worker started.
+const chargedMisses = "charged-misses"
+
+// scenario reports whether fault runs against a system of its own.
+func scenario(fault string) bool { return fault == chargedMisses }
 
 type options struct {
 	bin          string
@@ -31,6 +43,10 @@ type options struct {
 	vendorTimeout time.Duration
 	seed          int64
 	noReplayHdr   bool
+	prices        string // the fake vendor's -prices
+
+	scenarioRows int
+	scenarioRPS  float64
 
 	shutdownTimeout time.Duration
 
@@ -63,6 +79,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.vendorTimeout, "vendor-timeout", 2*time.Second, "the workers' vendor call timeout (ENRICHQ_VENDOR_TIMEOUT); slow answers take twice that")
 	fs.Int64Var(&o.seed, "seed", 1, "the fake vendor's seed")
 	fs.BoolVar(&o.noReplayHdr, "no-replay-header", false, "the fake vendor replays Idempotency-Keys without the Idempotent-Replayed header (known only by X-Credits-Charged: 0)")
+	fs.IntVar(&o.scenarioRows, "charged-misses-rows", 1000, "companies (one role each) of the charged-misses scenario's job")
+	fs.Float64Var(&o.scenarioRPS, "charged-misses-rps", 40, "the vendor's rate limit in the charged-misses scenario")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "the workers' graceful stop bound (ENRICHQ_SHUTDOWN_TIMEOUT)")
 	fs.IntVar(&o.kills, "kills", 3, "worker SIGKILLs in the sigkill fault")
 	fs.DurationVar(&o.pgDown, "pg-down", 5*time.Second, "how long Postgres is unreachable in the pg-restart fault")
@@ -93,6 +111,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.rows < 10 {
 		return o, errors.New("-rows: at least 10")
 	}
+	if o.scenarioRows < 10 {
+		return o, errors.New("-charged-misses-rows: at least 10")
+	}
+	o.prices = "default"
 	if o.poisonRows <= 0 {
 		o.poisonRows = max(3, o.rows/200)
 	}

@@ -60,6 +60,9 @@ type env struct {
 
 func setup(ctx context.Context, o options, getenv func(string) string, stdout io.Writer) (*env, error) {
 	e := &env{o: o, stamp: time.Now().UTC().Format("20060102t150405")}
+	if o.faults[0] == chargedMisses { // after the shared system, maybe in the same second
+		e.stamp += "p"
+	}
 	e.dir = filepath.Join(o.logDir, e.stamp)
 	if err := os.MkdirAll(e.dir, 0o755); err != nil {
 		return nil, err
@@ -125,7 +128,7 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 		"-latency", o.latency.String(), "-latency-jitter", (o.latency / 2).String(),
 		"-fail-rate", fmt.Sprint(bf.Fail), "-malformed-rate", fmt.Sprint(bf.Malformed), "-slow-rate", fmt.Sprint(bf.Slow),
 		"-slow-delay", bf.SlowDelay, "-reset-rate", fmt.Sprint(bf.Reset), "-seed", fmt.Sprint(o.seed),
-		"-reject-substring", poison, fmt.Sprintf("-no-replay-header=%v", o.noReplayHdr))
+		"-reject-substring", poison, fmt.Sprintf("-no-replay-header=%v", o.noReplayHdr), "-prices", o.prices)
 	if err != nil {
 		return nil, err
 	}
@@ -165,8 +168,8 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 	if e.miniredis != nil {
 		redisKind = "in-process miniredis " + e.redisURL
 	}
-	fmt.Fprintf(stdout, "chaos: fake vendor %s (%g req/s, %s latency; faults: %s), api %s, 2 workers, scheduler\n",
-		e.vendorURL, o.vendorRPS, o.latency, bf, e.apiURL)
+	fmt.Fprintf(stdout, "chaos: fake vendor %s (%g req/s, %s latency; faults: %s; %s prices; replay header %v), api %s, 2 workers, scheduler\n",
+		e.vendorURL, o.vendorRPS, o.latency, bf, o.prices, !o.noReplayHdr, e.apiURL)
 	fmt.Fprintf(stdout, "chaos: database %s through proxy %s, %s; lease %s, vendor timeout %s, bulk %v; logs in %s\n",
 		e.dbName, e.proxy.Addr(), redisKind, jobs.DefaultLease, o.vendorTimeout, o.bulk, e.dir)
 	ok = true

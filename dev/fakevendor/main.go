@@ -63,12 +63,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&opts.IgnoreIdempotency, "ignore-idempotency", false, "ignore Idempotency-Key")
 	fs.BoolVar(&opts.NoReplayHeader, "no-replay-header", false, "replay Idempotency-Keys without the Idempotent-Replayed header (charged 0, as the contract allows)")
 	fs.Int64Var(&opts.StartCredits, "start-credits", opts.StartCredits, "credit balance for X-Credits-Remaining")
+	prices := fs.String("prices", "default", "price list: default (misses free, a profile search 2 match or not) or charged-misses (profile no-match 1 and match 2, email miss 5 and hit 10, phone miss 5 and hit 25)")
 	logLevel := fs.String("log-level", "info", "debug logs every request; info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	switch *prices {
+	case "default":
+		opts.Prices = fakevendor.DefaultPrices()
+	case "charged-misses":
+		opts.Prices = fakevendor.ChargedMissPrices()
+	default:
+		return fmt.Errorf("-prices %q: want default or charged-misses", *prices)
 	}
 	opts.APIKeys = splitList(*keys)
 	opts.NoPlanKeys = splitList(*noPlanKeys)
@@ -99,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	url := "http://" + ln.Addr().String()
 	fmt.Fprintf(stdout, "fakevendor listening on %s\n", url)
 	log.Info("fakevendor started", "url", url, "keys", len(opts.APIKeys), "rps", opts.RPS, "burst", opts.Burst,
-		"fail_rate", opts.FailRate, "malformed_rate", opts.MalformedRate, "reset_rate", opts.ResetRate, "seed", opts.Seed, "no_replay_header", opts.NoReplayHeader)
+		"fail_rate", opts.FailRate, "malformed_rate", opts.MalformedRate, "reset_rate", opts.ResetRate, "seed", opts.Seed, "no_replay_header", opts.NoReplayHeader, "prices", *prices)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

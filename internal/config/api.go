@@ -35,6 +35,11 @@ type API struct {
 	// ENRICHQ_VENDOR_BULK, defaults 10 and true).
 	VendorRPS  float64
 	VendorBulk bool
+	// VendorAccount is the vendor key's id (VendorAccount of
+	// ENRICHQ_VENDOR_KEY, the workers' variable; default "": estimates price
+	// by the cost table alone), whose learned prices estimates use. The
+	// key itself is only hashed, never kept.
+	VendorAccount string
 	// Webhooks: callbacks are accepted at submit only when enabled.
 	Webhooks Webhooks
 	// Platform: the connect flow's routes, when enabled.
@@ -99,6 +104,9 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 		r.duration("ENRICHQ_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 		r.float("ENRICHQ_VENDOR_RPS", &c.VendorRPS)
 		r.bool("ENRICHQ_VENDOR_BULK", &c.VendorBulk)
+		var vendorKey string
+		r.str("ENRICHQ_VENDOR_KEY", &vendorKey)
+		c.VendorAccount = VendorAccount(vendorKey)
 		r.int64("ENRICHQ_MCP_MAX_BUDGET", &c.MCPMaxBudget)
 		c.Webhooks.read(r)
 		c.Platform.read(r)

@@ -41,9 +41,14 @@ type Config struct {
 	// Whatever its CheckRedirect, the client follows no redirect
 	// (NoRedirects).
 	HTTPClient *http.Client
-	// Costs is the cost table used when X-Credits-Charged is absent, and
-	// returned by [Client.Costs] for reservations. Zero value: DefaultCosts().
+	// Costs is the cost table: the price of a class of answer the vendor has
+	// not shown yet, returned by [Client.Costs]. Zero value: DefaultCosts().
 	Costs CostTable
+	// Prices prices each answer (Charge.Estimate): what Credits is when
+	// X-Credits-Charged is absent, and what a replayed answer's billed
+	// earlier send cost. Default: Costs. A [PriceBook] of the vendor account
+	// prices by what the vendor's own answers showed.
+	Prices Prices
 	// UserAgent is sent as User-Agent. Default "enrichq".
 	UserAgent string
 	// MaxResponseBytes bounds how much of an answer is read. Default 8 MiB;
@@ -86,6 +91,7 @@ type Client struct {
 	key     string
 	hc      *http.Client
 	costs   CostTable
+	prices  Prices
 	ua      string
 	maxBody int64
 	now     func() time.Time
@@ -115,6 +121,7 @@ func NewClient(cfg Config) (*Client, error) {
 		key:     key,
 		hc:      cfg.HTTPClient,
 		costs:   cfg.Costs,
+		prices:  cfg.Prices,
 		ua:      cfg.UserAgent,
 		maxBody: cfg.MaxResponseBytes,
 		now:     cfg.Now,
@@ -130,6 +137,9 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	if err := c.costs.Validate(); err != nil {
 		return nil, err
+	}
+	if c.prices == nil {
+		c.prices = c.costs
 	}
 	if c.ua == "" {
 		c.ua = DefaultUserAgent
@@ -181,7 +191,7 @@ func (c *Client) Profile(ctx context.Context, q ProfileQuery, idempotencyKey str
 			return ProfileResult{}, c.malformed(endpointProfile, r, err)
 		}
 	}
-	return ProfileResult{Profile: p, Charge: r.chargeOr(c.costs.ProfileCost(q.Kind())), RateLimit: r.rateLimit}, nil
+	return ProfileResult{Profile: p, Charge: r.chargeOf(c.prices, ProfileClass(q.Kind(), p != nil)), RateLimit: r.rateLimit}, nil
 }
 
 // Email looks up the email address of a profile. No match is a result with a
@@ -201,7 +211,7 @@ func (c *Client) Email(ctx context.Context, profileURL, idempotencyKey string) (
 			return EmailResult{}, c.malformed(endpointEmail, r, err)
 		}
 	}
-	return EmailResult{Email: em, Charge: r.chargeOr(c.costs.EmailCost(em)), RateLimit: r.rateLimit}, nil
+	return EmailResult{Email: em, Charge: r.chargeOf(c.prices, EmailClass(em)), RateLimit: r.rateLimit}, nil
 }
 
 // Phone looks up the phone numbers of a profile. No match is a result with
@@ -221,7 +231,7 @@ func (c *Client) Phone(ctx context.Context, profileURL, idempotencyKey string) (
 			return PhoneResult{}, c.malformed(endpointPhone, r, err)
 		}
 	}
-	return PhoneResult{Phones: ph, Charge: r.chargeOr(c.costs.PhoneCost(ph)), RateLimit: r.rateLimit}, nil
+	return PhoneResult{Phones: ph, Charge: r.chargeOf(c.prices, PhoneClass(ph)), RateLimit: r.rateLimit}, nil
 }
 
 // Bulk looks up to [MaxBulkRows] profiles in one call, and for each match the
@@ -281,7 +291,7 @@ func (c *Client) Bulk(ctx context.Context, rows []ProfileQuery, include []domain
 		if !hasStage(stages, domain.StagePhone) {
 			it.Phones = nil
 		}
-		it.EstimatedCredits = c.costs.rowCost(sent[j], stages, it)
+		it.EstimatedCredits = rowPrice(c.prices, c.costs, sent[j], stages, it)
 		estimate += it.EstimatedCredits
 		items[at[j]] = it
 	}
@@ -306,7 +316,16 @@ type response struct {
 	rateLimit *RateLimit
 }
 
-// chargeOr is the charge the vendor reported, else estimate from the cost table.
+// chargeOf is the charge of an answer of class: as the vendor reported it,
+// else its price.
+func (r *response) chargeOf(prices Prices, class PriceClass) Charge {
+	estimate, _ := prices.Price(class)
+	ch := r.chargeOr(estimate)
+	ch.Class = class
+	return ch
+}
+
+// chargeOr is the charge the vendor reported, else estimate, the answer's price.
 func (r *response) chargeOr(estimate int64) Charge {
 	ch := r.charge
 	ch.Estimate = estimate

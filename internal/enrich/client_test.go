@@ -111,7 +111,8 @@ func TestProfileMatch(t *testing.T) {
 	if err := json.Unmarshal(p.Raw, &raw); err != nil || raw["vendor_score"] == nil {
 		t.Fatalf("Raw does not keep unknown fields: %s (%v)", p.Raw, err)
 	}
-	if want := (enrich.Charge{Credits: 1, Reported: true, Remaining: 1_000_000 - 1, RemainingReported: true, Estimate: 1}); res.Charge != want {
+	if want := (enrich.Charge{Credits: 1, Reported: true, Remaining: 1_000_000 - 1, RemainingReported: true, Estimate: 1,
+		Class: enrich.ProfileClass(domain.InputProfileURL, true)}); res.Charge != want {
 		t.Fatalf("charge = %+v, want %+v", res.Charge, want)
 	}
 

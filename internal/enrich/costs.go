@@ -139,26 +139,22 @@ func (t CostTable) BulkWorst(rows []ProfileQuery, include []domain.Stage) int64 
 	return c
 }
 
-// rowCost is what one answered bulk row costs by the table: a row with a
+// rowPrice is what one answered bulk row costs by prices: a row with a
 // permanent error costs nothing, one whose outcome is unknown its worst case.
-func (t CostTable) rowCost(q ProfileQuery, include []domain.Stage, it BulkItem) int64 {
+func rowPrice(prices Prices, table CostTable, q ProfileQuery, include []domain.Stage, it BulkItem) int64 {
 	if it.Err != nil {
-		if it.Err.OutcomeUnknown {
-			return t.RowWorst(q, include)
+		if !it.Err.OutcomeUnknown {
+			return 0
 		}
-		return 0
-	}
-	c := t.ProfileCost(q.Kind())
-	if it.Profile == nil {
-		return c
-	}
-	for _, s := range include {
-		switch s {
-		case domain.StageEmail:
-			c += t.EmailCost(it.Email)
-		case domain.StagePhone:
-			c += t.PhoneCost(it.Phones)
+		if b, ok := prices.(*PriceBook); ok {
+			return b.RowWorst(q, include)
 		}
+		return table.RowWorst(q, include)
+	}
+	var c int64
+	for _, cl := range rowClasses(q, include, it) {
+		p, _ := prices.Price(cl)
+		c += p
 	}
 	return c
 }

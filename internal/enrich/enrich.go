@@ -151,10 +151,12 @@ type Charge struct {
 	// Resent: http.Transport sent the request twice (a reused connection
 	// was reset): the first send may be the one billed.
 	Resent bool
-	// Estimate is the cost table's price of the answer (what Credits is
-	// when the vendor does not report it): what the billed earlier send of a
-	// replayed answer cost.
+	// Estimate is the price of the answer (what Credits is when the vendor
+	// does not report it): what the billed earlier send of a replayed answer
+	// cost. Priced by the client's [Prices]: learned, else the cost table.
 	Estimate int64
+	// Class is the answer's price class (single lookups; zero for bulk).
+	Class PriceClass
 }
 
 // RateLimit is what the vendor said of its rate limit in X-RateLimit-*
@@ -197,8 +199,8 @@ type BulkItem struct {
 	// row the vendor did not answer (missing or duplicate index, a result
 	// that does not parse) gets a transient error with OutcomeUnknown set.
 	Err *Error
-	// EstimatedCredits is this row's cost by the cost table (worst case when
-	// Err.OutcomeUnknown). The vendor reports only the call's total, so this
+	// EstimatedCredits is this row's price (learned, else the cost table's;
+	// the worst case when Err.OutcomeUnknown). The vendor reports only the call's total, so this
 	// is the way to share BulkResult.Charge among rows.
 	EstimatedCredits int64
 }

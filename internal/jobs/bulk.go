@@ -14,11 +14,11 @@ import (
 // POST /v1/bulk, one call per BulkSize distinct inputs.
 func (c *chunkRun) bulk(ctx context.Context, todo []*rowWork) {
 	var include []domain.Stage
-	perRow := c.p.cfg.Costs.Worst(domain.StageProfile)
+	perRow := c.p.cfg.Prices.Worst(domain.StageProfile)
 	for _, s := range []domain.Stage{domain.StageEmail, domain.StagePhone} {
 		if c.want[s] {
 			include = append(include, s)
-			perRow += c.p.cfg.Costs.Worst(s)
+			perRow += c.p.cfg.Prices.Worst(s)
 		}
 	}
 	groups := map[string][]*rowWork{}
@@ -66,26 +66,31 @@ func (c *chunkRun) alignRetries(rows []*rowWork) {
 	}
 }
 
-// bulkSplit estimates a bulk call's charge by stage with the cost table, for
-// the ledger's "what did the job cost, by stage".
+// bulkSplit estimates a bulk call's charge by stage with the price book,
+// for the ledger's "what did the job cost, by stage".
 func (c *chunkRun) bulkSplit(queries []enrich.ProfileQuery, include []domain.Stage, res enrich.BulkResult) map[domain.Stage]int64 {
-	costs := c.p.cfg.Costs
 	split := map[domain.Stage]int64{}
 	for i, it := range res.Items {
 		if it.Err != nil || i >= len(queries) {
 			continue
 		}
-		split[domain.StageProfile] += costs.ProfileCost(queries[i].Kind())
+		p, _ := c.p.cfg.Prices.Price(enrich.ProfileClass(queries[i].Kind(), it.Profile != nil))
+		split[domain.StageProfile] += p
 		if it.Profile == nil {
 			continue
 		}
 		for _, s := range include {
+			var class enrich.PriceClass
 			switch s {
 			case domain.StageEmail:
-				split[domain.StageEmail] += costs.EmailCost(it.Email)
+				class = enrich.EmailClass(it.Email)
 			case domain.StagePhone:
-				split[domain.StagePhone] += costs.PhoneCost(it.Phones)
+				class = enrich.PhoneClass(it.Phones)
+			default:
+				continue
 			}
+			p, _ := c.p.cfg.Prices.Price(class)
+			split[s] += p
 		}
 	}
 	return split
@@ -105,13 +110,19 @@ func (c *chunkRun) bulkCall(ctx context.Context, keys []string, groups map[strin
 		}
 	}
 	err := c.call(ctx, store.Reservation{RowCount: len(keys), Stage: domain.StageBulk, Endpoint: "/v1/bulk", IdempotencyKey: idem,
-		Credits: int64(len(keys)) * perRow}, again, func(ctx context.Context) (enrich.Charge, map[domain.Stage]int64, error) {
+		Credits: int64(len(keys)) * perRow}, again, func(ctx context.Context) (answered, error) {
 		var err error
 		res, err = c.p.vendor.Bulk(ctx, queries, include, idem)
 		if err != nil {
-			return res.Charge, nil, err
+			return answered{charge: res.Charge}, err
 		}
-		return res.Charge, c.bulkSplit(queries, include, res), nil
+		ch := res.Charge
+		ch.Estimate = c.p.cfg.Prices.BulkPrice(queries, include, res.Items)
+		if !ch.Reported {
+			ch.Credits = ch.Estimate
+		}
+		classes, _ := enrich.BulkClasses(queries, include, res.Items)
+		return answered{charge: ch, split: c.bulkSplit(queries, include, res), classes: classes}, nil
 	})
 	var ve *enrich.Error
 	if err != nil && errors.As(err, &ve) && ve.Class == enrich.ClassPermanent && len(keys) > 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -19,6 +20,15 @@ func (e *storeError) Error() string { return "credit reservation: " + e.err.Erro
 
 func (e *storeError) Unwrap() error { return e.err }
 
+// answered is what a vendor call's answer says of its money.
+type answered struct {
+	charge enrich.Charge // priced by the processor's book (priced)
+	split  map[domain.Stage]int64
+	// classes counts the price classes of a bulk call's answered rows (nil
+	// when one row's outcome is unknown), to learn prices from its total.
+	classes map[enrich.PriceClass]int64
+}
+
 // call makes one vendor call under a credit reservation and the rate limit.
 // fn does the call and returns its charge. A nil error from call means the
 // vendor answered; the caller classifies.
@@ -27,7 +37,7 @@ func (e *storeError) Unwrap() error { return e.err }
 // (a row of the call was attempted before): a fresh answer then settles the
 // earlier sends at 0, when the vendor is known to honour keys. Earlier sends
 // this misses (a lost worker's) are left to the explain step (explain).
-func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, fn func(ctx context.Context) (enrich.Charge, map[domain.Stage]int64, error)) error {
+func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, fn func(ctx context.Context) (answered, error)) error {
 	if c.p.isDraining() {
 		return errDraining
 	}
@@ -83,7 +93,8 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		return fmt.Errorf("rate limiter: %w", err)
 	}
 	t1 := time.Now()
-	charge, split, callErr := fn(ctx)
+	a, callErr := fn(ctx)
+	charge, split := a.charge, a.split
 	t2 := time.Now()
 	c.nsVendor.Add(int64(t2.Sub(t1)))
 	defer func() { c.nsLedger.Add(int64(time.Since(t2))) }()
@@ -96,23 +107,45 @@ func (c *chunkRun) call(ctx context.Context, res store.Reservation, again bool, 
 		c.p.limiter.Succeeded(ctx)
 		st := settlement(charge, "")
 		st.StageCredits = split
+		sent := c.sentBeforeOnce(sctx, res, id)
+		fresh := false
 		switch {
-		case c.isReplay(sctx, res, id, charge):
+		case c.isReplay(charge, sent):
 			c.p.learnHonoursKeys(sctx, id)
 			st = c.replayed(sctx, res, id, charge, st)
-		case charge.Resent && c.sentBefore(sctx, res, id):
+		case charge.Resent && sent():
 			// http.Transport wrote it twice, and the key was sent before: the
 			// answer held may be a replay of an earlier send (its charge is
 			// not known), priced as a replay would be, never twice.
 			st = c.replayed(sctx, res, id, charge, st)
-		case again && !charge.Resent && c.p.honoursKeys(sctx):
-			if n, rerr := c.p.store.ReconcileFresh(sctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
-				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
-			} else if n > 0 {
-				c.p.log.Info("earlier sends of unknown outcome reconciled by a fresh answer: not billed", "ledger_id", id, "calls", n)
+		case c.unpricedRepeat(charge, sent):
+			// Charged 0, to a key sent before, for an answer whose price the
+			// vendor has not shown (the cost table says 0): a replay, or a
+			// free answer. Either way the billed earlier send cost what the
+			// class costs; the explain step settles it once that is learned.
+			class := charge.Class.String()
+			st.ReplayClass = &class
+			c.p.log.Info("a repeat charged 0 for an answer not priced yet: its earlier sends stay counted at their reservation until the vendor shows the price",
+				"ledger_id", id, "class", class)
+		default:
+			fresh = charge.Reported && !charge.Resent && !charge.Replayed && (charge.Credits > 0 || !sent())
+			if again && !charge.Resent && c.p.honoursKeys(sctx) {
+				if n, rerr := c.p.store.ReconcileFresh(sctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
+					c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
+				} else if n > 0 {
+					c.p.log.Info("earlier sends of unknown outcome reconciled by a fresh answer: not billed", "ledger_id", id, "calls", n)
+				}
 			}
 		}
 		err = c.p.store.Settle(sctx, id, st)
+		if fresh {
+			// A fresh answer says what its kind of answer costs.
+			if charge.Class.Valid() {
+				c.p.learnPrice(sctx, charge.Class, charge.Credits, id)
+			} else if a.classes != nil {
+				c.p.learnBulk(sctx, a.classes, charge.Credits, id)
+			}
+		}
 		m.VendorCall(res.Endpoint, "ok")
 		c.countCredits(res.Stage, st.Charged, split)
 	case errors.As(callErr, &ve) && ve.Charge != nil:
@@ -175,6 +208,10 @@ func (c *chunkRun) replayed(ctx context.Context, res store.Reservation, id int64
 		c.p.log.Info("earlier calls of unknown outcome reconciled by a replay", "ledger_id", id, "calls", n, "credits", charge.Estimate)
 	}
 	st.Charged, st.Reported = 0, !charge.Resent
+	if charge.Class.Valid() {
+		class := charge.Class.String()
+		st.ReplayClass = &class
+	}
 	if self {
 		st.Charged = charge.Estimate // its own first send was the billed one
 	} else {
@@ -186,20 +223,48 @@ func (c *chunkRun) replayed(ctx context.Context, res store.Reservation, id int64
 
 // isReplay recognises a replay from the contract's own signals: an answer to
 // an Idempotency-Key the job sent before, charged 0 (X-Credits-Charged: 0)
-// although the cost table prices it above 0. Idempotent-Replayed: true, where
-// a vendor sends it, confirms at once. A charge of 0 for an answer priced 0
-// tells nothing, and needs not: the billed send of that answer cost 0 either
-// way. When the earlier sends cannot be read, the answer is taken as fresh:
-// the earlier sends then stay at their worst case (over the bill, never
-// under).
-func (c *chunkRun) isReplay(ctx context.Context, res store.Reservation, id int64, charge enrich.Charge) bool {
+// although it is priced above 0 (learned, else the cost table).
+// Idempotent-Replayed: true, where a vendor sends it, confirms at once. A
+// charge of 0 for an answer priced 0 is unpricedRepeat's, when the price is
+// a guess; when the vendor has shown it, the answer is free and tells
+// nothing. When the earlier sends cannot be read, the answer is taken as
+// fresh: the earlier sends then stay at their worst case (over the bill,
+// never under).
+func (c *chunkRun) isReplay(charge enrich.Charge, sent func() bool) bool {
 	if charge.Replayed {
 		return true
 	}
 	if !charge.Reported || charge.Credits != 0 || charge.Estimate <= 0 || charge.Resent {
 		return false
 	}
-	return c.sentBefore(ctx, res, id)
+	return sent()
+}
+
+// unpricedRepeat is an answer charged 0 to a key sent before, whose class
+// the vendor has not priced yet while the cost table prices it 0: a replay
+// (the earlier send billed the class's true price) or a free answer (the
+// price is 0, the earlier sends not billed), not to be told apart until the
+// price is known.
+func (c *chunkRun) unpricedRepeat(charge enrich.Charge, sent func() bool) bool {
+	if !charge.Reported || charge.Credits != 0 || charge.Resent || !charge.Class.Valid() {
+		return false
+	}
+	if _, known := c.p.cfg.Prices.Price(charge.Class); known {
+		return false
+	}
+	return sent()
+}
+
+// sentBeforeOnce says, asked once at most, whether the call's
+// Idempotency-Key was sent before (store.SentBefore); when that cannot be
+// read, no.
+func (c *chunkRun) sentBeforeOnce(ctx context.Context, res store.Reservation, id int64) func() bool {
+	var once sync.Once
+	var sent bool
+	return func() bool {
+		once.Do(func() { sent = c.sentBefore(ctx, res, id) })
+		return sent
+	}
 }
 
 // sentBefore says whether the call's Idempotency-Key was sent before
@@ -211,6 +276,21 @@ func (c *chunkRun) sentBefore(ctx context.Context, res store.Reservation, id int
 		return false
 	}
 	return sent
+}
+
+// priced prices a single lookup's answer by the processor's book (the
+// client may price by its cost table): Estimate, and Credits when the
+// vendor did not report them.
+func (c *chunkRun) priced(ch enrich.Charge) enrich.Charge {
+	if !ch.Class.Valid() {
+		return ch
+	}
+	est, _ := c.p.cfg.Prices.Price(ch.Class)
+	if !ch.Reported {
+		ch.Credits = est
+	}
+	ch.Estimate = est
+	return ch
 }
 
 // countCredits adds a call's charge to the credits metric, a bulk call's by its split.

@@ -33,14 +33,17 @@ type Estimate struct {
 const estimateBatch = 5000
 
 // Estimate parses the upload as Submit would and prices it without storing
-// anything: profile lookups cost the same hit or miss (the search is done);
-// email and phone cost nothing on a miss and up to the cost table's worst
-// on a hit. Inputs answered by the tenant's cache cost nothing.
+// anything, by the vendor key's price list (what its answers showed, else
+// the cost table): a lookup costs at least its cheapest outcome (by the
+// table: a profile search is charged hit or miss, an email or phone miss
+// nothing) and at most its dearest. Inputs answered by the tenant's cache
+// cost nothing.
 func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, error) {
-	costs := s.Costs
-	if costs == (enrich.CostTable{}) {
-		costs = enrich.DefaultCosts()
+	learned, err := s.Store.VendorPrices(ctx, s.Account)
+	if err != nil {
+		return Estimate{}, err
 	}
+	book := enrich.NewPriceBook(s.Costs, learnedPrices(learned))
 	want := map[domain.Stage]bool{}
 	for _, l := range sub.Options.Lookups {
 		want[l] = true
@@ -128,9 +131,9 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 		if in.profiled && !cachedProfile[k] {
 			cached = false
 			profileCalls++
-			p := costs.ProfileCost(in.kind)
-			est.Credits.Min += p
-			est.Credits.Max += p
+			lo, hi := book.ProfileRange(in.kind)
+			est.Credits.Min += lo
+			est.Credits.Max += hi
 		}
 		url := knownURL(in.url, in.cachedURL)
 		for _, stage := range []domain.Stage{domain.StageEmail, domain.StagePhone} {
@@ -141,9 +144,9 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 				continue // the cache says no profile: nothing to look up
 			}
 			cached = false
-			st := stage
-			est.Credits.Max += costs.Worst(st)
-			est.Credits.Min += costs.Best(st)
+			lo, hi := book.Range(stage)
+			est.Credits.Max += hi
+			est.Credits.Min += lo
 			if !s.Bulk || !in.profiled || cachedProfile[k] {
 				singleCalls++ // bulk calls carry the later stages of the rows they look up
 			}

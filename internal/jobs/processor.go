@@ -65,8 +65,16 @@ type ProcessorConfig struct {
 	// RetryBase and RetryMax bound the backoff between attempts of a row.
 	// Default DefaultRetryBase and DefaultRetryMax.
 	RetryBase, RetryMax time.Duration
-	// Costs is the worst case reserved before each call. Default enrich.DefaultCosts().
+	// Costs is the cost table: the prices the vendor has not shown yet.
+	// Default enrich.DefaultCosts().
 	Costs enrich.CostTable
+	// Prices is the vendor account's price book: what its answers showed,
+	// learned as they come and shared through Postgres (vendor_prices),
+	// else Costs. It prices what must be inferred (a lost answer's replay)
+	// and the worst case reserved before each call. Default: a book over
+	// Costs, filled from Postgres for Account. The vendor client should
+	// price with the same book (enrich.Config.Prices).
+	Prices *enrich.PriceBook
 	// Account is the vendor key's id (ratelimit.KeyPrefix): its monthly usage
 	// is tracked, and capped by AccountAllowance when that is set.
 	Account          string
@@ -107,6 +115,9 @@ func (c *ProcessorConfig) fill() {
 	if c.Costs == (enrich.CostTable{}) {
 		c.Costs = enrich.DefaultCosts()
 	}
+	if c.Prices == nil {
+		c.Prices = enrich.NewPriceBook(c.Costs, nil)
+	}
 	if !c.HonoursKeys.Valid() {
 		c.HonoursKeys = domain.HonoursKeysAuto
 	}
@@ -130,6 +141,8 @@ type Processor struct {
 	// honours: the vendor was seen to honour Idempotency-Key (learned once,
 	// never unlearned).
 	honours atomic.Bool
+	// learner keeps cfg.Prices in step with the shared price list.
+	learner priceLearner
 
 	// draining is canceled by Drain: no vendor call starts after it.
 	draining context.Context
@@ -143,6 +156,7 @@ func NewProcessor(st *store.Store, vendor Vendor, limiter Limiter, cfg Processor
 		log = slog.Default()
 	}
 	p := &Processor{store: st, vendor: vendor, limiter: limiter, cfg: cfg, log: log}
+	p.learner.reloads = time.Second
 	p.draining, p.drain = context.WithCancel(context.Background())
 	return p
 }
@@ -235,7 +249,10 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 				return 0, err
 			}
 		}
-		if err := p.run(ctx, job, claim); err != nil {
+		p.refreshPrices(ctx)
+		err := p.run(ctx, job, claim)
+		p.flushPrices(ctx)
+		if err != nil {
 			return 0, err
 		}
 		p.explain(ctx, job.ID)

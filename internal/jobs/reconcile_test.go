@@ -282,7 +282,7 @@ func TestFinisherWaitsForExplainableReservations(t *testing.T) {
 	if done, err := b.Store.FinishJobs(ctx, job.ID); err != nil || len(done) != 0 {
 		t.Fatalf("finished %d jobs (%v) with reservation %d open and explained", len(done), err, lost)
 	}
-	ex, err := b.Store.ExplainJob(ctx, job.ID, func() bool { return true })
+	ex, err := b.Store.ExplainJob(ctx, job.ID, func() bool { return true }, nil)
 	if err != nil || ex.ByFresh != 1 || ex.Unsent != 1 {
 		t.Fatalf("explained %+v, %v; want the sent one settled at 0 by the fresh answer, the unsent one released", ex, err)
 	}

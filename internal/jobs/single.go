@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -44,20 +43,20 @@ func (c *chunkRun) lookup(ctx context.Context, stage domain.Stage, rows []*rowWo
 	var a answer
 	endpoint := "/v1/" + string(stage)
 	err := c.call(ctx, store.Reservation{RowID: &rowID, RowCount: 1, Stage: stage, Endpoint: endpoint, IdempotencyKey: key,
-		Credits: c.p.cfg.Costs.Worst(stage)}, w.row.Attempts > 0, func(ctx context.Context) (enrich.Charge, map[domain.Stage]int64, error) {
+		Credits: c.p.cfg.Prices.Worst(stage)}, w.row.Attempts > 0, func(ctx context.Context) (answered, error) {
 		switch stage {
 		case domain.StageProfile:
 			r, err := c.p.vendor.Profile(ctx, profileQuery(w.row), key)
 			a.profile = r.Profile
-			return r.Charge, nil, err
+			return answered{charge: c.priced(r.Charge)}, err
 		case domain.StageEmail:
 			r, err := c.p.vendor.Email(ctx, w.found, key)
 			a.email = r.Email
-			return r.Charge, nil, err
+			return answered{charge: c.priced(r.Charge)}, err
 		default:
 			r, err := c.p.vendor.Phone(ctx, w.found, key)
 			a.phones = r.Phones
-			return r.Charge, nil, err
+			return answered{charge: c.priced(r.Charge)}, err
 		}
 	})
 	c.settleRows(ctx, rows, err, func(w *rowWork, remember bool) { c.apply(w, stage, a, remember) })

@@ -24,10 +24,13 @@ type Submitter struct {
 	Window int
 
 	// For estimates (dry runs): the vendor's rate, whether bulk calls are
-	// used, and the cost table (default enrich.DefaultCosts()).
+	// used, the cost table (default enrich.DefaultCosts()), and the vendor
+	// key's id, whose learned prices (the workers' price book) win over the
+	// table where the vendor has shown them.
 	VendorRPS float64
 	Bulk      bool
 	Costs     enrich.CostTable
+	Account   string
 
 	// Webhooks: whether callbacks are sent (config.Webhooks.Enabled), and
 	// whether callback URLs may point at loopback or private networks.

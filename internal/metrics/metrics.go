@@ -20,6 +20,9 @@ type Pipeline struct {
 	jobDuration prometheus.Histogram
 	drift       *prometheus.GaugeVec
 	driftSeen   *prometheus.CounterVec
+	price       *prometheus.GaugeVec
+	priceChange *prometheus.CounterVec
+	witnessed   prometheus.Counter
 }
 
 // NewPipeline registers the pipeline's metrics on reg.
@@ -55,7 +58,19 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 		Name: "enrichq_credit_drift_seen_total",
 		Help: "Times a drift between the ledger and the vendor's balance readings was seen, by scope (job, account_day).",
 	}, []string{"scope"})
-	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration, p.drift, p.driftSeen)
+	p.price = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "enrichq_vendor_price_credits",
+		Help: "What the vendor charges for a class of answer (profile/name_company/no_match, email/miss...), as its fresh answers showed (X-Credits-Charged).",
+	}, []string{"class"})
+	p.priceChange = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "enrichq_vendor_price_changes_total",
+		Help: "Times a fresh answer showed a price other than the one learned for its class.",
+	}, []string{"class"})
+	p.witnessed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "enrichq_credits_witness_settled_total",
+		Help: "Calls whose charge, inferred, the vendor's balance readings (X-Credits-Remaining) pinned exactly and settled.",
+	})
+	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration, p.drift, p.driftSeen, p.price, p.priceChange, p.witnessed)
 	return p
 }
 
@@ -104,6 +119,25 @@ func (p *Pipeline) CreditDrift(scope string, drift int64) {
 	if drift != 0 {
 		p.driftSeen.WithLabelValues(scope).Inc()
 	}
+}
+
+// VendorPrice records the learned price of a class; changed counts a change.
+func (p *Pipeline) VendorPrice(class string, credits int64, changed bool) {
+	if p == nil {
+		return
+	}
+	p.price.WithLabelValues(class).Set(float64(credits))
+	if changed {
+		p.priceChange.WithLabelValues(class).Inc()
+	}
+}
+
+// WitnessSettled counts calls settled by the balance witness.
+func (p *Pipeline) WitnessSettled(n int) {
+	if p == nil || n <= 0 {
+		return
+	}
+	p.witnessed.Add(float64(n))
 }
 
 // HTTP is what the API measures. A nil *HTTP records nothing.

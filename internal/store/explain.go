@@ -66,10 +66,10 @@ func (s *Store) releaseUnsent(ctx context.Context, id int64, reason string) erro
 }
 
 // markReplay records on ledger call id that it was answered as a replay of
-// an answer the cost table prices at price credits.
-func (s *Store) markReplay(ctx context.Context, id, price int64) error {
+// an answer of class priced at price credits (either may be nil).
+func (s *Store) markReplay(ctx context.Context, id int64, price *int64, class *string) error {
 	return s.retry(ctx, true, func() error {
-		_, err := s.pool.Exec(ctx, `UPDATE credit_ledger SET replay_price = $2 WHERE id = $1`, id, price)
+		_, err := s.pool.Exec(ctx, `UPDATE credit_ledger SET replay_price = $2, replay_class = $3 WHERE id = $1`, id, price, class)
 		return err
 	})
 }
@@ -90,31 +90,42 @@ type Explained struct {
 	// MarkSent), held by a worker that is gone: another send of their key
 	// was answered, or every row of the job has ended.
 	Unsent int
+	// Unpriced: earlier sends of a replayed answer whose price the vendor
+	// has not shown yet, left counted at their worst case.
+	Unpriced int
 }
 
 // ExplainJob closes the open calls of a job (reserved, or unknown and
 // counted at their worst case) that a later answered send of the same
-// Idempotency-Key explains. A replay says the key was billed once; a fresh
-// answer, when honours says the vendor is known to honour keys, that the earlier
-// sends were not billed. Without it a fresh answer explains nothing of
-// the money, and the reservations it follows are counted at their worst case
-// at once (MarkUnknown), so that the job's credits are final when it ends.
-// honours is asked only when a fresh answer is to be weighed.
-func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() bool) (Explained, error) {
+// Idempotency-Key explains. A replay says the key was billed once, at the
+// replayed answer's price: price(class) when the vendor has shown its
+// class's price (known), else the price recorded with the replay; a replay
+// with neither (a repeat charged 0 whose price was not known) waits for
+// the price, its earlier sends counted at their worst case meanwhile. A
+// fresh answer, when honours says the vendor is known to honour keys, says
+// that the earlier sends were not billed. Without it a fresh answer
+// explains nothing of the money, and the reservations it follows are
+// counted at their worst case at once (MarkUnknown), so that the job's
+// credits are final when it ends. honours is asked only when a fresh answer
+// is to be weighed; price may be nil.
+func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() bool, price func(class string) (int64, bool)) (Explained, error) {
 	var ex Explained
 	type open struct {
-		id, replayBy, replayPrice int64
-		status, key               string
-		fresh, sent               bool
+		id, replayBy int64
+		replayPrice  *int64
+		replayClass  *string
+		status, key  string
+		fresh, sent  bool
 	}
 	var opens []open
 	err := s.retry(ctx, true, func() error {
 		rows, err := s.pool.Query(ctx, `
-			SELECT o.id, o.status, o.idempotency_key, coalesce(r.id, 0), coalesce(r.replay_price, 0),
-				EXISTS (SELECT 1 FROM credit_ledger l WHERE `+explainingSend+` AND l.replay_price IS NULL),
+			SELECT o.id, o.status, o.idempotency_key, coalesce(r.id, 0), r.replay_price, r.replay_class,
+				EXISTS (SELECT 1 FROM credit_ledger l WHERE `+explainingSend+` AND l.replay_price IS NULL AND l.replay_class IS NULL),
 				o.sent_at IS NOT NULL
 			FROM credit_ledger o
-			LEFT JOIN LATERAL (SELECT l.id, l.replay_price FROM credit_ledger l WHERE `+explainingSend+` AND l.replay_price IS NOT NULL
+			LEFT JOIN LATERAL (SELECT l.id, l.replay_price, l.replay_class FROM credit_ledger l WHERE `+explainingSend+`
+				AND (l.replay_price IS NOT NULL OR l.replay_class IS NOT NULL)
 				ORDER BY l.id DESC LIMIT 1) r ON true
 			WHERE o.job_id = $1 AND o.status IN ('reserved', 'unknown') AND o.reserved_at > now() - interval '23 hours'
 			ORDER BY o.id`, jobID)
@@ -123,7 +134,7 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() boo
 		}
 		opens = opens[:0]
 		var o open
-		_, err = pgx.ForEachRow(rows, []any{&o.id, &o.status, &o.key, &o.replayBy, &o.replayPrice, &o.fresh, &o.sent}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&o.id, &o.status, &o.key, &o.replayBy, &o.replayPrice, &o.replayClass, &o.fresh, &o.sent}, func() error {
 			if o.replayBy != 0 || o.fresh {
 				opens = append(opens, o)
 			}
@@ -154,8 +165,20 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() boo
 			if replays[o.replayBy] {
 				continue // settled with the replay's other earlier sends
 			}
+			credits, ok := replayedPrice(o.replayPrice, o.replayClass, price)
+			if !ok {
+				// Not priced yet: counted at its worst case until it is.
+				if o.status == LedgerReserved {
+					if err := s.MarkUnknown(ctx, o.id, "a later send of this Idempotency-Key was answered charged 0, and the vendor has not shown that answer's price yet: counted at its worst case"); err != nil {
+						return ex, err
+					}
+					ex.Unknown++
+				}
+				ex.Unpriced++
+				continue
+			}
 			replays[o.replayBy] = true
-			n, _, err := s.ReconcileReplay(ctx, jobID, o.key, o.replayBy, o.replayPrice, false)
+			n, _, err := s.ReconcileReplay(ctx, jobID, o.key, o.replayBy, credits, false)
 			ex.ByReplay += n
 			if err != nil {
 				return ex, err
@@ -179,6 +202,21 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() boo
 	n, err := s.releaseUnsentOfEndedJob(ctx, jobID)
 	ex.Unsent += n
 	return ex, err
+}
+
+// replayedPrice is what the billed send of a replayed answer cost: its
+// class's learned price when known, else the price recorded with the
+// replay; ok is false when neither is there.
+func replayedPrice(recorded *int64, class *string, price func(string) (int64, bool)) (int64, bool) {
+	if class != nil && price != nil {
+		if p, known := price(*class); known {
+			return p, true
+		}
+	}
+	if recorded != nil {
+		return *recorded, true
+	}
+	return 0, false
 }
 
 // releaseUnsentOfEndedJob releases the reservations of a job whose calls

@@ -83,7 +83,7 @@ func TestExplainJob(t *testing.T) {
 		t.Fatalf("a key never sent: sent before %v, %v", sent, err)
 	}
 
-	ex, err := st.ExplainJob(ctx, job.ID, func() bool { return false })
+	ex, err := st.ExplainJob(ctx, job.ID, func() bool { return false }, nil)
 	if err != nil || ex.ByReplay != 1 || ex.ByFresh != 0 || ex.Unknown != 1 {
 		t.Fatalf("not honouring: explained %+v, %v; want 1 by replay, 1 counted at worst case", ex, err)
 	}
@@ -91,7 +91,7 @@ func TestExplainJob(t *testing.T) {
 	if err != nil || u.Calls != 3 || u.Held != 2 || u.RetriedAfresh != 1 || u.Credits != 30 {
 		t.Fatalf("unsettled = %+v, %v; want busy and alone held, fresh at worst case", u, err)
 	}
-	ex, err = st.ExplainJob(ctx, job.ID, func() bool { return true })
+	ex, err = st.ExplainJob(ctx, job.ID, func() bool { return true }, nil)
 	if err != nil || ex.ByReplay != 0 || ex.ByFresh != 1 || ex.Unknown != 0 {
 		t.Fatalf("honouring: explained %+v, %v; want the fresh key's send settled at 0", ex, err)
 	}
@@ -123,7 +123,7 @@ func TestNeverSentReservations(t *testing.T) {
 	if done, err := st.FinishJobs(ctx, job.ID); err != nil || len(done) != 0 {
 		t.Fatalf("finished %d jobs (%v) holding a never-sent reservation", len(done), err)
 	}
-	if ex, err := st.ExplainJob(ctx, job.ID, func() bool { return false }); err != nil || ex.Unsent != 1 {
+	if ex, err := st.ExplainJob(ctx, job.ID, func() bool { return false }, nil); err != nil || ex.Unsent != 1 {
 		t.Fatalf("explained %+v, %v; want the never-sent reservation released", ex, err)
 	}
 	if ok, err := st.MarkSent(ctx, unsent); err != nil || ok {

@@ -193,8 +193,13 @@ type Settlement struct {
 	// StageCredits splits a bulk call's charge by stage, by the cost table.
 	StageCredits map[domain.Stage]int64
 	// ReplayPrice, when set, says the call was answered as a replay of an
-	// answer the cost table prices at that many credits (ExplainJob reads it).
+	// answer priced at that many credits (ExplainJob reads it).
 	ReplayPrice *int64
+	// ReplayClass, when set, is the price class of the replayed answer
+	// (enrich.PriceClass): ExplainJob prices the billed earlier send by the
+	// class's learned price, which may come after the replay. Set without
+	// ReplayPrice: a repeat charged 0 whose price was not known yet.
+	ReplayClass *string
 }
 
 // Settle records the actual charge of a reserved call and moves the job's
@@ -209,8 +214,8 @@ func (s *Store) Settle(ctx context.Context, ledgerID int64, st Settlement) error
 		}
 		split = string(b)
 	}
-	if st.ReplayPrice != nil {
-		if err := s.markReplay(ctx, ledgerID, *st.ReplayPrice); err != nil {
+	if st.ReplayPrice != nil || st.ReplayClass != nil {
+		if err := s.markReplay(ctx, ledgerID, st.ReplayPrice, st.ReplayClass); err != nil {
 			return err
 		}
 	}

@@ -442,11 +442,17 @@ func inputOf(q enrich.ProfileQuery) string {
 	return "name=" + q.Name + "&company=" + q.Company
 }
 
-func profileCost(q enrich.ProfileQuery) int64 {
-	if q.Kind() == domain.InputProfileURL {
-		return CostProfileByURL
+// profileCost is what a profile lookup of q costs (found: a match).
+func (p Prices) profileCost(q enrich.ProfileQuery, found bool) int64 {
+	switch byURL := q.Kind() == domain.InputProfileURL; {
+	case byURL && found:
+		return p.ProfileByURL
+	case byURL:
+		return p.ProfileByURLNoMatch
+	case found:
+		return p.ProfileBySearch
 	}
-	return CostProfileBySearch
+	return p.ProfileBySearchNoMatch
 }
 
 // GET /v1/profile?profile_url= | ?email= | ?name=&company= | ?name=&domain=
@@ -460,15 +466,16 @@ func (v *Vendor) profile(r *http.Request, _ []byte) answer {
 		return errorAnswer(aerr.status, aerr.code, aerr.msg)
 	}
 	var a answer
+	hit := v.ProfileHit(q)
 	switch {
-	case v.ProfileHit(q):
+	case hit:
 		a = jsonAnswer(http.StatusOK, makeProfile(q))
 	case v.opts.NoMatchAs200:
 		a = jsonAnswer(http.StatusOK, map[string]any{"status": "no_match", "name": nil})
 	default:
 		a = errorAnswer(http.StatusNotFound, "not_found", "no match")
 	}
-	a.credits, a.inputs, a.lookups = profileCost(q), []string{inputOf(q)}, 1
+	a.credits, a.inputs, a.lookups = v.opts.Prices.profileCost(q, hit), []string{inputOf(q)}, 1
 	return a
 }
 
@@ -483,11 +490,13 @@ func (v *Vendor) email(r *http.Request, _ []byte) answer {
 	case v.EmailHit(u):
 		e := makeEmail(u)
 		a = jsonAnswer(http.StatusOK, e)
-		a.credits = e.cost()
+		a.credits = v.opts.Prices.emailCost(&e)
 	case v.opts.NoMatchAs200:
 		a = jsonAnswer(http.StatusOK, map[string]any{"email": nil})
+		a.credits = v.opts.Prices.emailCost(nil)
 	default:
 		a = errorAnswer(http.StatusNotFound, "not_found", "no email found")
+		a.credits = v.opts.Prices.emailCost(nil)
 	}
 	a.inputs, a.lookups = []string{"profile_url=" + u}, 1
 	return a
@@ -504,11 +513,13 @@ func (v *Vendor) phone(r *http.Request, _ []byte) answer {
 	case v.PhoneHit(u):
 		p := makePhones(u)
 		a = jsonAnswer(http.StatusOK, map[string]any{"phones": p})
-		a.credits = phonesCost(p)
+		a.credits = v.opts.Prices.phoneCost(p)
 	case v.opts.NoMatchAs200:
 		a = jsonAnswer(http.StatusOK, map[string]any{"phones": []phoneRecord{}})
+		a.credits = v.opts.Prices.phoneCost(nil)
 	default:
 		a = errorAnswer(http.StatusNotFound, "not_found", "no phone found")
+		a.credits = v.opts.Prices.phoneCost(nil)
 	}
 	a.inputs, a.lookups = []string{"profile_url=" + u}, 1
 	return a
@@ -580,10 +591,11 @@ func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
 			res.Error = &errorJSON{Code: aerr.code, Message: aerr.msg}
 			continue
 		}
-		a.credits += profileCost(q)
+		hit := v.ProfileHit(q)
+		a.credits += v.opts.Prices.profileCost(q, hit)
 		a.lookups++
 		a.inputs = append(a.inputs, inputOf(q))
-		if !v.ProfileHit(q) {
+		if !hit {
 			res.Profile = new(*profileRecord) // "profile": null
 			continue
 		}
@@ -592,20 +604,20 @@ func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
 		if wantEmail {
 			a.lookups++
 			res.Email = new(*emailRecord) // "email": null
+			var found *emailRecord
 			if v.EmailHit(rec.ProfileURL) {
 				e := makeEmail(rec.ProfileURL)
-				res.Email = ptr(&e)
-				a.credits += e.cost()
+				res.Email, found = ptr(&e), &e
 			}
+			a.credits += v.opts.Prices.emailCost(found)
 		}
 		if wantPhone {
 			a.lookups++
 			res.Phones = ptr([]phoneRecord{})
 			if v.PhoneHit(rec.ProfileURL) {
-				p := makePhones(rec.ProfileURL)
-				res.Phones = ptr(p)
-				a.credits += phonesCost(p)
+				res.Phones = ptr(makePhones(rec.ProfileURL))
 			}
+			a.credits += v.opts.Prices.phoneCost(*res.Phones)
 		}
 	}
 	v.mu.Lock()

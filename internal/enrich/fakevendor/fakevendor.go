@@ -25,8 +25,9 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich"
 )
 
-// Charges in credits, sent in X-Credits-Charged. A bulk call costs the sum of
-// its rows (a row with an error costs 0); 4xx, 429 and 503 answers cost 0.
+// Charges in credits of the default price list ([DefaultPrices]), sent in
+// X-Credits-Charged. A bulk call costs the sum of its rows (a row with an
+// error costs 0); 4xx, 429 and 503 answers cost 0.
 const (
 	CostProfileByURL    = 1  // profile by profile_url, match or no match
 	CostProfileBySearch = 2  // profile by name+company, name+domain or email, match or no match
@@ -38,6 +39,39 @@ const (
 	// IdempotencyTTL is how long an Idempotency-Key's first answer is replayed.
 	IdempotencyTTL = 24 * time.Hour
 )
+
+// Prices is the fake's price list, in credits. The contract gives only
+// ranges (profile 1-2, email 5-10, phone 5-25): a vendor may price a
+// no-match apart from a match, and charge for a miss.
+type Prices struct {
+	ProfileByURL, ProfileBySearch               int64 // a match, by profile_url; by name+company, name+domain or email
+	ProfileByURLNoMatch, ProfileBySearchNoMatch int64 // no match (the search was done)
+	Email, EmailVerified, EmailMiss             int64 // an email found, not verified; verified; none found
+	Phone, PhoneMobile, PhoneMiss               int64 // numbers found without a mobile; with one; none found
+}
+
+// DefaultPrices: profile 1 by URL and 2 by search, match or not; email 5,
+// 10 verified; phone 5, 25 with a mobile; misses free.
+func DefaultPrices() Prices {
+	return Prices{
+		ProfileByURL: CostProfileByURL, ProfileBySearch: CostProfileBySearch,
+		ProfileByURLNoMatch: CostProfileByURL, ProfileBySearchNoMatch: CostProfileBySearch,
+		Email: CostEmail, EmailVerified: CostEmailVerified,
+		Phone: CostPhone, PhoneMobile: CostPhoneMobile,
+	}
+}
+
+// ChargedMissPrices is a vendor that prices by outcome and charges its
+// misses, inside the contract's ranges: a profile no-match 1 and a match
+// 2 (however looked up), an email miss 5 and a hit 10 (verified or not), a
+// phone miss 5 and a hit 25 (mobile or not).
+func ChargedMissPrices() Prices {
+	return Prices{
+		ProfileByURL: 2, ProfileBySearch: 2, ProfileByURLNoMatch: 1, ProfileBySearchNoMatch: 1,
+		Email: 10, EmailVerified: 10, EmailMiss: 5,
+		Phone: 25, PhoneMobile: 25, PhoneMiss: 5,
+	}
+}
 
 // Options configure a [Vendor]. New uses them as given (a zero hit rate
 // means nothing matches): start from [DefaultOptions] and change what the
@@ -98,6 +132,8 @@ type Options struct {
 	// StartCredits is the balance X-Credits-Remaining counts down from. It goes
 	// negative: overage is billed, never blocked.
 	StartCredits int64
+	// Prices is the price list. Zero value: DefaultPrices().
+	Prices Prices
 	// Now tells the time (rate limit, ledger, idempotency expiry). Default
 	// time.Now. Latency and delays use real timers.
 	Now func() time.Time
@@ -182,6 +218,9 @@ func New(opts Options) *Vendor {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Prices == (Prices{}) {
+		opts.Prices = DefaultPrices()
 	}
 	v := &Vendor{
 		opts:     opts,

@@ -167,11 +167,15 @@ func makeEmail(profileURL string) emailRecord {
 	}
 }
 
-func (e emailRecord) cost() int64 {
-	if e.Verified {
-		return CostEmailVerified
+// emailCost is what an email lookup that found e costs (nil: none found).
+func (p Prices) emailCost(e *emailRecord) int64 {
+	switch {
+	case e == nil:
+		return p.EmailMiss
+	case e.Verified:
+		return p.EmailVerified
 	}
-	return CostEmail
+	return p.Email
 }
 
 type phoneRecord struct {
@@ -192,16 +196,17 @@ func makePhones(profileURL string) []phoneRecord {
 	return out
 }
 
-func phonesCost(p []phoneRecord) int64 {
-	if len(p) == 0 {
-		return 0
+// phoneCost is what a phone lookup that found ph costs (empty: none found).
+func (p Prices) phoneCost(ph []phoneRecord) int64 {
+	if len(ph) == 0 {
+		return p.PhoneMiss
 	}
-	for _, n := range p {
+	for _, n := range ph {
 		if n.Type == "mobile" {
-			return CostPhoneMobile
+			return p.PhoneMobile
 		}
 	}
-	return CostPhone
+	return p.Phone
 }
 
 // slugOf is the last path segment of a profile URL ("jane-doe-1a2b3c").

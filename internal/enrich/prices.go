@@ -1,0 +1,552 @@
+package enrich
+
+import (
+	"fmt"
+	"math/big"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
+)
+
+// PriceClass is a kind of answer the vendor prices alike: a stage, for the
+// profile stage how it was looked up, and the outcome. The contract gives
+// only ranges (profile 1-2, email 5-10, phone 5-25); within them a vendor
+// may price a no-match below a match, or an email miss above 0, and only
+// its answers (X-Credits-Charged) say so.
+type PriceClass struct {
+	Stage domain.Stage
+	// Kind is how a profile was looked up (domain.InputProfileURL...); ""
+	// for email and phone, which are looked up by the profile's URL.
+	Kind    domain.InputKind
+	Outcome Outcome
+}
+
+// Outcome is what a lookup found, as far as the price may hang on it.
+type Outcome string
+
+// Outcomes of a lookup.
+const (
+	OutcomeMatch    Outcome = "match"    // profile found
+	OutcomeNoMatch  Outcome = "no_match" // profile not found (the search was done)
+	OutcomeMiss     Outcome = "miss"     // email or phone: nothing found
+	OutcomeHit      Outcome = "hit"      // an email not verified; numbers without a mobile
+	OutcomeVerified Outcome = "verified" // a verified email
+	OutcomeMobile   Outcome = "mobile"   // numbers with a mobile among them
+)
+
+// String is the class's name in the price list: "profile/name_company/no_match", "email/miss".
+func (c PriceClass) String() string {
+	if c.Kind == "" {
+		return string(c.Stage) + "/" + string(c.Outcome)
+	}
+	return string(c.Stage) + "/" + string(c.Kind) + "/" + string(c.Outcome)
+}
+
+// Valid reports whether c is one of PriceClasses.
+func (c PriceClass) Valid() bool { return slices.Contains(PriceClasses(), c) }
+
+// ParsePriceClass reads a class's name (PriceClass.String).
+func ParsePriceClass(s string) (PriceClass, error) {
+	parts := strings.Split(s, "/")
+	var c PriceClass
+	switch len(parts) {
+	case 2:
+		c = PriceClass{Stage: domain.Stage(parts[0]), Outcome: Outcome(parts[1])}
+	case 3:
+		c = PriceClass{Stage: domain.Stage(parts[0]), Kind: domain.InputKind(parts[1]), Outcome: Outcome(parts[2])}
+	}
+	if !c.Valid() {
+		return PriceClass{}, fmt.Errorf("enrich: %q is not a price class", s)
+	}
+	return c, nil
+}
+
+// profileKinds are the ways a profile is looked up at the vendor.
+var profileKinds = []domain.InputKind{domain.InputProfileURL, domain.InputEmail, domain.InputNameCompany, domain.InputNameDomain}
+
+// PriceClasses lists every class, profile first.
+func PriceClasses() []PriceClass {
+	var out []PriceClass
+	for _, k := range profileKinds {
+		out = append(out, PriceClass{domain.StageProfile, k, OutcomeMatch}, PriceClass{domain.StageProfile, k, OutcomeNoMatch})
+	}
+	for _, o := range []Outcome{OutcomeMiss, OutcomeHit, OutcomeVerified} {
+		out = append(out, PriceClass{Stage: domain.StageEmail, Outcome: o})
+	}
+	for _, o := range []Outcome{OutcomeMiss, OutcomeHit, OutcomeMobile} {
+		out = append(out, PriceClass{Stage: domain.StagePhone, Outcome: o})
+	}
+	return out
+}
+
+// ProfileClass is the class of a profile answer looked up by kind (found:
+// a match).
+func ProfileClass(kind domain.InputKind, found bool) PriceClass {
+	o := OutcomeNoMatch
+	if found {
+		o = OutcomeMatch
+	}
+	return PriceClass{Stage: domain.StageProfile, Kind: kind, Outcome: o}
+}
+
+// EmailClass is the class of an email answer (nil: a miss).
+func EmailClass(e *Email) PriceClass {
+	c := PriceClass{Stage: domain.StageEmail, Outcome: OutcomeMiss}
+	switch {
+	case e == nil:
+	case e.Verified:
+		c.Outcome = OutcomeVerified
+	default:
+		c.Outcome = OutcomeHit
+	}
+	return c
+}
+
+// PhoneClass is the class of a phone answer (nil or no number: a miss).
+func PhoneClass(p *Phones) PriceClass {
+	c := PriceClass{Stage: domain.StagePhone, Outcome: OutcomeMiss}
+	switch {
+	case p == nil || len(p.Numbers) == 0:
+	case p.HasMobile():
+		c.Outcome = OutcomeMobile
+	default:
+		c.Outcome = OutcomeHit
+	}
+	return c
+}
+
+// Prices says what a class of answer costs. known is true when the vendor
+// itself has shown that price; else credits is a guess (the cost table's).
+type Prices interface {
+	Price(c PriceClass) (credits int64, known bool)
+}
+
+// Price is the cost table's price of c: never known, a guess by the
+// published list. A class the table does not know costs its stage's worst.
+func (t CostTable) Price(c PriceClass) (int64, bool) {
+	switch c.Stage {
+	case domain.StageProfile:
+		return t.ProfileCost(c.Kind), false
+	case domain.StageEmail:
+		switch c.Outcome {
+		case OutcomeMiss:
+			return t.EmailMiss, false
+		case OutcomeHit:
+			return t.EmailHit, false
+		case OutcomeVerified:
+			return t.EmailVerified, false
+		}
+	case domain.StagePhone:
+		switch c.Outcome {
+		case OutcomeMiss:
+			return t.PhoneMiss, false
+		case OutcomeHit:
+			return t.PhoneHit, false
+		case OutcomeMobile:
+			return t.PhoneMobile, false
+		}
+	}
+	return t.Worst(c.Stage), false
+}
+
+// LearnedPrice is what the vendor charges for one class, as its fresh
+// answers showed.
+type LearnedPrice struct {
+	Class   PriceClass
+	Credits int64 // the price now: the last one shown
+	Highest int64 // the most the vendor has ever charged for the class
+	Answers int64 // fresh answers that agree with Credits
+	// Previous is the price before the last change (nil: never changed),
+	// and ChangedAt when it changed.
+	Previous  *int64
+	ChangedAt time.Time
+	LearnedAt time.Time // first seen
+}
+
+// PriceBook is the price list of one vendor account: what its answers
+// showed, class by class, and a cost table for the classes it has not
+// shown yet. It answers the prices wherever one must be inferred (a lost
+// answer's replay, estimates) and the worst case a reservation holds. One
+// book per vendor account: two vendors, or two plans of one, price apart.
+// It is safe for concurrent use.
+type PriceBook struct {
+	table CostTable
+	mu    sync.RWMutex
+	known map[PriceClass]LearnedPrice
+	// equations are bulk calls not solved yet (SolveBulk).
+	equations []bulkEquation
+}
+
+// NewPriceBook is a book over table (zero: DefaultCosts) that knows learned.
+func NewPriceBook(table CostTable, learned []LearnedPrice) *PriceBook {
+	if table == (CostTable{}) {
+		table = DefaultCosts()
+	}
+	b := &PriceBook{table: table}
+	b.Load(learned)
+	return b
+}
+
+// Load replaces what the book knows with learned (the shared list, read
+// again from the database).
+func (b *PriceBook) Load(learned []LearnedPrice) {
+	known := make(map[PriceClass]LearnedPrice, len(learned))
+	for _, p := range learned {
+		known[p.Class] = p
+	}
+	b.mu.Lock()
+	b.known = known
+	b.mu.Unlock()
+}
+
+// Table is the cost table the book falls back on.
+func (b *PriceBook) Table() CostTable { return b.table }
+
+// Price is the learned price of c when the vendor has shown one, else the
+// cost table's (known false).
+func (b *PriceBook) Price(c PriceClass) (int64, bool) {
+	b.mu.RLock()
+	p, ok := b.known[c]
+	b.mu.RUnlock()
+	if ok {
+		return p.Credits, true
+	}
+	return b.table.Price(c)
+}
+
+// Learned is the book's learned prices, in PriceClasses order.
+func (b *PriceBook) Learned() []LearnedPrice {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	var out []LearnedPrice
+	for _, c := range PriceClasses() {
+		if p, ok := b.known[c]; ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Observe records a fresh answer of class c charged credits. It says
+// whether that is news to the book: a class not known before, or a price
+// other than the one known (prev is then the old price). An agreeing answer
+// is counted.
+func (b *PriceBook) Observe(c PriceClass, credits int64, now time.Time) (news bool, prev *int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, ok := b.known[c]
+	switch {
+	case !ok:
+		p = LearnedPrice{Class: c, Credits: credits, Highest: credits, Answers: 1, LearnedAt: now}
+		news = true
+	case p.Credits != credits:
+		old := p.Credits
+		p.Previous, p.ChangedAt, p.Credits, p.Answers = &old, now, credits, 1
+		p.Highest = max(p.Highest, credits)
+		news, prev = true, &old
+	default:
+		p.Answers++
+	}
+	b.known[c] = p
+	return news, prev
+}
+
+// Worst is the most one lookup of stage s may cost, what a reservation
+// holds: over the stage's classes, the cost table's price or the highest
+// the vendor has charged, whichever is more. Never below a price the
+// vendor has shown; never below the table's either, whose prices are the
+// contract's ranges.
+func (b *PriceBook) Worst(s domain.Stage) int64 {
+	var w int64
+	for _, c := range PriceClasses() {
+		if c.Stage == s {
+			w = max(w, b.classWorst(c))
+		}
+	}
+	return w
+}
+
+// classWorst is the most an answer of class c may cost: its table price,
+// or the highest the vendor has charged for it.
+func (b *PriceBook) classWorst(c PriceClass) int64 {
+	w, _ := b.table.Price(c)
+	b.mu.RLock()
+	p, ok := b.known[c]
+	b.mu.RUnlock()
+	if ok {
+		w = max(w, p.Highest)
+	}
+	return w
+}
+
+// ProfileRange is the least and most a profile lookup of kind may cost
+// (no match or match), each learned or the table's.
+func (b *PriceBook) ProfileRange(kind domain.InputKind) (lo, hi int64) {
+	m, _ := b.Price(ProfileClass(kind, true))
+	n, _ := b.Price(ProfileClass(kind, false))
+	return min(m, n), max(m, n)
+}
+
+// Range is the least and most a lookup of stage s (email or phone) may
+// cost, over its classes, each learned or the table's.
+func (b *PriceBook) Range(s domain.Stage) (lo, hi int64) {
+	first := true
+	for _, c := range PriceClasses() {
+		if c.Stage != s {
+			continue
+		}
+		p, _ := b.Price(c)
+		if first {
+			lo, hi, first = p, p, false
+			continue
+		}
+		lo, hi = min(lo, p), max(hi, p)
+	}
+	return lo, hi
+}
+
+// RowWorst is the most one bulk row can cost: its profile lookup (by its
+// kind, match or not) plus the worst case of each stage in include.
+func (b *PriceBook) RowWorst(q ProfileQuery, include []domain.Stage) int64 {
+	c := b.Worst(domain.StageProfile)
+	if k := q.Kind(); k != "" {
+		c = max(b.classWorst(ProfileClass(k, true)), b.classWorst(ProfileClass(k, false)))
+	}
+	for _, s := range include {
+		if s != domain.StageProfile {
+			c += b.Worst(s)
+		}
+	}
+	return c
+}
+
+// BulkWorst is the most a bulk call with these rows and stages can cost.
+func (b *PriceBook) BulkWorst(rows []ProfileQuery, include []domain.Stage) int64 {
+	var c int64
+	for _, q := range rows {
+		c += b.RowWorst(q, include)
+	}
+	return c
+}
+
+// BulkClasses counts the classes of a bulk call's answered rows (for
+// learning from the call's total): ok is false when a row's outcome is
+// unknown (its price cannot be told). Rows with a permanent error cost
+// nothing and are not counted.
+func BulkClasses(rows []ProfileQuery, include []domain.Stage, items []BulkItem) (counts map[PriceClass]int64, ok bool) {
+	counts = map[PriceClass]int64{}
+	for i, it := range items {
+		if i >= len(rows) {
+			return nil, false
+		}
+		if it.Err != nil {
+			if it.Err.OutcomeUnknown {
+				return nil, false
+			}
+			continue
+		}
+		for _, c := range rowClasses(rows[i], include, it) {
+			counts[c]++
+		}
+	}
+	return counts, true
+}
+
+// rowClasses are the classes one answered bulk row is billed for: its
+// profile lookup, and for a match each later stage asked.
+func rowClasses(q ProfileQuery, include []domain.Stage, it BulkItem) []PriceClass {
+	out := []PriceClass{ProfileClass(q.Kind(), it.Profile != nil)}
+	if it.Profile == nil {
+		return out
+	}
+	for _, s := range include {
+		switch s {
+		case domain.StageEmail:
+			out = append(out, EmailClass(it.Email))
+		case domain.StagePhone:
+			out = append(out, PhoneClass(it.Phones))
+		}
+	}
+	return out
+}
+
+// SolveBulk finds what a bulk call's total tells of the prices not learned
+// yet. When every class of the call but one has a learned price, the total
+// less what those cost, shared by the rows of the one left, is its price (a
+// call whose rows all fall in one class is the simplest case). A call with
+// more unknown classes is kept as an equation (the latest 64), and the
+// equations kept are solved together for the classes they determine:
+// exactly, in integers not below 0, and consistent with every one of them;
+// else nothing is learned (and, when they contradict each other, a price
+// changed meanwhile: they are dropped).
+func (b *PriceBook) SolveBulk(counts map[PriceClass]int64, total int64) map[PriceClass]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := bulkEquation{counts: map[PriceClass]int64{}, total: total}
+	open := false
+	for c, n := range counts {
+		if n > 0 {
+			e.counts[c] = n
+			_, known := b.known[c]
+			open = open || !known
+		}
+	}
+	if !open {
+		return nil // every class priced: nothing to solve
+	}
+	b.equations = append(b.equations, e)
+	if len(b.equations) > maxEquations {
+		b.equations = b.equations[len(b.equations)-maxEquations:]
+	}
+	solved, consistent := solveEquations(b.equations, b.known)
+	if !consistent {
+		b.equations = nil
+		return nil
+	}
+	return solved
+}
+
+// maxEquations bounds the bulk calls a book keeps to solve together.
+const maxEquations = 64
+
+// bulkEquation is a bulk call's total and the classes of its rows.
+type bulkEquation struct {
+	counts map[PriceClass]int64
+	total  int64
+}
+
+// solveEquations solves eqs for the classes known does not price, by
+// Gaussian elimination over the rationals. consistent is false when the
+// equations contradict each other or the known prices.
+func solveEquations(eqs []bulkEquation, known map[PriceClass]LearnedPrice) (solved map[PriceClass]int64, consistent bool) {
+	var unknown []PriceClass
+	index := map[PriceClass]int{}
+	for _, e := range eqs {
+		for c := range e.counts {
+			if _, ok := known[c]; ok {
+				continue
+			}
+			if _, ok := index[c]; !ok {
+				index[c] = len(unknown)
+				unknown = append(unknown, c)
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		for _, e := range eqs {
+			if rest(e, known) != 0 {
+				return nil, false
+			}
+		}
+		return nil, true
+	}
+	slices.SortFunc(unknown, func(a, b PriceClass) int { return strings.Compare(a.String(), b.String()) })
+	for i, c := range unknown {
+		index[c] = i
+	}
+	n := len(unknown)
+	rows := make([][]*big.Rat, 0, len(eqs))
+	for _, e := range eqs {
+		r := make([]*big.Rat, n+1)
+		for i := range r {
+			r[i] = new(big.Rat)
+		}
+		for c, k := range e.counts {
+			if i, ok := index[c]; ok {
+				r[i].SetInt64(k)
+			}
+		}
+		r[n].SetInt64(rest(e, known))
+		rows = append(rows, r)
+	}
+	// Row reduction.
+	rank := 0
+	pivots := make([]int, 0, n)
+	for col := 0; col < n && rank < len(rows); col++ {
+		p := -1
+		for i := rank; i < len(rows); i++ {
+			if rows[i][col].Sign() != 0 {
+				p = i
+				break
+			}
+		}
+		if p < 0 {
+			continue
+		}
+		rows[rank], rows[p] = rows[p], rows[rank]
+		inv := new(big.Rat).Inv(rows[rank][col])
+		for j := col; j <= n; j++ {
+			rows[rank][j].Mul(rows[rank][j], inv)
+		}
+		for i := range rows {
+			if i == rank || rows[i][col].Sign() == 0 {
+				continue
+			}
+			f := new(big.Rat).Set(rows[i][col])
+			for j := col; j <= n; j++ {
+				rows[i][j].Sub(rows[i][j], new(big.Rat).Mul(f, rows[rank][j]))
+			}
+		}
+		pivots = append(pivots, col)
+		rank++
+	}
+	for i := rank; i < len(rows); i++ {
+		if rows[i][n].Sign() != 0 {
+			return nil, false // 0 = non-zero: the equations disagree
+		}
+	}
+	// A class is determined when its row, reduced, names no class left
+	// free. (A matched row of a call with email is billed its profile and
+	// its email together: those two are told apart only once one of them is
+	// priced elsewhere.)
+	isPivot := make([]bool, n)
+	for _, col := range pivots {
+		isPivot[col] = true
+	}
+	solved = map[PriceClass]int64{}
+	for i, col := range pivots {
+		free := false
+		for j := 0; j < n; j++ {
+			if !isPivot[j] && rows[i][j].Sign() != 0 {
+				free = true
+				break
+			}
+		}
+		if free {
+			continue
+		}
+		v := rows[i][n]
+		if !v.IsInt() || v.Sign() < 0 || !v.Num().IsInt64() {
+			return nil, false // no vendor charges that
+		}
+		solved[unknown[col]] = v.Num().Int64()
+	}
+	return solved, true
+}
+
+// rest is an equation's total less what its known classes cost.
+func rest(e bulkEquation, known map[PriceClass]LearnedPrice) int64 {
+	r := e.total
+	for c, k := range e.counts {
+		if p, ok := known[c]; ok {
+			r -= k * p.Credits
+		}
+	}
+	return r
+}
+
+// BulkPrice is what a bulk call's answered rows cost by the book: the sum
+// of their prices (a row of unknown outcome at its worst case, a row with a
+// permanent error at 0).
+func (b *PriceBook) BulkPrice(rows []ProfileQuery, include []domain.Stage, items []BulkItem) int64 {
+	var c int64
+	for i, it := range items {
+		if i < len(rows) {
+			c += rowPrice(b, b.table, rows[i], include, it)
+		}
+	}
+	return c
+}

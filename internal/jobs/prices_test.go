@@ -1,0 +1,366 @@
+package jobs_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// billedAndLost does the work of the first send of every Idempotency-Key
+// (the vendor bills it) and loses its answer, on every single lookup: the
+// retry is answered as a replay, charged 0.
+type billedAndLost struct {
+	jobs.Vendor
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (v *billedAndLost) first(key string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	f := !v.seen[key]
+	v.seen[key] = true
+	return f
+}
+
+func (v *billedAndLost) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+	if v.first(key) {
+		_, _ = v.Vendor.Profile(ctx, q, key)
+		return enrich.ProfileResult{}, errLost
+	}
+	return v.Vendor.Profile(ctx, q, key)
+}
+
+func (v *billedAndLost) Email(ctx context.Context, profileURL, key string) (enrich.EmailResult, error) {
+	if v.first(key) {
+		_, _ = v.Vendor.Email(ctx, profileURL, key)
+		return enrich.EmailResult{}, errLost
+	}
+	return v.Vendor.Email(ctx, profileURL, key)
+}
+
+func namedCompanies(tag string, n int) []ingest.RowIn {
+	rows := make([]ingest.RowIn, n)
+	for i := range rows {
+		rows[i] = ingest.RowIn{Ref: fmt.Sprintf("%s-%04d", tag, i), Company: fmt.Sprintf("%s Company %d GmbH", tag, i)}
+	}
+	return rows
+}
+
+// A vendor that prices by outcome and charges its misses (a profile
+// no-match 1 and a match 2, an email miss 5 and a hit 10), inside the
+// contract's ranges, unlike the cost table (a profile search 2 either way,
+// an email miss 0). Its first answers teach the price list, per vendor key;
+// then a lost no-match is settled by its replay at 1 and a lost email miss
+// at 5: the ledger is the bill, to the credit.
+func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) {
+		o.Prices = fakevendor.ChargedMissPrices()
+		o.NoReplayHeader = true
+	}})
+	b.Submitter.Enqueuer = nil
+	ctx := context.Background()
+	account := fmt.Sprintf("acct-prices-%d", time.Now().UnixNano())
+	book := enrich.NewPriceBook(enrich.DefaultCosts(), nil)
+	cfg := jobs.ProcessorConfig{Account: account, Prices: book, Now: func() time.Time { return time.Now().Add(-time.Hour) }}
+	opts := ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}}
+
+	// The first answers: every one read.
+	first := submit(b, t, namedCompanies("first", 30), opts)
+	runRounds(t, b, jobs.NewProcessor(b.Store, b.Client, noLimit{}, cfg, b.Log), first.ID, 2)
+	list, err := b.Store.VendorPrices(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, p := range list {
+		got[p.Class] = p.Credits
+		if p.Answers < 1 || p.Highest != p.Credits || p.Previous != nil {
+			t.Errorf("%s: %+v", p.Class, p)
+		}
+	}
+	t.Logf("learned: %v", got)
+	for class, want := range map[string]int64{"profile/name_company/no_match": 1, "profile/name_company/match": 2, "email/miss": 5, "email/hit": 10} {
+		if p, ok := got[class]; !ok || p != want {
+			t.Errorf("learned price of %s = %d (known %v), want %d", class, p, ok, want)
+		}
+	}
+	b.CheckMoney(t, first.ID)
+
+	// Then every answer lost after the vendor billed it: each retry is a
+	// replay (no header: charged 0), and prices the lost send. A worker
+	// that starts afresh reads the learned list from Postgres.
+	billed := b.Vendor.TotalCharged()
+	lost := submit(b, t, namedCompanies("lost", 30), opts)
+	cfg.Prices = nil
+	v := &billedAndLost{Vendor: b.Client, seen: map[string]bool{}}
+	runRounds(t, b, jobs.NewProcessor(b.Store, v, noLimit{}, cfg, b.Log), lost.ID, 5)
+	j, err := b.Store.JobByID(ctx, lost.ID)
+	if err != nil || j.State != domain.JobCompleted {
+		t.Fatalf("job %s, %v", j.State, err)
+	}
+	entries, err := b.Store.LedgerEntries(ctx, lost.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settledAt := map[int64]int{}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Error, "reconciled by call") {
+			settledAt[e.Charged]++
+		}
+	}
+	t.Logf("lost sends settled by their replay, by price: %v; the vendor billed %d for the job", settledAt, b.Vendor.TotalCharged()-billed)
+	if settledAt[1] == 0 || settledAt[5] == 0 {
+		t.Errorf("want lost no-matches settled at 1 and lost email misses at 5; got %v", settledAt)
+	}
+	b.CheckMoney(t, first.ID, lost.ID)
+}
+
+// The price book: the cost table until the vendor shows a price, then the
+// vendor's; a price that changes is news, and a reservation never holds
+// less than the most the vendor has charged for a class.
+func TestPriceBook(t *testing.T) {
+	t.Parallel()
+	book := enrich.NewPriceBook(enrich.DefaultCosts(), nil)
+	miss := enrich.EmailClass(nil)
+	if p, known := book.Price(miss); p != 0 || known {
+		t.Fatalf("email miss before any answer: %d (known %v), want the table's 0", p, known)
+	}
+	now := time.Now()
+	if news, _ := book.Observe(miss, 5, now); !news {
+		t.Fatal("a first price is not news")
+	}
+	if news, _ := book.Observe(miss, 5, now); news {
+		t.Fatal("an agreeing answer is news")
+	}
+	if p, known := book.Price(miss); p != 5 || !known {
+		t.Fatalf("email miss after answers: %d (known %v), want 5", p, known)
+	}
+	hit := enrich.EmailClass(&enrich.Email{Address: "a@b.example"})
+	book.Observe(hit, 12, now) // above the table's worst (10)
+	if w := book.Worst(domain.StageEmail); w != 12 {
+		t.Fatalf("worst email = %d, want 12 (the most the vendor charged)", w)
+	}
+	news, prev := book.Observe(hit, 8, now)
+	if !news || prev == nil || *prev != 12 {
+		t.Fatalf("a changed price: news %v, prev %v", news, prev)
+	}
+	if w := book.Worst(domain.StageEmail); w != 12 {
+		t.Fatalf("worst email after a cut = %d, want still 12", w)
+	}
+	l := book.Learned()
+	if len(l) != 2 || l[1].Class != hit || l[1].Credits != 8 || l[1].Highest != 12 || l[1].Previous == nil || *l[1].Previous != 12 {
+		t.Fatalf("learned = %+v", l)
+	}
+
+	// A bulk call's total: one class without a price is solved.
+	nm := enrich.ProfileClass(domain.InputNameCompany, false)
+	m := enrich.ProfileClass(domain.InputNameCompany, true)
+	book.Observe(m, 2, now)
+	solved := book.SolveBulk(map[enrich.PriceClass]int64{m: 3, nm: 4, miss: 3}, 3*2+4*1+3*5)
+	if len(solved) != 1 || solved[nm] != 1 {
+		t.Fatalf("solve: %v, want %v 1", solved, nm)
+	}
+	book.Observe(nm, 1, now) // what the processor does with it
+	// Two classes unknown: one call tells nothing; a second, independent,
+	// determines both (phone miss 5, mobile 25).
+	pm, pmob := enrich.PhoneClass(nil), enrich.PhoneClass(&enrich.Phones{Numbers: []enrich.Phone{{Number: "+1", Type: "mobile"}}})
+	if solved := book.SolveBulk(map[enrich.PriceClass]int64{m: 2, pm: 1, pmob: 1}, 2*2+5+25); len(solved) != 0 {
+		t.Fatalf("two unknown classes solved from one call: %v", solved)
+	}
+	if solved := book.SolveBulk(map[enrich.PriceClass]int64{m: 1, pm: 3, pmob: 1}, 2+3*5+25); len(solved) != 2 || solved[pm] != 5 || solved[pmob] != 25 {
+		t.Fatalf("two calls: %v, want phone miss 5, mobile 25", solved)
+	}
+	book.Observe(pm, 5, now)
+	book.Observe(pmob, 25, now)
+	// Equations that allow no whole price teach nothing.
+	ph := enrich.PhoneClass(&enrich.Phones{Numbers: []enrich.Phone{{Number: "+1"}}})
+	if solved := book.SolveBulk(map[enrich.PriceClass]int64{ph: 2}, 7); len(solved) != 0 {
+		t.Fatalf("a price of 3.5 learned: %v", solved)
+	}
+	for _, c := range enrich.PriceClasses() {
+		back, err := enrich.ParsePriceClass(c.String())
+		if err != nil || back != c {
+			t.Fatalf("%v: parsed back %v, %v", c, back, err)
+		}
+	}
+	if _, err := enrich.ParsePriceClass("profile/member/match"); err == nil {
+		t.Fatal("a member lookup is not a vendor price class")
+	}
+}
+
+// The learned list is per vendor key in Postgres: a new price is recorded
+// once, agreeing answers are counted, a change keeps the old price.
+func TestVendorPricesStored(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true})
+	ctx := context.Background()
+	account := fmt.Sprintf("acct-store-%d", time.Now().UnixNano())
+	l, err := b.Store.LearnPrice(ctx, account, "email/miss", 5, 1)
+	if err != nil || !l.New {
+		t.Fatalf("first: %+v, %v", l, err)
+	}
+	if err := b.Store.AgreePrices(ctx, account, []store.PriceAgreement{{Class: "email/miss", Credits: 5, Answers: 3}, {Class: "email/miss", Credits: 4, Answers: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err = b.Store.LearnPrice(ctx, account, "email/miss", 6, 2); err != nil || !l.Changed || l.Prev != 5 {
+		t.Fatalf("change: %+v, %v", l, err)
+	}
+	list, err := b.Store.VendorPrices(ctx, account)
+	if err != nil || len(list) != 1 {
+		t.Fatalf("list %+v, %v", list, err)
+	}
+	p := list[0]
+	if p.Credits != 6 || p.Highest != 6 || p.Answers != 1 || p.Previous == nil || *p.Previous != 5 || p.ChangedAt == nil {
+		t.Fatalf("after a change: %+v", p)
+	}
+	if other, err := b.Store.VendorPrices(ctx, account+"-other"); err != nil || len(other) != 0 {
+		t.Fatalf("another key's list: %+v, %v", other, err)
+	}
+}
+
+// An estimate prices by what the vendor key's answers showed: once an email
+// miss is known to cost 5 and a no-match 1, the least a job can cost counts
+// them so, not by the cost table (a miss free, a search 2 either way).
+func TestEstimateUsesLearnedPrices(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true})
+	ctx := context.Background()
+	b.Submitter.Account = fmt.Sprintf("acct-est-%d", time.Now().UnixNano())
+	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, MaxAge: 720 * time.Hour}
+	rows := namedCompanies("est", 10)
+	feed := func(emit func(ingest.Lookup) error) error {
+		return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
+	}
+	est, err := b.Submitter.Estimate(ctx, jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
+	if err != nil || est.Credits.Min != 10*2 || est.Credits.Max != 10*(2+10) {
+		t.Fatalf("by the table: %+v, %v", est.Credits, err)
+	}
+	for class, p := range map[string]int64{"profile/name_company/no_match": 1, "profile/name_company/match": 2, "email/miss": 5, "email/hit": 10, "email/verified": 10} {
+		if _, err := b.Store.LearnPrice(ctx, b.Submitter.Account, class, p, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	est, err = b.Submitter.Estimate(ctx, jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
+	if err != nil || est.Credits.Min != 10*(1+5) || est.Credits.Max != 10*(2+10) {
+		t.Fatalf("by the learned prices: %+v, %v; want min %d, max %d", est.Credits, err, 10*(1+5), 10*(2+10))
+	}
+}
+
+// losesOnce does the work of the first send of the keys lose picks (the
+// vendor bills it) and loses its answer.
+type losesOnce struct {
+	jobs.Vendor
+	lose func(q enrich.ProfileQuery) bool
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func (v *losesOnce) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+	v.mu.Lock()
+	first := !v.seen[key]
+	v.seen[key] = true
+	v.mu.Unlock()
+	if first && v.lose(q) {
+		_, _ = v.Vendor.Profile(ctx, q, key)
+		return enrich.ProfileResult{}, errLost
+	}
+	return v.Vendor.Profile(ctx, q, key)
+}
+
+// A lost no-match whose price the vendor has not shown yet is settled by
+// its replay at the cost table's guess (a search: 2); the vendor's balance
+// readings around it (the answer read before it left, and its replay) show
+// it cost 1, and it alone can have been billed in between: the witness
+// settles it to 1, marked, before the job completes.
+func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) {
+		o.Prices = fakevendor.ChargedMissPrices()
+		o.NoReplayHeader = true
+	}})
+	b.Submitter.Enqueuer = nil
+	ctx := context.Background()
+	var hit, miss string
+	for i := 0; hit == "" || miss == ""; i++ {
+		c := fmt.Sprintf("Witness Company %d GmbH", i)
+		if b.Vendor.ProfileHit(enrich.ProfileQuery{Name: "CFO", Company: c}) {
+			hit = cmp.Or(hit, c)
+		} else {
+			miss = cmp.Or(miss, c)
+		}
+	}
+	job := submit(b, t, []ingest.RowIn{{Ref: "hit", Company: hit}, {Ref: "miss", Company: miss}}, ingest.JobOptions{Roles: []string{"CFO"}})
+	v := &losesOnce{Vendor: b.Client, seen: map[string]bool{}, lose: func(q enrich.ProfileQuery) bool { return q.Company == miss }}
+	proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{Account: fmt.Sprintf("acct-witness-%d", time.Now().UnixNano()),
+		LookupConcurrency: 1, Now: func() time.Time { return time.Now().Add(-time.Hour) }}, b.Log)
+	runRounds(t, b, proc, job.ID, 3)
+	j, err := b.Store.JobByID(ctx, job.ID)
+	if err != nil || j.State != domain.JobCompleted {
+		t.Fatalf("job %s, %v", j.State, err)
+	}
+	entries, err := b.Store.LedgerEntries(ctx, job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	witnessed := 0
+	for _, e := range entries {
+		t.Logf("call %d %s charged %d: %s", e.ID, e.Status, e.Charged, e.Error)
+		if strings.HasPrefix(e.Error, "settled by the balance witness") {
+			witnessed++
+			if e.Charged != 1 {
+				t.Errorf("witnessed at %d, want 1", e.Charged)
+			}
+		}
+	}
+	if witnessed != 1 {
+		t.Errorf("%d calls settled by the witness, want the lost no-match", witnessed)
+	}
+	b.CheckMoney(t, job.ID)
+}
+
+// Bulk calls report only their total: their rows' classes, over several
+// calls, are solved together for the prices they determine.
+func TestBulkCallsTeachPrices(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) { o.Prices = fakevendor.ChargedMissPrices() }})
+	b.Submitter.Enqueuer = nil
+	ctx := context.Background()
+	account := fmt.Sprintf("acct-bulk-%d", time.Now().UnixNano())
+	proc := jobs.NewProcessor(b.Store, b.Client, noLimit{}, jobs.ProcessorConfig{Account: account, Bulk: true, BulkSize: 4}, b.Log)
+	// Profiles alone: a match and a no-match are told apart. Then with
+	// email: a matched row is billed its profile and its email together,
+	// told apart now that the match is priced.
+	profiles := submit(b, t, namedCompanies("bulkp", 40), ingest.JobOptions{Roles: []string{"CFO"}})
+	runRounds(t, b, proc, profiles.ID, 2)
+	job := submit(b, t, namedCompanies("bulk", 60), ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	runRounds(t, b, proc, job.ID, 2)
+	list, err := b.Store.VendorPrices(ctx, account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, p := range list {
+		got[p.Class] = p.Credits
+	}
+	t.Logf("learned from bulk totals: %v", got)
+	for class, want := range map[string]int64{"profile/name_company/no_match": 1, "profile/name_company/match": 2, "email/miss": 5, "email/hit": 10} {
+		if p, ok := got[class]; !ok || p != want {
+			t.Errorf("learned price of %s = %d (known %v), want %d", class, p, ok, want)
+		}
+	}
+	b.CheckMoney(t, profiles.ID, job.ID)
+}
