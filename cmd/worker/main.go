@@ -101,6 +101,7 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 		LookupConcurrency: cfg.LookupConcurrency,
 		MaxAttempts:       cfg.MaxAttempts,
 		Lease:             cfg.Lease,
+		ErasureKey:        []byte(cfg.ErasureKey),
 	}, log.With("component", "processor"))
 
 	redisOpt, err := cfg.AsynqRedis()

@@ -22,6 +22,9 @@ type rowWork struct {
 	out   store.Outcome
 	dirty bool
 	end   domain.RowState // "" while active; else the state the row leaves in
+	// gone: a save did not write the row (its claim lost, the row erased,
+	// or its person suppressed): nothing more is done or saved for it.
+	gone bool
 }
 
 func newRowWork(r store.Row) *rowWork {
@@ -51,7 +54,7 @@ func (w *rowWork) rowWithFound() store.Row {
 
 // needs reports whether a row still needs stage.
 func (c *chunkRun) needs(w *rowWork, stage domain.Stage) bool {
-	if w.end != "" || w.done[stage] {
+	if w.end != "" || w.gone || w.done[stage] {
 		return false
 	}
 	switch stage {
@@ -124,7 +127,7 @@ func (w *rowWork) leave(to domain.RowState) {
 // the run stops before it is done: pending, released without an attempt
 // (budget, a paused job, shutdown).
 func (c *chunkRun) decideEnd(w *rowWork, final bool) {
-	if w.end != "" {
+	if w.end != "" || w.gone {
 		return
 	}
 	switch {

@@ -55,10 +55,10 @@ func people(t *testing.T, st *store.Store, tenant string) store.Job {
 		if r.Ref == "url" {
 			o.StagesDone = append(o.StagesDone, domain.StageEmail)
 			o.Email = &store.EmailResult{ProfileURL: f[0], Email: "ada@lane.example", Confidence: 0.9, Raw: []byte(`{"email": "ada@lane.example"}`)}
-			cache = append(cache, store.CacheEntry{Stage: domain.StageEmail, Key: "url:" + f[0], Matched: true, Result: []byte(`{"email": "ada@lane.example"}`), FetchedAt: time.Now()})
+			cache = append(cache, store.CacheEntry{RowID: r.ID, Stage: domain.StageEmail, Key: "url:" + f[0], Matched: true, Result: []byte(`{"email": "ada@lane.example"}`), FetchedAt: time.Now()})
 		}
 		outs = append(outs, o)
-		cache = append(cache, store.CacheEntry{Stage: domain.StageProfile, Key: r.Ref, Matched: true, Result: []byte(`{"name": "` + f[1] + `"}`), FetchedAt: time.Now()})
+		cache = append(cache, store.CacheEntry{RowID: r.ID, Stage: domain.StageProfile, Key: r.Ref, Matched: true, Result: []byte(`{"name": "` + f[1] + `"}`), FetchedAt: time.Now()})
 	}
 	if _, err := st.SaveOutcomes(ctx, tenant, claim.Token, outs, cache); err != nil {
 		t.Fatal(err)

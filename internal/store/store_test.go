@@ -130,7 +130,7 @@ func TestOutcomesGuardedByLease(t *testing.T) {
 	if ids, err := st.SaveOutcomes(ctx, "acme", "00000000-0000-0000-0000-000000000000", outs, nil); err != nil || len(ids) != 0 {
 		t.Fatalf("stale token wrote %v (err %v)", ids, err)
 	}
-	ids, err := st.SaveOutcomes(ctx, "acme", c.Token, outs, []store.CacheEntry{{Stage: domain.StageProfile, Key: "k", Matched: true, Result: []byte(`{}`), FetchedAt: now}})
+	ids, err := st.SaveOutcomes(ctx, "acme", c.Token, outs, []store.CacheEntry{{RowID: c.Rows[0].ID, Stage: domain.StageProfile, Key: "k", Matched: true, Result: []byte(`{}`), FetchedAt: now}})
 	if err != nil || len(ids) != 2 {
 		t.Fatalf("save: %v %v", ids, err)
 	}
