@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -101,8 +102,27 @@ type NewRow struct {
 	Role       string
 	Extra      map[string]string
 	// SkipReason, when set, stores the row skipped with this reason: it is
-	// never looked up (a suppressed person).
+	// never looked up (a suppressed person), and none of its input is kept
+	// (see withoutPerson).
 	SkipReason string
+}
+
+// withoutPerson is the row with nothing of its person: the input blanked,
+// no extras (the input row's extras go, whatever its other lookups), and
+// the ref kept (the caller's own id, to match the line up) unless it holds
+// one of the row's own values.
+func (r NewRow) withoutPerson() NewRow {
+	ref := strings.ToLower(r.Ref)
+	for _, v := range []string{r.Email, r.ProfileURL, r.Name, r.Domain} {
+		if v = strings.ToLower(strings.TrimSpace(v)); v != "" && strings.Contains(ref, v) {
+			ref = ""
+			break
+		}
+	}
+	if ref != "" {
+		ref = r.Ref
+	}
+	return NewRow{InputRow: r.InputRow, Ref: ref, Kind: r.Kind, SkipReason: r.SkipReason}
 }
 
 // copyBatch is how many rows the feed hands to the COPY at a time; a few
@@ -183,14 +203,16 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 			}
 		}
 		add := func(r NewRow) error {
+			state, finished := domain.RowPending, (*time.Time)(nil)
+			if r.SkipReason != "" {
+				state, finished = domain.RowSkipped, &createdAt
+				r = r.withoutPerson()
+				extras.drop(r.InputRow)
+			}
 			if err := extras.add(r.InputRow, r.Extra); err != nil {
 				return err
 			}
 			found := nullIfEmpty(r.ProfileURL)
-			state, finished := domain.RowPending, (*time.Time)(nil)
-			if r.SkipReason != "" {
-				state, finished = domain.RowSkipped, &createdAt
-			}
 			buf = append(buf, []any{jobID, total / nj.ChunkSize, r.InputRow, r.Ref, r.Kind,
 				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Domain), nullIfEmpty(r.Email), nullIfEmpty(r.Role), found,
 				state, r.SkipReason, finished})
