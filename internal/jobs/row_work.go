@@ -155,12 +155,15 @@ func (w *rowWork) savedState() (domain.RowState, error) {
 }
 
 // fail ends a row's run with a failure: a retry later, or failed for good.
+// The row says the failure's class (rowError); its detail is logged.
 func (c *chunkRun) fail(w *rowWork, err error) {
+	class := rowError(err)
 	var ve *enrich.Error
 	if errors.As(err, &ve) && !ve.Retryable() {
 		w.leave(domain.RowFailed)
-		w.out.Reason = "vendor rejected the input: " + ve.Error()
-		w.out.LastError = ve.Error()
+		w.out.Reason = class
+		w.out.LastError = class
+		c.p.log.Warn("row failed", "job_id", c.job.ID, "row_id", w.row.ID, "error_class", class, "err", err)
 		return
 	}
 	var se *storeError
@@ -169,26 +172,29 @@ func (c *chunkRun) fail(w *rowWork, err error) {
 		// conflict that outlived its retries): the vendor was never asked, so
 		// this is not one of the row's attempts. It is tried again shortly.
 		w.leave(domain.RowRetryWait)
-		w.out.LastError = err.Error()
+		w.out.LastError = class
 		w.out.NextAttemptAt = c.p.cfg.Now().Add(time.Second + time.Duration(c.p.cfg.Rand()*float64(2*time.Second)))
+		c.p.log.Debug("row waits: store", "job_id", c.job.ID, "row_id", w.row.ID, "error_class", class, "err", err)
 		return
 	}
 	var notYet *ratelimit.NotYetError
 	if errors.As(err, &notYet) {
 		// The shared limiter says "not yet" for longer than a task should wait: not a failed attempt.
 		w.leave(domain.RowRetryWait)
-		w.out.LastError = err.Error()
+		w.out.LastError = class
 		w.out.NextAttemptAt = c.p.cfg.Now().Add(notYet.RetryIn + time.Duration(c.p.cfg.Rand()*float64(time.Second)))
 		return
 	}
 	attempts := w.row.Attempts + 1
 	w.out.FailedAttempt = true
-	w.out.LastError = err.Error()
+	w.out.LastError = class
 	if attempts >= c.p.cfg.MaxAttempts {
 		w.leave(domain.RowFailed)
-		w.out.Reason = fmt.Sprintf("attempts exhausted (%d): %v", attempts, err)
+		w.out.Reason = fmt.Sprintf("attempts exhausted (%d): %s", attempts, class)
+		c.p.log.Warn("row failed", "job_id", c.job.ID, "row_id", w.row.ID, "attempts", attempts, "error_class", class, "err", err)
 		return
 	}
+	c.p.log.Debug("row attempt failed; retried", "job_id", c.job.ID, "row_id", w.row.ID, "attempts", attempts, "error_class", class, "err", err)
 	delay := ratelimit.Backoff(attempts-1, c.p.cfg.RetryBase, c.p.cfg.RetryMax, c.p.cfg.Rand)
 	if errors.As(err, &ve) && ve.RetryAfter > delay {
 		// Honour Retry-After, clamped so a wild value cannot park a row for days.
