@@ -254,3 +254,22 @@ func StoredRows(tb testing.TB, st *store.Store, jobID string) []StoredRow {
 	}
 	return out
 }
+
+// AgeJob moves a job's times back by d, as if it had been made, changed and
+// dispatched d earlier.
+func AgeJob(tb testing.TB, st *store.Store, jobID string, d time.Duration) {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	ctx := context.Background()
+	for _, q := range []string{
+		`UPDATE jobs SET created_at = created_at - $2::interval, updated_at = updated_at - $2::interval,
+			started_at = started_at - $2::interval, paused_at = paused_at - $2::interval WHERE id = $1`,
+		`UPDATE job_chunks SET enqueued_at = enqueued_at - $2::interval WHERE job_id = $1`,
+		`UPDATE job_rows SET created_at = created_at - $2::interval, updated_at = updated_at - $2::interval WHERE job_id = $1`,
+	} {
+		if _, err := c.Exec(ctx, q, jobID, d); err != nil {
+			tb.Fatalf("storetest: age job: %v", err)
+		}
+	}
+}
