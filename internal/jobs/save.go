@@ -56,7 +56,7 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 		return fmt.Errorf("save outcomes: %w", err)
 	}
 	c.dropUnwritten(outs, written)
-	saved := len(outs) > 0 || len(cache) > 0 // and the lookup claims given up with them
+	saved := len(outs) > 0 // and the lookup claims given up with them (a cache entry is written only with its row's outcome)
 	for _, o := range outs {
 		if o.State.Terminal() {
 			c.p.cfg.Metrics.RowFinished(string(o.State))
