@@ -25,6 +25,19 @@ type holdingVendor struct {
 	release  chan struct{}
 }
 
+func (v *holdingVendor) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, key string) (enrich.BulkResult, error) {
+	res, err := v.Vendor.Bulk(ctx, rows, include, key)
+	v.once.Do(func() {
+		var found *enrich.Profile
+		if err == nil && len(res.Items) > 0 {
+			found = res.Items[0].Profile
+		}
+		v.answered <- found
+		<-v.release
+	})
+	return res, err
+}
+
 func (v *holdingVendor) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
 	res, err := v.Vendor.Profile(ctx, q, key)
 	v.once.Do(func() {
@@ -72,61 +85,67 @@ func TestErasureRacingAnInFlightRow(t *testing.T) {
 			return store.Person{ProfileURL: found.ProfileURL}
 		}, 1},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			b := jobstest.New(t, jobstest.Options{NoWorker: true})
-			b.Submitter.Enqueuer = nil
-			in := c.row(b)
-			job := submit(b, t, []ingest.RowIn{in}, ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
-			v := &holdingVendor{Vendor: b.Client, answered: make(chan *enrich.Profile), release: make(chan struct{})}
-			proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{ErasureKey: erasureKey}, b.Log)
-			ctx := context.Background()
+		for _, bulk := range []bool{false, true} {
+			name := c.name + ", single"
+			if bulk {
+				name = c.name + ", bulk"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				b := jobstest.New(t, jobstest.Options{NoWorker: true})
+				b.Submitter.Enqueuer = nil
+				in := c.row(b)
+				job := submit(b, t, []ingest.RowIn{in}, ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+				v := &holdingVendor{Vendor: b.Client, answered: make(chan *enrich.Profile), release: make(chan struct{})}
+				proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{ErasureKey: erasureKey, Bulk: bulk}, b.Log)
+				ctx := context.Background()
 
-			done := make(chan error, 1)
-			go func() {
-				_, err := proc.ProcessChunk(ctx, store.ChunkRef{JobID: job.ID, Chunk: 0})
-				done <- err
-			}()
-			found := <-v.answered
-			if found == nil {
+				done := make(chan error, 1)
+				go func() {
+					_, err := proc.ProcessChunk(ctx, store.ChunkRef{JobID: job.ID, Chunk: 0})
+					done <- err
+				}()
+				found := <-v.answered
+				if found == nil {
+					close(v.release)
+					t.Fatal("the vendor found nobody")
+				}
+				receipt, err := b.Store.Erase(ctx, store.EraseRequest{Tenant: "acme", KeyID: "test", Person: c.person(in, found),
+					Keys: jobs.PersonKeys, Hash: func(s string) []byte { return jobs.KeyedHash(erasureKey, s) }})
 				close(v.release)
-				t.Fatal("the vendor found nobody")
-			}
-			receipt, err := b.Store.Erase(ctx, store.EraseRequest{Tenant: "acme", KeyID: "test", Person: c.person(in, found),
-				Keys: jobs.PersonKeys, Hash: func(s string) []byte { return jobs.KeyedHash(erasureKey, s) }})
-			close(v.release)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := <-done; err != nil {
-				t.Fatal(err)
-			}
-			if _, err := b.Maintainer.RunOnce(ctx); err != nil { // the feed advancer, among others
-				t.Fatal(err)
-			}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+				if _, err := b.Maintainer.RunOnce(ctx); err != nil { // the feed advancer, among others
+					t.Fatal(err)
+				}
 
-			traces := storetest.PersonalTraces(t, b.Store, "acme")
-			t.Logf("receipt %v; left %v", receipt.Receipt, traces)
-			for table, n := range traces {
-				if table == "job_rows" {
-					continue
+				traces := storetest.PersonalTraces(t, b.Store, "acme")
+				t.Logf("receipt %v; left %v", receipt.Receipt, traces)
+				for table, n := range traces {
+					if table == "job_rows" {
+						continue
+					}
+					if n != 0 {
+						t.Errorf("%s: %d left of the erased person", table, n)
+					}
 				}
-				if n != 0 {
-					t.Errorf("%s: %d left of the erased person", table, n)
+				if traces["job_rows"] != c.rows {
+					t.Errorf("%d rows left, want %d", traces["job_rows"], c.rows)
 				}
-			}
-			if traces["job_rows"] != c.rows {
-				t.Errorf("%d rows left, want %d", traces["job_rows"], c.rows)
-			}
-			if c.rows == 1 {
-				r := storetest.StoredRows(t, b.Store, job.ID)[0]
-				if r.State != string(domain.RowSkipped) || !strings.HasPrefix(r.Reason, "suppressed: erased on ") || r.Ref != in.Ref {
-					t.Errorf("row %+v, want skipped as suppressed with its ref", r)
+				if c.rows == 1 {
+					r := storetest.StoredRows(t, b.Store, job.ID)[0]
+					if r.State != string(domain.RowSkipped) || !strings.HasPrefix(r.Reason, "suppressed: erased on ") || r.Ref != in.Ref {
+						t.Errorf("row %+v, want skipped as suppressed with its ref", r)
+					}
 				}
-			}
-			if n := b.Vendor.Stats().ByEndpoint["email"]; n != 0 {
-				t.Errorf("%d email lookups bought for an erased person", n)
-			}
-		})
+				if n := b.Vendor.Stats().ByEndpoint["email"]; n != 0 {
+					t.Errorf("%d email lookups bought for an erased person", n)
+				}
+			})
+		}
 	}
 }
