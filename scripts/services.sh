@@ -2,14 +2,17 @@
 # scripts/services.sh: make sure the Postgres and Redis that enrichq needs answer.
 #
 #   scripts/services.sh up     start what does not answer at DATABASE_URL / REDIS_URL, then
-#                              create DATABASE_URL's database if it is missing
+#                              create DATABASE_URL's database if it is missing, and the
+#                              services' role ENRICHQ_APP_ROLE (default enrichq_app) beside
+#                              DATABASE_URL's user, the owner (docs/operations.md, "Database roles")
 #   scripts/services.sh down   stop only what `up` started (.data/started lists how)
 #
 # `up` starts servers on this machine only, from their binaries: Postgres as the stopped Debian
 # cluster on DATABASE_URL's port (pg_ctlcluster), else as a cluster of its own in .data/postgres
 # (initdb, trust auth); Redis as a redis-server with its files in .data/redis. With Docker, run
 # `docker compose up -d postgres redis` instead. Running it again is harmless.
-# Environment: DATABASE_URL, REDIS_URL, ENRICHQ_SERVICES_TIMEOUT (seconds to wait, default 60).
+# Environment: DATABASE_URL, REDIS_URL, ENRICHQ_APP_ROLE, ENRICHQ_SERVICES_TIMEOUT (seconds to
+# wait, default 60).
 set -euo pipefail
 
 DATA=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/.data
@@ -17,6 +20,7 @@ STARTED=$DATA/started
 WAIT=${ENRICHQ_SERVICES_TIMEOUT:-60}
 DATABASE_URL=${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/enrichq?sslmode=disable}
 REDIS_URL=${REDIS_URL:-redis://127.0.0.1:6379/0}
+APP_ROLE=${ENRICHQ_APP_ROLE:-enrichq_app}
 export PGCONNECT_TIMEOUT=5
 # Debian keeps initdb and pg_ctl in a versioned directory: take the newest.
 PG_DIR=$(printf '%s\n' /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
@@ -106,6 +110,22 @@ ensure_database() {
 	fi
 }
 
+# The services' own role: it logs in and owns nothing; migrating as the owner grants it the rest.
+# One URL for both (DATABASE_URL only) works as before: this role is then simply unused.
+ensure_app_role() {
+	local exists
+	exists=$(psql -X -w -qAt -v role="$APP_ROLE" -d "$DATABASE_URL" <<<"SELECT 1 FROM pg_roles WHERE rolname = :'role';" 2>/dev/null) || exists=""
+	if [[ $exists == 1 ]]; then
+		say "role '$APP_ROLE': exists"
+	elif psql -X -w -q -v ON_ERROR_STOP=1 -v role="$APP_ROLE" -d "$DATABASE_URL" <<<'CREATE ROLE :"role" LOGIN;' >/dev/null 2>&1; then
+		say "role '$APP_ROLE': created (LOGIN, no privileges until a migration as the owner grants them)"
+	else
+		say "role '$APP_ROLE': missing, and DATABASE_URL's user cannot create it; services run as that user instead"
+		return 0
+	fi
+	say "to run the services as '$APP_ROLE': DATABASE_URL=<the same URL as user $APP_ROLE> ENRICHQ_MIGRATE_DATABASE_URL=$DATABASE_URL"
+}
+
 up() {
 	for t in pg_isready psql; do need $t "the Postgres client (apt-get install postgresql-client)" DATABASE_URL; done
 	need redis-cli "the Redis client (apt-get install redis-tools)" REDIS_URL
@@ -125,6 +145,7 @@ up() {
 		wait_for redis redis_ready
 	fi
 	ensure_database
+	ensure_app_role
 }
 
 down() {

@@ -44,7 +44,7 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 	if err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: 2})
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: 2, MigrateURL: cfg.MigrateDatabaseURL})
 	if err != nil {
 		return err
 	}

@@ -83,7 +83,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	log := cfg.Logger(stderr).With("cmd", "api")
 
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns,
-		StatementTimeout: cfg.DBStatementTimeout, IdleInTxTimeout: cfg.DBIdleInTxTimeout})
+		StatementTimeout: cfg.DBStatementTimeout, IdleInTxTimeout: cfg.DBIdleInTxTimeout, MigrateURL: cfg.MigrateDatabaseURL})
 	if err != nil {
 		return err
 	}

@@ -127,12 +127,19 @@ func saveChunk(ctx context.Context, st *store.Store, tenant, jobID string, chunk
 		return err
 	}
 	batch := make([]store.Outcome, 0, len(claim.Rows))
+	ids := make(map[int64]int64, len(claim.Rows)) // input row -> row id
 	for _, r := range claim.Rows {
 		o := outs[r.InputRow-1]
 		o.RowID = r.ID
 		batch = append(batch, o)
+		ids[int64(r.InputRow)] = r.ID
 	}
-	written, err := st.SaveOutcomes(ctx, tenant, claim.Token, batch, append([]store.CacheEntry(nil), cache...))
+	entries := make([]store.CacheEntry, len(cache))
+	for i, e := range cache {
+		e.RowID = ids[e.RowID] // answers gave the input row
+		entries[i] = e
+	}
+	written, err := st.SaveOutcomes(ctx, tenant, claim.Token, batch, entries)
 	if err != nil {
 		return err
 	}
@@ -175,7 +182,8 @@ func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.
 			}
 			o := store.Outcome{Prov: store.Provenance{Source: "vendor", FetchedAt: now}, StagesDone: []domain.Stage{domain.StageProfile}, State: domain.RowNoMatch}
 			key := "nc:vp sales|" + strings.ToLower(companyName(i, ""))
-			entry := store.CacheEntry{Stage: "profile", Key: key, FetchedAt: now}
+			// RowID: the input row until saveChunk knows the row's id.
+			entry := store.CacheEntry{RowID: int64(i + 1), Stage: "profile", Key: key, FetchedAt: now}
 			var emailEntry *store.CacheEntry
 			if p := it.Profile; p != nil {
 				o.Profile = &store.ProfileResult{ProfileURL: p.ProfileURL, Name: p.Name, Headline: p.Headline, Company: p.Company, Role: p.Role,
@@ -184,7 +192,7 @@ func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.
 				o.StagesDone = []domain.Stage{domain.StageProfile, domain.StageEmail}
 				entry.Matched = true
 				entry.Result = jobs.EncodeCachedAnswer("profile", p, nil, nil)
-				e := store.CacheEntry{Stage: "email", Key: "url:" + p.ProfileURL, FetchedAt: now}
+				e := store.CacheEntry{RowID: int64(i + 1), Stage: "email", Key: "url:" + p.ProfileURL, FetchedAt: now}
 				if em := it.Email; em != nil {
 					o.Email = &store.EmailResult{ProfileURL: p.ProfileURL, Email: em.Address, Confidence: em.Confidence, Verified: em.Verified, Raw: em.Raw}
 					e.Matched = true

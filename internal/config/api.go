@@ -127,9 +127,7 @@ func (c API) validate() error {
 	if c.Addr == "" {
 		errs = append(errs, errors.New("ENRICHQ_API_ADDR: empty"))
 	}
-	if c.ErasureKey != "" && len(c.ErasureKey) < 32 {
-		errs = append(errs, fmt.Errorf("ENRICHQ_ERASURE_KEY: %d characters; at least 32 are needed", len(c.ErasureKey))) // never the key itself
-	}
+	errs = append(errs, checkErasureKey(c.ErasureKey))
 	var short []string
 	for key, tenant := range c.Keys {
 		if len(key) < 8 {
@@ -141,4 +139,12 @@ func (c API) validate() error {
 		errs = append(errs, fmt.Errorf("ENRICHQ_API_KEYS: the key of tenant %q is shorter than 8 characters", tenant))
 	}
 	return errors.Join(errs...)
+}
+
+// checkErasureKey refuses an erasure key too short, never quoting it.
+func checkErasureKey(key string) error {
+	if key != "" && len(key) < 32 {
+		return fmt.Errorf("ENRICHQ_ERASURE_KEY: %d characters; at least 32 are needed", len(key))
+	}
+	return nil
 }

@@ -48,8 +48,15 @@ const (
 // Common is what every service reads.
 type Common struct {
 	// DatabaseURL is the Postgres connection string (DATABASE_URL, default
-	// DefaultDatabaseURL).
+	// DefaultDatabaseURL): the services' role, which in production owns no
+	// table (docs/operations.md, "Database roles").
 	DatabaseURL string
+	// MigrateDatabaseURL is the connection string migrations run with: the
+	// owner of the tables (ENRICHQ_MIGRATE_DATABASE_URL, default "":
+	// DatabaseURL's role migrates, one role for both, as on a dev machine).
+	// With another role than DatabaseURL's, migrating grants DatabaseURL's
+	// role the services' privileges.
+	MigrateDatabaseURL string
 	// RedisURL is the Redis of asynq and the rate limiter (REDIS_URL, default
 	// DefaultRedisURL).
 	RedisURL string
@@ -76,6 +83,7 @@ func defaultCommon() Common {
 
 func (c *Common) read(r *reader) {
 	r.str("DATABASE_URL", &c.DatabaseURL)
+	r.str("ENRICHQ_MIGRATE_DATABASE_URL", &c.MigrateDatabaseURL)
 	r.str("REDIS_URL", &c.RedisURL)
 	r.str("ENRICHQ_QUEUE", &c.Queue)
 	r.bool("ENRICHQ_MIGRATE", &c.Migrate)

@@ -49,7 +49,7 @@ func TestParses(t *testing.T) {
 		"ENRICHQ_API_KEYS": "acme:key-acme-1, beta:key-beta-2", "ENRICHQ_VENDOR_RPS": "2.5", "ENRICHQ_VENDOR_BULK": "false",
 		"ENRICHQ_MIGRATE": "false", "ENRICHQ_QUEUE": "q2", "ENRICHQ_VENDOR_MONTHLY_CREDITS": "5000", "ENRICHQ_LOG_LEVEL": "DEBUG",
 		"ENRICHQ_METRICS_ADDR": "127.0.0.1:0", "ENRICHQ_SHUTDOWN_TIMEOUT": "5s", "ENRICHQ_WORKER_CONCURRENCY": "3",
-		"ENRICHQ_BEHIND_TLS_PROXY": "true",
+		"ENRICHQ_BEHIND_TLS_PROXY": "true", "ENRICHQ_MIGRATE_DATABASE_URL": "postgres://owner@db/enrichq",
 	} {
 		e[k] = v
 	}
@@ -58,7 +58,8 @@ func TestParses(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a.Keys["key-acme-1"] != "acme" || a.Keys["key-beta-2"] != "beta" || a.VendorRPS != 2.5 || a.VendorBulk || a.Migrate ||
-		a.Queue != "q2" || a.ShutdownTimeout != 5*time.Second || a.MetricsAddr != "127.0.0.1:0" || !a.BehindTLSProxy {
+		a.Queue != "q2" || a.ShutdownTimeout != 5*time.Second || a.MetricsAddr != "127.0.0.1:0" || !a.BehindTLSProxy ||
+		a.MigrateDatabaseURL != "postgres://owner@db/enrichq" {
 		t.Fatalf("API = %+v", a)
 	}
 	w, err := WorkerFromEnv(env(e))
@@ -101,10 +102,14 @@ func TestValidateNamesEveryVariable(t *testing.T) {
 		t.Errorf("the error shows a key: %v", err)
 	}
 	_, err = WorkerFromEnv(env(e))
-	for _, want := range []string{"ENRICHQ_VENDOR_RPS", "ENRICHQ_VENDOR_BURST", "ENRICHQ_WORKER_CONCURRENCY", "ENRICHQ_VENDOR_URL", "ENRICHQ_VENDOR_HONOURS_KEYS"} {
+	for _, want := range []string{"ENRICHQ_VENDOR_RPS", "ENRICHQ_VENDOR_BURST", "ENRICHQ_WORKER_CONCURRENCY", "ENRICHQ_VENDOR_URL", "ENRICHQ_VENDOR_HONOURS_KEYS",
+		"ENRICHQ_ERASURE_KEY"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("worker error %v does not name %s", err, want)
 		}
+	}
+	if err != nil && strings.Contains(err.Error(), "too-short-secret") {
+		t.Errorf("the worker's error shows the erasure key: %v", err)
 	}
 }
 

@@ -18,6 +18,11 @@ type Worker struct {
 	ShutdownTimeout time.Duration
 	// Platform: member sync tasks are handled when it is enabled.
 	Platform Platform
+	// ErasureKey is the API's ENRICHQ_ERASURE_KEY (a secret, at least 32
+	// characters): with it, an answer for a person erased while their row
+	// was in flight is dropped at save (the row stored skipped). Default
+	// none: answers are not checked against the suppression list.
+	ErasureKey string
 
 	// Tuning, not read from the environment: 0 takes internal/jobs' default.
 
@@ -48,6 +53,7 @@ func WorkerFromEnv(getenv func(string) string) (Worker, error) {
 		r.int("ENRICHQ_WORKER_CONCURRENCY", &c.Concurrency)
 		r.duration("ENRICHQ_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 		c.Platform.read(r)
+		r.str("ENRICHQ_ERASURE_KEY", &c.ErasureKey)
 	}, func() error { return c.validate() })
 	return c, err
 }
@@ -58,5 +64,6 @@ func (c Worker) validate() error {
 		c.Vendor.validate(),
 		inRange("ENRICHQ_WORKER_CONCURRENCY", c.Concurrency, 1, 1000),
 		c.Platform.validate(),
+		checkErasureKey(c.ErasureKey),
 	)
 }

@@ -23,8 +23,8 @@ var RowStates = []RowState{RowPending, RowInFlight, RowRetryWait, RowMatched, Ro
 // refuses an outcome it does not allow). Terminal states move nowhere.
 var rowTransitions = map[RowState][]RowState{
 	// Claimed by a worker, or skipped by a cancel. A row a worker holds is
-	// not skipped: the worker releases it (to pending) and the cancel's
-	// sweep skips it from there.
+	// not skipped by a cancel: the worker releases it (to pending) and the
+	// cancel's sweep skips it from there.
 	RowPending:   {RowInFlight, RowSkipped},
 	RowRetryWait: {RowInFlight, RowSkipped},
 	RowInFlight: {
@@ -32,7 +32,8 @@ var rowTransitions = map[RowState][]RowState{
 		RowPending,   // released (budget, paused job, shutdown), or its lease expired under the attempt cap
 		RowRetryWait, // 429, 5xx, timeout: backoff
 		RowMatched, RowNoMatch,
-		RowFailed, // permanent error, or the lease expired at the attempt cap
+		RowFailed,  // permanent error, or the lease expired at the attempt cap
+		RowSkipped, // its person was erased while it was in flight: the answer is dropped (never a worker's own end)
 	},
 }
 

@@ -21,8 +21,9 @@ func TestRowStateCanBecome(t *testing.T) {
 		{RowInFlight, RowMatched, true},
 		{RowInFlight, RowNoMatch, true},
 		{RowInFlight, RowFailed, true},
-		// A held row is released, then skipped; never skipped directly.
-		{RowInFlight, RowSkipped, false},
+		// A held row is released, then skipped by a cancel; skipped directly
+		// only when its person was erased in flight (the store's save).
+		{RowInFlight, RowSkipped, true},
 		// Only a claim gives a result.
 		{RowPending, RowMatched, false},
 		{RowPending, RowRetryWait, false},

@@ -55,7 +55,7 @@ type errorJSON struct {
 // *apiError as it says; *ingest.Error with its own status and details; the
 // service's errors: *service.ForbiddenError 403 insufficient_scope,
 // service.ErrNoTenant 403 no_tenant, *service.InvalidError 400 (422 for
-// invalid_options), *service.ConflictError 409 with its code, ErrNotFound
+// invalid_options and idempotency_key_reused, as store.ErrIdempotencyKeyReused), *service.ConflictError 409 with its code, ErrNotFound
 // 404, ErrConflict 409, ErrUnavailable 503; an upload over the byte
 // limit 413; an upload that stopped sending 408; a server-side deadline 503;
 // anything else 500, with the detail logged and never sent.
@@ -94,7 +94,7 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 		return errorf(http.StatusForbidden, "no_tenant", "this API key belongs to no tenant")
 	case errors.As(err, &invalid):
 		status := http.StatusBadRequest
-		if invalid.Code == service.CodeInvalidOptions {
+		if invalid.Code == service.CodeInvalidOptions || invalid.Code == service.CodeIdempotencyKeyReused {
 			status = http.StatusUnprocessableEntity
 		}
 		return &apiError{Status: status, Code: invalid.Code, Message: invalid.Message, Details: invalid.Details}
@@ -117,6 +117,9 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 		s.Log.WarnContext(r.Context(), "database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
 			Message: "the database is unavailable; nothing was stored; try again in a few seconds", header: http.Header{"Retry-After": {"5"}}}
+	case errors.Is(err, store.ErrIdempotencyKeyReused): // a member sync's (jobs' come as *service.InvalidError)
+		return errorf(http.StatusUnprocessableEntity, service.CodeIdempotencyKeyReused,
+			"this Idempotency-Key was used before with another request: send a new key for a new request")
 	case errors.Is(err, store.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", "no such job")
 	case errors.Is(err, store.ErrConflict):

@@ -221,19 +221,38 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 	ann := pb.connect(t, keyA, "m-ann", "Ann") // /rest/me once: the member's quota today
 	pb.connect(t, keyA, "m-bob", "Bob")
 
-	resp, body := pb.call(t, http.MethodPost, "/v1/platform/sync", keyA, strings.NewReader(`{"name": "reps", "members": "all"}`),
+	// A key of POST /v1/jobs is not a key of member syncs: the sync is made, not the job replayed.
+	resp, body := pb.call(t, http.MethodPost, "/v1/jobs", keyA, strings.NewReader(`{"rows": [{"email": "kim@acme.example"}]}`),
 		"Content-Type", "application/json", "Idempotency-Key", "sync-1")
 	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("job: %s %s", resp.Status, body)
+	}
+	job := decode[jobStatus](t, body)
+	resp, body = pb.call(t, http.MethodPost, "/v1/platform/sync", keyA, strings.NewReader(`{"name": "reps", "members": "all"}`),
+		"Content-Type", "application/json", "Idempotency-Key", "sync-1")
+	if resp.StatusCode != http.StatusCreated || decode[syncStatus](t, body).ID == job.ID {
 		t.Fatalf("sync: %s %s", resp.Status, body)
 	}
 	st := decode[syncStatus](t, body)
 	if st.Rows.Total != 2 || st.State != domain.JobQueued || resp.Header.Get("Location") != "/v1/platform/sync/"+st.ID {
 		t.Fatalf("status %s, Location %q", body, resp.Header.Get("Location"))
 	}
-	resp, body = pb.call(t, http.MethodPost, "/v1/platform/sync", keyA, strings.NewReader(`{"members": [`+"\""+ann.ID+`"]}`),
+	resp, body = pb.call(t, http.MethodPost, "/v1/platform/sync", keyA, strings.NewReader(`{"name": "reps", "members": "all"}`),
 		"Content-Type", "application/json", "Idempotency-Key", "sync-1")
 	if resp.StatusCode != http.StatusOK || decode[syncStatus](t, body).ID != st.ID || resp.Header.Get("Idempotent-Replayed") != "true" {
 		t.Errorf("replay: %s %s", resp.Status, body)
+	}
+	// The same key with other members: refused, the first sync stays the key's.
+	resp, body = pb.call(t, http.MethodPost, "/v1/platform/sync", keyA, strings.NewReader(`{"members": [`+"\""+ann.ID+`"]}`),
+		"Content-Type", "application/json", "Idempotency-Key", "sync-1")
+	if resp.StatusCode != http.StatusUnprocessableEntity || apiErr(t, body).Code != "idempotency_key_reused" {
+		t.Errorf("other members under the key: %s %s", resp.Status, body)
+	}
+	// The job's key still answers its job, the sync under the same key beside it.
+	resp, body = pb.call(t, http.MethodPost, "/v1/jobs", keyA, strings.NewReader(`{"rows": [{"email": "kim@acme.example"}]}`),
+		"Content-Type", "application/json", "Idempotency-Key", "sync-1")
+	if resp.StatusCode != http.StatusOK || decode[jobStatus](t, body).ID != job.ID {
+		t.Errorf("the job's key again: %s %s", resp.Status, body)
 	}
 
 	// The worker's turn at 23:59:50 UTC: both members are over their daily quota.

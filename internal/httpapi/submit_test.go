@@ -140,7 +140,7 @@ func TestSubmitIdempotent(t *testing.T) {
 	}
 	first := decode[jobStatus](t, data)
 
-	// Replays, some at the same time, with a CSV body even: the first job, never a second.
+	// Replays, some at the same time, as JSON and as the same rows in a CSV: the first job, never a second.
 	var wg sync.WaitGroup
 	for i := range 5 {
 		wg.Go(func() {
@@ -149,7 +149,7 @@ func TestSubmitIdempotent(t *testing.T) {
 			if i%2 == 0 {
 				resp, data = b.submitJSON(t, keyA, body, "Idempotency-Key", "batch-7")
 			} else {
-				resp, data = b.submitCSV(t, keyA, "", "profile_url\nhttps://platform.example/in/zzz\n", "Idempotency-Key", "batch-7")
+				resp, data = b.submitCSV(t, keyA, "", "profile_url\nhttps://platform.example/in/a\n", "Idempotency-Key", "batch-7")
 			}
 			if resp.StatusCode != http.StatusOK || resp.Header.Get("Idempotent-Replayed") != "true" ||
 				resp.Header.Get("Location") != "/v1/jobs/"+first.ID {
@@ -162,6 +162,22 @@ func TestSubmitIdempotent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	if jobsN, rowsN := b.counts(t); jobsN != 1 || rowsN != 1 {
+		t.Fatalf("%d jobs and %d rows stored; want 1 and 1", jobsN, rowsN)
+	}
+	// The key with another request (other rows, another budget) is refused: nothing stored, the first job stays.
+	for name, send := range map[string]func() (*http.Response, []byte){
+		"other rows": func() (*http.Response, []byte) {
+			return b.submitCSV(t, keyA, "", "profile_url\nhttps://platform.example/in/zzz\n", "Idempotency-Key", "batch-7")
+		},
+		"another budget": func() (*http.Response, []byte) {
+			return b.submitJSON(t, keyA, `{"rows": [{"profile_url": "https://platform.example/in/a"}], "budget_credits": 5}`, "Idempotency-Key", "batch-7")
+		},
+	} {
+		if resp, data := send(); resp.StatusCode != http.StatusUnprocessableEntity || apiErr(t, data).Code != "idempotency_key_reused" {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, data)
+		}
+	}
 	if jobsN, rowsN := b.counts(t); jobsN != 1 || rowsN != 1 {
 		t.Fatalf("%d jobs and %d rows stored; want 1 and 1", jobsN, rowsN)
 	}

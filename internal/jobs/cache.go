@@ -52,7 +52,7 @@ func (c *chunkRun) remember(w *rowWork, stage domain.Stage, a answer, now time.T
 	if stage == domain.StageProfile {
 		key = cacheKey(stage, w.row)
 	}
-	entry := store.CacheEntry{Stage: stage, Key: key, Matched: a.matched(stage), FetchedAt: now}
+	entry := store.CacheEntry{RowID: w.row.ID, Stage: stage, Key: key, Matched: a.matched(stage), FetchedAt: now}
 	if entry.Matched {
 		entry.Result = encodeCached(stage, a)
 	}

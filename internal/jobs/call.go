@@ -407,8 +407,11 @@ func (c *chunkRun) settleRows(ctx context.Context, rows []*rowWork, err error, o
 	defer c.rowsMu.Unlock()
 	switch {
 	case err == nil:
-		for i, w := range rows {
-			ok(w, i == 0)
+		// Each row remembers the answer: it is cached with the outcome of
+		// any of them that is saved (once per key), not lost with one row an
+		// erasure removed.
+		for _, w := range rows {
+			ok(w, true)
 		}
 	case errors.Is(err, errStopJob) || errors.Is(err, errDraining) || errors.Is(err, errNotSent) || ctx.Err() != nil:
 		// not attempted, or shutting down: rows are released on save

@@ -82,6 +82,10 @@ type ProcessorConfig struct {
 	// HonoursKeys says whether the vendor is taken to honour Idempotency-Key
 	// (see honoursKeys). Default domain.HonoursKeysAuto: learned.
 	HonoursKeys domain.HonoursKeys
+	// ErasureKey keys the hashes of the suppression list
+	// (ENRICHQ_ERASURE_KEY): a row whose person was erased while it was in
+	// flight is saved skipped, without its answer. Empty: not checked.
+	ErasureKey []byte
 	// Metrics records vendor calls, credits, rows and jobs; nil records nothing.
 	Metrics *metrics.Pipeline
 	// Enqueuer, when set, hands a job's next chunk to the queue as each of

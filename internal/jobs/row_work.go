@@ -22,6 +22,9 @@ type rowWork struct {
 	out   store.Outcome
 	dirty bool
 	end   domain.RowState // "" while active; else the state the row leaves in
+	// gone: a save did not write the row (its claim lost, the row erased,
+	// or its person suppressed): nothing more is done or saved for it.
+	gone bool
 }
 
 func newRowWork(r store.Row) *rowWork {
@@ -51,7 +54,7 @@ func (w *rowWork) rowWithFound() store.Row {
 
 // needs reports whether a row still needs stage.
 func (c *chunkRun) needs(w *rowWork, stage domain.Stage) bool {
-	if w.end != "" || w.done[stage] {
+	if w.end != "" || w.gone || w.done[stage] {
 		return false
 	}
 	switch stage {
@@ -124,7 +127,7 @@ func (w *rowWork) leave(to domain.RowState) {
 // the run stops before it is done: pending, released without an attempt
 // (budget, a paused job, shutdown).
 func (c *chunkRun) decideEnd(w *rowWork, final bool) {
-	if w.end != "" {
+	if w.end != "" || w.gone {
 		return
 	}
 	switch {
@@ -152,12 +155,15 @@ func (w *rowWork) savedState() (domain.RowState, error) {
 }
 
 // fail ends a row's run with a failure: a retry later, or failed for good.
+// The row says the failure's class (rowError); its detail is logged.
 func (c *chunkRun) fail(w *rowWork, err error) {
+	class := rowError(err)
 	var ve *enrich.Error
 	if errors.As(err, &ve) && !ve.Retryable() {
 		w.leave(domain.RowFailed)
-		w.out.Reason = "vendor rejected the input: " + ve.Error()
-		w.out.LastError = ve.Error()
+		w.out.Reason = class
+		w.out.LastError = class
+		c.p.log.Warn("row failed", "job_id", c.job.ID, "row_id", w.row.ID, "error_class", class, "err", err)
 		return
 	}
 	var se *storeError
@@ -166,26 +172,29 @@ func (c *chunkRun) fail(w *rowWork, err error) {
 		// conflict that outlived its retries): the vendor was never asked, so
 		// this is not one of the row's attempts. It is tried again shortly.
 		w.leave(domain.RowRetryWait)
-		w.out.LastError = err.Error()
+		w.out.LastError = class
 		w.out.NextAttemptAt = c.p.cfg.Now().Add(time.Second + time.Duration(c.p.cfg.Rand()*float64(2*time.Second)))
+		c.p.log.Debug("row waits: store", "job_id", c.job.ID, "row_id", w.row.ID, "error_class", class, "err", err)
 		return
 	}
 	var notYet *ratelimit.NotYetError
 	if errors.As(err, &notYet) {
 		// The shared limiter says "not yet" for longer than a task should wait: not a failed attempt.
 		w.leave(domain.RowRetryWait)
-		w.out.LastError = err.Error()
+		w.out.LastError = class
 		w.out.NextAttemptAt = c.p.cfg.Now().Add(notYet.RetryIn + time.Duration(c.p.cfg.Rand()*float64(time.Second)))
 		return
 	}
 	attempts := w.row.Attempts + 1
 	w.out.FailedAttempt = true
-	w.out.LastError = err.Error()
+	w.out.LastError = class
 	if attempts >= c.p.cfg.MaxAttempts {
 		w.leave(domain.RowFailed)
-		w.out.Reason = fmt.Sprintf("attempts exhausted (%d): %v", attempts, err)
+		w.out.Reason = fmt.Sprintf("attempts exhausted (%d): %s", attempts, class)
+		c.p.log.Warn("row failed", "job_id", c.job.ID, "row_id", w.row.ID, "attempts", attempts, "error_class", class, "err", err)
 		return
 	}
+	c.p.log.Debug("row attempt failed; retried", "job_id", c.job.ID, "row_id", w.row.ID, "attempts", attempts, "error_class", class, "err", err)
 	delay := ratelimit.Backoff(attempts-1, c.p.cfg.RetryBase, c.p.cfg.RetryMax, c.p.cfg.Rand)
 	if errors.As(err, &ve) && ve.RetryAfter > delay {
 		// Honour Retry-After, clamped so a wild value cannot park a row for days.

@@ -1,6 +1,8 @@
 package jobs
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -47,5 +49,14 @@ func TestRowSavedStateKeepsToTheLifecycle(t *testing.T) {
 		if allowed := domain.RowInFlight.CanBecome(s); (err == nil) != allowed {
 			t.Errorf("end %s: err %v, lifecycle allows it: %v", s, err, allowed)
 		}
+	}
+}
+
+// enrichq's own database failing before a call is "store unavailable" to
+// the tenant, whatever the driver said.
+func TestRowErrorOfTheStore(t *testing.T) {
+	err := &storeError{err: errors.New("store: database unavailable: failed to connect to `user=postgres database=enrichq`: 10.0.0.5:5432 (db.internal): dial error")}
+	if got := rowError(fmt.Errorf("reserve: %w", err)); got != "store unavailable" {
+		t.Errorf("rowError = %q", got)
 	}
 }

@@ -38,6 +38,7 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 		if o.Prov.FetchedAt.IsZero() {
 			o.Prov.FetchedAt = c.p.cfg.Now()
 		}
+		o.PersonHashes = c.personHashes(w, o)
 		outs = append(outs, o)
 		w.out = store.Outcome{RowID: w.row.ID}
 		w.dirty = false
@@ -50,10 +51,12 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 	// credits were spent for them.
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if _, err := c.p.store.SaveOutcomes(wctx, c.job.Tenant, c.token, outs, cache); err != nil {
+	written, err := c.p.store.SaveOutcomes(wctx, c.job.Tenant, c.token, outs, cache)
+	if err != nil {
 		return fmt.Errorf("save outcomes: %w", err)
 	}
-	saved := len(outs) > 0 || len(cache) > 0 // and the lookup claims given up with them
+	c.dropUnwritten(outs, written)
+	saved := len(outs) > 0 // and the lookup claims given up with them (a cache entry is written only with its row's outcome)
 	for _, o := range outs {
 		if o.State.Terminal() {
 			c.p.cfg.Metrics.RowFinished(string(o.State))
@@ -76,4 +79,55 @@ func (c *chunkRun) save(ctx context.Context, final bool) error {
 		}
 	}
 	return nil
+}
+
+// personHashes are the keyed hashes of the inputs that stand for a row's
+// person (PersonKeys: its input, and the profile URL, email and name with
+// company found), for SaveOutcomes to check against the suppression list;
+// none without an erasure key.
+func (c *chunkRun) personHashes(w *rowWork, o store.Outcome) [][]byte {
+	key := c.p.cfg.ErasureKey
+	if len(key) == 0 {
+		return nil
+	}
+	r := store.ErasedRow{Kind: w.row.Kind, ProfileURL: w.row.ProfileURL, Name: w.row.Name, Company: w.row.Company,
+		Domain: w.row.Domain, Email: w.row.Email, Role: w.row.Role, FoundProfileURL: w.found}
+	if o.Profile != nil {
+		r.FoundName, r.FoundComp = o.Profile.Name, o.Profile.Company
+	}
+	if o.Email != nil {
+		r.FoundEmail = o.Email.Email
+	}
+	_, keys := PersonKeys(r)
+	hashes := make([][]byte, 0, len(keys))
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if !seen[k] {
+			seen[k] = true
+			hashes = append(hashes, KeyedHash(key, k))
+		}
+	}
+	return hashes
+}
+
+// dropUnwritten stops the work on the rows whose outcome the save did not
+// write: their claim was lost, an erasure removed them, or their person was
+// erased while they were in flight (stored skipped). No later stage is
+// bought for them.
+func (c *chunkRun) dropUnwritten(outs []store.Outcome, written []int64) {
+	if len(written) == len(outs) {
+		return
+	}
+	lost := make(map[int64]bool, len(outs))
+	for _, o := range outs {
+		lost[o.RowID] = true
+	}
+	for _, id := range written {
+		delete(lost, id)
+	}
+	for _, w := range c.rows {
+		if lost[w.row.ID] {
+			w.gone = true
+		}
+	}
 }

@@ -47,6 +47,10 @@ type Submitter struct {
 type Submission struct {
 	Tenant         string
 	IdempotencyKey string
+	// RequestOptions identifies the request beside its rows (the options as
+	// the caller gave them, before any default): the idempotency key sent
+	// again with other options or rows is refused (store.ErrIdempotencyKeyReused).
+	RequestOptions []byte
 	Format         string // json or csv
 	Options        ingest.JobOptions
 	// Feed parses the upload, calling emit for every lookup; an error
@@ -90,6 +94,7 @@ func (s *Submitter) Submit(ctx context.Context, sub Submission) (job store.Job, 
 		MaxAge:         sub.Options.MaxAge,
 		SourceFormat:   sub.Format,
 		IdempotencyKey: sub.IdempotencyKey,
+		RequestOptions: sub.RequestOptions,
 		ChunkSize:      chunk,
 		CallbackURL:    sub.Options.CallbackURL,
 		Upload:         sub.Upload,

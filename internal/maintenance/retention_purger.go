@@ -26,7 +26,9 @@ type RetentionPurgerConfig struct {
 
 // RetentionPurger removes what is older than its tenant's retention window
 // (PATCH /v1/account {"retention": "30d"}): the rows of finished jobs with
-// their results and no-match markers, cache entries and feed lines. The job
+// their results and no-match markers, cache entries and feed lines. A job
+// that has not changed for longer than the window without finishing (paused
+// and never resumed, or stuck) is canceled first, then purged. The job
 // stays, with its counts and credits, and shows purged_at
 // (store.PurgeExpired; docs/personal-data.md).
 type RetentionPurger struct {
@@ -53,8 +55,8 @@ func (p *RetentionPurger) Name() string { return "retention_purger" }
 func (p *RetentionPurger) Interval() time.Duration { return p.cfg.Interval }
 
 // Step returns how many rows, results, markers, cache entries and feed
-// lines it removed.
+// lines it removed, and abandoned jobs it canceled.
 func (p *RetentionPurger) Step(ctx context.Context) (int, error) {
 	n, err := p.store.PurgeExpired(ctx, p.cfg.Now(), p.cfg.Batch)
-	return int(n.Total()), err
+	return int(n.Total() + n.Abandoned), err
 }

@@ -38,6 +38,9 @@ const (
 	CodeInvalidParameter = "invalid_parameter"
 	// CodeInvalidIdempotencyKey: the idempotency key is not one the service takes.
 	CodeInvalidIdempotencyKey = "invalid_idempotency_key"
+	// CodeIdempotencyKeyReused: the idempotency key was used before with
+	// another request (other rows or options); nothing was stored.
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
 	// CodeInvalidOptions: a job option (a budget) is wrong.
 	CodeInvalidOptions = ingest.CodeInvalidOptions
 )

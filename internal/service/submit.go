@@ -2,13 +2,17 @@ package service
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/store"
 )
 
 // MaxIdempotencyKey is the longest idempotency key accepted, in characters.
@@ -28,6 +32,22 @@ func CheckIdempotencyKey(key string) error {
 	return nil
 }
 
+// requestOptions is what a submission asked beyond its rows, for the
+// digest kept beside its idempotency key: the options as given (before
+// defaults) and the stored upload it names.
+func requestOptions(sub jobs.Submission) []byte {
+	o := sub.Options
+	b, _ := json.Marshal(struct {
+		Name, CallbackURL, Encoding, Sheet, UploadID string
+		Lookups                                      []domain.Stage
+		Roles                                        []string
+		BudgetCredits                                *int64
+		MaxAge                                       time.Duration
+		Columns                                      map[string]string
+	}{o.Name, o.CallbackURL, o.Encoding, o.Sheet, sub.UploadID, o.Lookups, o.Roles, o.BudgetCredits, o.MaxAge, o.Columns})
+	return b
+}
+
 // Submit stores a job for the tenant and hands it to the queue (scope
 // submit). sub's Feed streams the upload's lookups; its Tenant is the
 // principal's, whatever it held. The upload is parsed within the limits and
@@ -44,6 +64,9 @@ func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) 
 		return JobStatus{}, false, err
 	}
 	sub.Tenant = p.Tenant
+	if sub.IdempotencyKey != "" {
+		sub.RequestOptions = requestOptions(sub) // as asked: the tenant's default budget may change between retries
+	}
 	if err := s.fromUpload(ctx, p.Tenant, &sub); err != nil {
 		return JobStatus{}, false, err
 	}
@@ -51,6 +74,10 @@ func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) 
 		return JobStatus{}, false, err
 	}
 	job, created, err := s.submit.Submit(ctx, sub)
+	if errors.Is(err, store.ErrIdempotencyKeyReused) {
+		return JobStatus{}, false, &InvalidError{Code: CodeIdempotencyKeyReused,
+			Message: "this Idempotency-Key was used before with another request (other rows or options): send a new key for a new job"}
+	}
 	if err != nil {
 		return JobStatus{}, false, err
 	}

@@ -102,10 +102,14 @@ func (s *Store) Erase(ctx context.Context, req EraseRequest) (Erasure, error) {
 		return Erasure{}, errors.New("store: erase: Keys and Hash are required")
 	}
 	var out Erasure
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		var err error
-		out, err = erase(ctx, tx, req, identity)
-		return err
+	// Run again if Postgres broke a deadlock with it (it locks the rows a
+	// worker may be saving).
+	err := s.retry(ctx, false, func() error {
+		return s.inTx(ctx, func(tx pgx.Tx) error {
+			var err error
+			out, err = erase(ctx, tx, req, identity)
+			return err
+		})
 	})
 	return out, err
 }
@@ -153,6 +157,12 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 	if err != nil {
 		return Erasure{}, err
 	}
+	// Hold the rows: a worker's save of one of them either committed before
+	// (what it wrote is read and removed below) or waits for this erasure and
+	// then finds the row gone (and writes nothing, cache included).
+	if err := lockRows(ctx, tx, ids); err != nil {
+		return Erasure{}, err
+	}
 	urls, err := collect[string](ctx, tx, `SELECT DISTINCT u FROM job_rows r
 		LEFT JOIN profile_results p ON p.row_id = r.id,
 		LATERAL (VALUES (r.found_profile_url), (p.profile_url)) AS x(u)
@@ -191,6 +201,10 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 			return Erasure{}, err
 		}
 		ids = append(ids, syncRows...)
+	}
+
+	if err := lockRows(ctx, tx, ids); err != nil {
+		return Erasure{}, err
 	}
 
 	// 3. What the rows said: the keys to remove from the cache and to suppress.
@@ -377,6 +391,12 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 	}
 	out.CreatedAt = out.CreatedAt.UTC()
 	return out, nil
+}
+
+// lockRows locks rows of job_rows (in id order) until the transaction ends.
+func lockRows(ctx context.Context, tx pgx.Tx, ids []int64) error {
+	_, err := tx.Exec(ctx, `SELECT 1 FROM job_rows WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+	return interpretError(err)
 }
 
 // kindOf is the input kind an erasure's identity would be uploaded as.

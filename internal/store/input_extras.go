@@ -24,6 +24,20 @@ type inputExtras struct {
 	w    *bufio.Writer
 	last int // the last input row kept: a row's lookups come together
 	n    int
+	// dropped are input rows whose extras are not copied (a lookup of the
+	// row is of a suppressed person).
+	dropped map[int]bool
+}
+
+// drop makes the extras of input row row go uncopied, kept already or not.
+func (x *inputExtras) drop(row int) {
+	if x.dropped == nil {
+		x.dropped = map[int]bool{}
+	}
+	x.dropped[row] = true
+	if row > x.last {
+		x.last = row // nothing more is kept of it
+	}
 }
 
 // add keeps the extras of input row row, unless the row's are kept already.
@@ -63,7 +77,7 @@ func (x *inputExtras) copyTo(ctx context.Context, tx pgx.Tx, jobID string) error
 	if _, err := x.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("store: extras file: %w", err)
 	}
-	src := &extrasSource{r: bufio.NewReaderSize(x.f, 64<<10), jobID: jobID}
+	src := &extrasSource{r: bufio.NewReaderSize(x.f, 64<<10), jobID: jobID, dropped: x.dropped}
 	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_input_extras"}, []string{"job_id", "input_row", "extra"}, src); err != nil {
 		return fmt.Errorf("store: copy extras: %w", interpretError(err))
 	}
@@ -80,13 +94,23 @@ func (x *inputExtras) remove() {
 
 // extrasSource is a pgx.CopyFromSource over inputExtras' file.
 type extrasSource struct {
-	r     *bufio.Reader
-	jobID string
-	row   []any
-	err   error
+	r       *bufio.Reader
+	jobID   string
+	dropped map[int]bool
+	row     []any
+	err     error
 }
 
 func (s *extrasSource) Next() bool {
+	for {
+		ok := s.next()
+		if !ok || !s.dropped[s.row[1].(int)] {
+			return ok
+		}
+	}
+}
+
+func (s *extrasSource) next() bool {
 	line, err := s.r.ReadBytes('\n')
 	if errors.Is(err, io.EOF) && len(line) == 0 {
 		return false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -81,6 +82,11 @@ type NewJob struct {
 	MaxAge         time.Duration
 	SourceFormat   string
 	IdempotencyKey string // "" for none
+	// RequestOptions is what the request asked beyond its rows, as the
+	// caller encodes it (the same bytes for the same request). With the rows
+	// it makes the digest kept beside the idempotency key: the key sent again
+	// with another request is refused (ErrIdempotencyKeyReused).
+	RequestOptions []byte
 	ChunkSize      int    // rows per chunk task
 	CallbackURL    string // "" for none
 	// Upload, when set, is called once the feed has returned without an
@@ -101,8 +107,27 @@ type NewRow struct {
 	Role       string
 	Extra      map[string]string
 	// SkipReason, when set, stores the row skipped with this reason: it is
-	// never looked up (a suppressed person).
+	// never looked up (a suppressed person), and none of its input is kept
+	// (see withoutPerson).
 	SkipReason string
+}
+
+// withoutPerson is the row with nothing of its person: the input blanked,
+// no extras (the input row's extras go, whatever its other lookups), and
+// the ref kept (the caller's own id, to match the line up) unless it holds
+// one of the row's own values.
+func (r NewRow) withoutPerson() NewRow {
+	ref := strings.ToLower(r.Ref)
+	for _, v := range []string{r.Email, r.ProfileURL, r.Name, r.Domain} {
+		if v = strings.ToLower(strings.TrimSpace(v)); v != "" && strings.Contains(ref, v) {
+			ref = ""
+			break
+		}
+	}
+	if ref != "" {
+		ref = r.Ref
+	}
+	return NewRow{InputRow: r.InputRow, Ref: ref, Kind: r.Kind, SkipReason: r.SkipReason}
 }
 
 // copyBatch is how many rows the feed hands to the COPY at a time; a few
@@ -116,8 +141,11 @@ const copyBatch = 1000
 // upload is parsed while Postgres stores what came before, and there is no
 // round trip per batch.
 //
-// With an idempotency key already used by the tenant, CreateJob does not call
-// feed and returns the first job with created=false.
+// With an idempotency key the tenant used before on a job (not a member
+// sync: keys are scoped to their kind of request), CreateJob stores nothing
+// and returns the first job with created=false; feed is called only to
+// check that the request is the same as the first one (its options and
+// rows), else ErrIdempotencyKeyReused.
 func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(NewRow) error) error) (job Job, created bool, err error) {
 	if err := needTenant(nj.Tenant); err != nil {
 		return Job{}, false, err
@@ -125,9 +153,12 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	if nj.ChunkSize <= 0 {
 		return Job{}, false, errors.New("store: chunk size must be positive")
 	}
-	var idem *string
+	var idem, scope *string
+	var digest *requestDigest
 	if nj.IdempotencyKey != "" {
-		idem = &nj.IdempotencyKey
+		idem, scope = &nj.IdempotencyKey, new(string(scopeJobs))
+		digest = newRequestDigest(scopeJobs)
+		digest.field(string(nj.RequestOptions))
 	}
 	roles := nj.Roles
 	if roles == nil {
@@ -142,18 +173,19 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	var jobID string
 	var createdAt time.Time
 	err = tx.QueryRow(ctx, `
-		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key, callback_url)
-		VALUES (@tenant, @name, @lookups, @roles, @budget, @max_age, @format, @idempotency_key, @callback_url)
-		ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key, idempotency_scope, callback_url)
+		VALUES (@tenant, @name, @lookups, @roles, @budget, @max_age, @format, @idempotency_key, @scope, @callback_url)
+		ON CONFLICT (tenant, idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING id::text, created_at`,
 		pgx.StrictNamedArgs{"tenant": nj.Tenant, "name": nj.Name, "lookups": nj.Lookups, "roles": roles, "budget": nj.BudgetCredits,
-			"max_age": int64(nj.MaxAge / time.Second), "format": nj.SourceFormat, "idempotency_key": idem, "callback_url": nullIfEmpty(nj.CallbackURL)},
+			"max_age": int64(nj.MaxAge / time.Second), "format": nj.SourceFormat, "idempotency_key": idem, "scope": scope,
+			"callback_url": nullIfEmpty(nj.CallbackURL)},
 	).Scan(&jobID, &createdAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		// The key was used before: the first job is the answer.
+		// The key was used before: the first job is the answer, if this is
+		// the same request.
 		_ = tx.Rollback(ctx)
-		j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant = $1 AND idempotency_key = $2`, nj.Tenant, nj.IdempotencyKey))
-		return j, false, err
+		return s.replayJob(ctx, nj.Tenant, nj.IdempotencyKey, digest, feed)
 	}
 	if err != nil {
 		return Job{}, false, interpretError(err)
@@ -183,14 +215,19 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 			}
 		}
 		add := func(r NewRow) error {
+			if digest != nil {
+				digest.row(r)
+			}
+			state, finished := domain.RowPending, (*time.Time)(nil)
+			if r.SkipReason != "" {
+				state, finished = domain.RowSkipped, &createdAt
+				r = r.withoutPerson()
+				extras.drop(r.InputRow)
+			}
 			if err := extras.add(r.InputRow, r.Extra); err != nil {
 				return err
 			}
 			found := nullIfEmpty(r.ProfileURL)
-			state, finished := domain.RowPending, (*time.Time)(nil)
-			if r.SkipReason != "" {
-				state, finished = domain.RowSkipped, &createdAt
-			}
 			buf = append(buf, []any{jobID, total / nj.ChunkSize, r.InputRow, r.Ref, r.Kind,
 				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Domain), nullIfEmpty(r.Email), nullIfEmpty(r.Role), found,
 				state, r.SkipReason, finished})
@@ -219,7 +256,11 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 		return Job{}, false, err
 	}
 	chunks := (total + nj.ChunkSize - 1) / nj.ChunkSize
-	if _, err := tx.Exec(ctx, `UPDATE jobs SET total_rows = $2, chunk_count = $3 WHERE id = $1`, jobID, total, chunks); err != nil {
+	var sum []byte
+	if digest != nil {
+		sum = digest.sum()
+	}
+	if _, err := tx.Exec(ctx, `UPDATE jobs SET total_rows = $2, chunk_count = $3, request_sha256 = $4 WHERE id = $1`, jobID, total, chunks, sum); err != nil {
 		return Job{}, false, interpretError(err)
 	}
 	if nj.Upload != nil {
@@ -247,6 +288,31 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 		return Job{}, false, interpretError(err)
 	}
 	return job, true, nil
+}
+
+// replayJob is the job of a tenant's idempotency key, when the request
+// digest says it is the same request: feed is read for its rows (nothing is
+// stored; a bad upload is its error, as for a first submit).
+func (s *Store) replayJob(ctx context.Context, tenant, key string, digest *requestDigest, feed func(add func(NewRow) error) error) (Job, bool, error) {
+	var j Job
+	var maxAge int64
+	var stored []byte
+	err := s.pool.QueryRow(ctx, `SELECT `+jobColumns+`, request_sha256 FROM jobs
+		WHERE tenant = $1 AND idempotency_scope = $2 AND idempotency_key = $3`, tenant, scopeJobs, key).
+		Scan(append(jobDest(&j, &maxAge), &stored)...)
+	if err != nil {
+		return Job{}, false, interpretError(err)
+	}
+	j.MaxAge = time.Duration(maxAge) * time.Second
+	if stored != nil {
+		if err := feed(func(r NewRow) error { digest.row(r); return nil }); err != nil {
+			return Job{}, false, err
+		}
+		if err := sameRequest(stored, digest.sum()); err != nil {
+			return Job{}, false, err
+		}
+	}
+	return j, false, nil
 }
 
 // batchSource is a pgx.CopyFromSource over the batches CreateJob's feed sends.

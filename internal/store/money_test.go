@@ -262,7 +262,8 @@ func TestSaveOutcomesGivesUpTheTokensLookupClaims(t *testing.T) {
 		{RowID: claim.Rows[0].ID, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}, State: domain.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
 		{RowID: claim.Rows[1].ID, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}, State: domain.RowNoMatch, Prov: store.Provenance{FetchedAt: now}},
 	}
-	cache := []store.CacheEntry{{Stage: domain.StageProfile, Key: "k0", FetchedAt: now}, {Stage: domain.StageProfile, Key: "k1", FetchedAt: now}}
+	cache := []store.CacheEntry{{RowID: claim.Rows[0].ID, Stage: domain.StageProfile, Key: "k0", FetchedAt: now},
+		{RowID: claim.Rows[1].ID, Stage: domain.StageProfile, Key: "k1", FetchedAt: now}}
 	if ids, err := st.SaveOutcomes(ctx, "acme", claim.Token, outs, cache); err != nil || len(ids) != 2 {
 		t.Fatalf("save: %v, %v", ids, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -400,7 +401,9 @@ var ErrNoMembers = errors.New("no connected members")
 
 // CreatePlatformSync stores a member sync job, one row per member (in the
 // order given, duplicates once), in one transaction. With an idempotency key
-// already used by the tenant it returns the first job with created=false.
+// the tenant used before on a member sync (keys are scoped to their kind of
+// request) it returns the first job with created=false, when the request is
+// the same (name and members), else ErrIdempotencyKeyReused.
 func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job Job, created bool, err error) {
 	if err := needTenant(ns.Tenant); err != nil {
 		return Job{}, false, err
@@ -408,13 +411,18 @@ func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job
 	if ns.ChunkSize <= 0 {
 		return Job{}, false, errors.New("store: chunk size must be positive")
 	}
+	var sum []byte
 	if ns.IdempotencyKey != "" {
-		j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant = $1 AND idempotency_key = $2`, ns.Tenant, ns.IdempotencyKey))
-		if err == nil {
-			return j, false, nil
+		d := newRequestDigest(scopePlatformSync)
+		d.field(ns.Name)
+		d.field(strconv.FormatBool(ns.All))
+		for _, m := range ns.Members {
+			d.field(m)
 		}
-		if !errors.Is(err, ErrNotFound) {
-			return Job{}, false, err
+		sum = d.sum()
+		j, err := s.syncOfKey(ctx, ns.Tenant, ns.IdempotencyKey, sum)
+		if err == nil || !errors.Is(err, ErrNotFound) {
+			return j, false, err
 		}
 	}
 	tx, err := s.pool.Begin(ctx)
@@ -481,13 +489,13 @@ func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job
 	chunks := (len(members) + ns.ChunkSize - 1) / ns.ChunkSize
 	var jobID string
 	err = tx.QueryRow(ctx, `
-		INSERT INTO jobs (tenant, name, lookups, source_format, idempotency_key, total_rows, chunk_count, max_age_seconds)
-		VALUES ($1, $2, '{profile}', 'platform', $3, $4, $5, 0)
-		ON CONFLICT (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-		RETURNING id::text`, ns.Tenant, ns.Name, idem, len(members), chunks).Scan(&jobID)
+		INSERT INTO jobs (tenant, name, lookups, source_format, idempotency_key, idempotency_scope, request_sha256, total_rows, chunk_count, max_age_seconds)
+		VALUES ($1, $2, '{profile}', 'platform', $3, CASE WHEN $3::text IS NOT NULL THEN 'platform_sync' END, $4, $5, $6, 0)
+		ON CONFLICT (tenant, idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING id::text`, ns.Tenant, ns.Name, idem, sum, len(members), chunks).Scan(&jobID)
 	if errors.Is(err, pgx.ErrNoRows) {
 		_ = tx.Rollback(ctx)
-		j, err := scanJob(s.pool.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE tenant = $1 AND idempotency_key = $2`, ns.Tenant, ns.IdempotencyKey))
+		j, err := s.syncOfKey(ctx, ns.Tenant, ns.IdempotencyKey, sum)
 		return j, false, err
 	}
 	if err != nil {
@@ -512,6 +520,25 @@ func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job
 		return Job{}, false, interpretError(err)
 	}
 	return job, true, nil
+}
+
+// syncOfKey is the member sync of a tenant's idempotency key when it was
+// asked with the request of digest sum; ErrNotFound when the key is unused.
+func (s *Store) syncOfKey(ctx context.Context, tenant, key string, sum []byte) (Job, error) {
+	var j Job
+	var maxAge int64
+	var stored []byte
+	err := s.pool.QueryRow(ctx, `SELECT `+jobColumns+`, request_sha256 FROM jobs
+		WHERE tenant = $1 AND idempotency_scope = $2 AND idempotency_key = $3`, tenant, scopePlatformSync, key).
+		Scan(append(jobDest(&j, &maxAge), &stored)...)
+	if err != nil {
+		return Job{}, interpretError(err)
+	}
+	j.MaxAge = time.Duration(maxAge) * time.Second
+	if err := sameRequest(stored, sum); err != nil {
+		return Job{}, err
+	}
+	return j, nil
 }
 
 // IsPlatformSync reports whether a job of the tenant is a member sync job.

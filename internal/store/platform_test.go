@@ -208,9 +208,14 @@ func TestPlatformSyncJob(t *testing.T) {
 	if err != nil || !created || job.TotalRows != 2 || job.ChunkCount != 1 || job.SourceFormat != "platform" || job.State != domain.JobQueued {
 		t.Fatalf("create: %+v %v %v", job, created, err)
 	}
-	again, created, err := st.CreatePlatformSync(ctx, store.NewPlatformSync{Tenant: "acme", Members: []string{"m-0"}, IdempotencyKey: "k1", ChunkSize: 2})
+	again, created, err := st.CreatePlatformSync(ctx, store.NewPlatformSync{Tenant: "acme", Name: "refresh reps",
+		Members: []string{members[3].ID, "m-1", "m-3"}, IdempotencyKey: "k1", ChunkSize: 2})
 	if err != nil || created || again.ID != job.ID {
 		t.Fatalf("idempotent replay: %s %v %v", again.ID, created, err)
+	}
+	// Other members under the key: refused, nothing stored.
+	if _, _, err := st.CreatePlatformSync(ctx, store.NewPlatformSync{Tenant: "acme", Members: []string{"m-0"}, IdempotencyKey: "k1", ChunkSize: 2}); !errors.Is(err, store.ErrIdempotencyKeyReused) {
+		t.Fatalf("another request under the key: %v", err)
 	}
 	if ok, _ := st.IsPlatformSync(ctx, "acme", job.ID); !ok {
 		t.Error("IsPlatformSync: false")

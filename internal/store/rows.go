@@ -143,6 +143,11 @@ type Provenance struct {
 
 // CacheEntry is a paid answer to remember: a hit (Result set) or a no-match.
 type CacheEntry struct {
+	// RowID is the row whose answer it is: SaveOutcomes writes the entry
+	// only with that row's own outcome (the row still there, held under the
+	// claim, its person not suppressed), so an answer bought for a row an
+	// erasure removed in flight is never remembered.
+	RowID     int64
 	Stage     domain.Stage
 	Key       string
 	Matched   bool
@@ -171,11 +176,23 @@ type Outcome struct {
 	LastError     string
 	NextAttemptAt time.Time // retry_wait
 	FailedAttempt bool      // count one more failed attempt
+
+	// PersonHashes are the keyed hashes (jobs.KeyedHash) of the inputs that
+	// stand for the row's person: its own input and what was found for it.
+	// When one is on the tenant's suppression list (the person was erased
+	// while the row was in flight), the row is stored skipped with its input
+	// blanked, and nothing of its outcome is written: no result, marker or
+	// cache entry.
+	PersonHashes [][]byte
 }
 
 // SaveOutcomes records outcomes of rows held under token, atomically. Rows
-// whose claim was lost (lease expired and taken by another worker) are left
-// alone: their results are not written. It returns the ids written.
+// whose claim was lost (lease expired and taken by another worker) or that
+// are gone (an erasure removed them) are left alone: their results and cache
+// entries are not written. A row whose person is suppressed (see
+// Outcome.PersonHashes) is stored skipped, its input blanked, and nothing of
+// its outcome is written. It returns the ids whose outcome was written: a
+// row not among them is no longer the caller's to work on.
 //
 // The lookup claims of token (ClaimLookups) are given up in the same
 // transaction: the answers they were held for are in the cache from its
@@ -190,7 +207,8 @@ func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []O
 	if err := needTenant(tenant); err != nil {
 		return nil, err
 	}
-	if len(outs) == 0 && len(cache) == 0 {
+	if len(outs) == 0 {
+		// A cache entry is written only with its row's outcome.
 		return nil, nil
 	}
 	// The rows written are in_flight (the statement takes no other): an
@@ -236,8 +254,10 @@ func (s *Store) saveOutcomes(ctx context.Context, tenant, token string, a *saveA
 		// no-match markers
 		"n_row_id": a.n.rowID, "n_stage": a.n.stage, "n_source": a.n.source, "n_from_cache": a.n.fromCache,
 		"n_checked": a.n.checked,
+		// suppression
+		"s_row_id": a.s.rowID, "s_hash": a.s.hash,
 		// cache entries
-		"tenant": tenant, "c_stage": a.c.stage, "c_key": a.c.key, "c_matched": a.c.matched, "c_result": a.c.result,
+		"tenant": tenant, "c_row_id": a.c.rowID, "c_stage": a.c.stage, "c_key": a.c.key, "c_matched": a.c.matched, "c_result": a.c.result,
 		"c_fetched": a.c.fetched,
 	})
 	if err != nil {
@@ -247,24 +267,46 @@ func (s *Store) saveOutcomes(ctx context.Context, tenant, token string, a *saveA
 }
 
 var saveOutcomesSQL = `
-WITH u AS (
+WITH sup AS (
+	-- Rows whose person is on the tenant's suppression list: erased while
+	-- the row was in flight.
+	SELECT x.row_id, min(e.created_at) AS erased_at
+	FROM unnest(@s_row_id::bigint[], @s_hash::bytea[]) AS x(row_id, hash)
+	JOIN suppressions s ON s.tenant = @tenant AND s.person_hash = x.hash
+	JOIN erasures e ON e.id = s.erasure_id
+	GROUP BY x.row_id
+), u AS (
 	UPDATE job_rows r SET
-		state = u.state,
-		state_reason = CASE WHEN u.state IN ('failed', 'skipped') THEN u.reason ELSE '' END,
-		last_error = CASE WHEN u.last_error <> '' THEN u.last_error ELSE r.last_error END,
+		state = CASE WHEN sup.row_id IS NOT NULL THEN 'skipped' ELSE u.state END,
+		state_reason = CASE WHEN sup.row_id IS NOT NULL THEN 'suppressed: erased on ' || to_char(sup.erased_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')
+			WHEN u.state IN ('failed', 'skipped') THEN u.reason ELSE '' END,
+		last_error = CASE WHEN sup.row_id IS NOT NULL THEN '' WHEN u.last_error <> '' THEN u.last_error ELSE r.last_error END,
 		attempts = r.attempts + u.inc,
-		next_attempt_at = CASE WHEN u.state = 'retry_wait' THEN u.next_at END,
-		lease_until = CASE WHEN u.state = 'in_flight' THEN r.lease_until END,
-		lease_token = CASE WHEN u.state = 'in_flight' THEN r.lease_token END,
-		found_profile_url = coalesce(nullif(u.found, ''), r.found_profile_url),
-		stages_done = CASE WHEN u.stages = '' THEN '{}'::text[] ELSE string_to_array(u.stages, ',') END,
-		any_match = r.any_match OR u.any_match,
-		finished_at = CASE WHEN u.state IN ('matched', 'no_match', 'failed', 'skipped') THEN now() END,
+		next_attempt_at = CASE WHEN u.state = 'retry_wait' AND sup.row_id IS NULL THEN u.next_at END,
+		lease_until = CASE WHEN u.state = 'in_flight' AND sup.row_id IS NULL THEN r.lease_until END,
+		lease_token = CASE WHEN u.state = 'in_flight' AND sup.row_id IS NULL THEN r.lease_token END,
+		found_profile_url = CASE WHEN sup.row_id IS NULL THEN coalesce(nullif(u.found, ''), r.found_profile_url) END,
+		stages_done = CASE WHEN u.stages = '' OR sup.row_id IS NOT NULL THEN '{}'::text[] ELSE string_to_array(u.stages, ',') END,
+		any_match = sup.row_id IS NULL AND (r.any_match OR u.any_match),
+		-- A suppressed row keeps no personal input (its ref stays: the caller's own id).
+		profile_url = CASE WHEN sup.row_id IS NULL THEN r.profile_url END,
+		name = CASE WHEN sup.row_id IS NULL THEN r.name END,
+		company = CASE WHEN sup.row_id IS NULL THEN r.company END,
+		domain = CASE WHEN sup.row_id IS NULL THEN r.domain END,
+		email = CASE WHEN sup.row_id IS NULL THEN r.email END,
+		role = CASE WHEN sup.row_id IS NULL THEN r.role END,
+		finished_at = CASE WHEN u.state IN ('matched', 'no_match', 'failed', 'skipped') OR sup.row_id IS NOT NULL THEN now() END,
 		updated_at = now()
 	FROM unnest(@ids::bigint[], @states::text[], @reasons::text[], @last_errors::text[], @next_at::timestamptz[], @inc::int[], @found::text[], @stages::text[], @any_match::bool[])
 		AS u(id, state, reason, last_error, next_at, inc, found, stages, any_match)
+		LEFT JOIN sup ON sup.row_id = u.id
 	WHERE r.id = u.id AND r.lease_token = @token AND r.state = 'in_flight'
-	RETURNING r.id, r.job_id
+	RETURNING r.id, r.job_id, r.input_row, sup.row_id IS NOT NULL AS suppressed
+), kept AS (
+	SELECT id, job_id FROM u WHERE NOT suppressed
+), gone_extras AS (
+	-- The extras of a suppressed row's input row go with its input.
+	DELETE FROM job_input_extras x USING u WHERE u.suppressed AND x.job_id = u.job_id AND x.input_row = u.input_row
 ), p AS (
 	INSERT INTO profile_results (job_id, row_id, source, from_cache, profile_url, name, headline, company, role,
 		location, company_size, industry, technographics, raw, fetched_at)
@@ -276,7 +318,7 @@ WITH u AS (
 	FROM unnest(@p_row_id::bigint[], @p_source::text[], @p_from_cache::bool[], @p_url::text[], @p_name::text[], @p_headline::text[], @p_company::text[], @p_role::text[],
 		@p_location::text[], @p_size::text[], @p_industry::text[], @p_tech::text[], @p_raw::text[], @p_fetched::timestamptz[])
 		WITH ORDINALITY AS x(row_id, source, from_cache, url, name, headline, company, role, location, size, industry, tech, raw, fetched, ord)
-	JOIN u ON u.id = x.row_id
+	JOIN kept u ON u.id = x.row_id
 	ORDER BY x.ord
 	ON CONFLICT (row_id) DO NOTHING
 ), e AS (
@@ -284,7 +326,7 @@ WITH u AS (
 	SELECT u.job_id, x.row_id, x.source, x.from_cache, x.url, x.email, x.confidence, x.verified, x.raw::jsonb, x.fetched
 	FROM unnest(@e_row_id::bigint[], @e_source::text[], @e_from_cache::bool[], @e_url::text[], @e_email::text[], @e_confidence::float8[], @e_verified::bool[], @e_raw::text[], @e_fetched::timestamptz[])
 		WITH ORDINALITY AS x(row_id, source, from_cache, url, email, confidence, verified, raw, fetched, ord)
-	JOIN u ON u.id = x.row_id
+	JOIN kept u ON u.id = x.row_id
 	ORDER BY x.ord
 	ON CONFLICT (row_id) DO NOTHING
 ), ph AS (
@@ -293,7 +335,7 @@ WITH u AS (
 		x.raw::jsonb, x.fetched
 	FROM unnest(@ph_row_id::bigint[], @ph_source::text[], @ph_from_cache::bool[], @ph_url::text[], @ph_phones::text[], @ph_primary_number::text[], @ph_primary_type::text[], @ph_raw::text[], @ph_fetched::timestamptz[])
 		WITH ORDINALITY AS x(row_id, source, from_cache, url, phones, primary_number, primary_type, raw, fetched, ord)
-	JOIN u ON u.id = x.row_id
+	JOIN kept u ON u.id = x.row_id
 	ORDER BY x.ord
 	ON CONFLICT (row_id) DO NOTHING
 ), n AS (
@@ -301,21 +343,25 @@ WITH u AS (
 	SELECT u.job_id, x.row_id, x.stage, x.source, x.from_cache, x.checked
 	FROM unnest(@n_row_id::bigint[], @n_stage::text[], @n_source::text[], @n_from_cache::bool[], @n_checked::timestamptz[])
 		WITH ORDINALITY AS x(row_id, stage, source, from_cache, checked, ord)
-	JOIN u ON u.id = x.row_id
+	JOIN kept u ON u.id = x.row_id
 	ORDER BY x.ord
 	ON CONFLICT (row_id, stage) DO NOTHING
 ), c AS (
-	-- In (stage, key) order, so concurrent workers cannot deadlock.
+	-- Only with the outcome of the row that bought the answer; one entry
+	-- per key (the newest), in (stage, key) order, so concurrent workers
+	-- cannot deadlock.
 	INSERT INTO lookup_cache (tenant, stage, input_key, matched, result, fetched_at)
-	SELECT @tenant, x.stage, x.key, x.matched, x.result::jsonb, x.fetched
-	FROM unnest(@c_stage::text[], @c_key::text[], @c_matched::bool[], @c_result::text[], @c_fetched::timestamptz[]) WITH ORDINALITY AS x(stage, key, matched, result, fetched, ord)
-	ORDER BY x.ord
+	SELECT DISTINCT ON (x.stage, x.key) @tenant, x.stage, x.key, x.matched, x.result::jsonb, x.fetched
+	FROM unnest(@c_row_id::bigint[], @c_stage::text[], @c_key::text[], @c_matched::bool[], @c_result::text[], @c_fetched::timestamptz[])
+		WITH ORDINALITY AS x(row_id, stage, key, matched, result, fetched, ord)
+	JOIN kept u ON u.id = x.row_id
+	ORDER BY x.stage, x.key, x.fetched DESC, x.ord
 	ON CONFLICT (tenant, stage, input_key) DO UPDATE SET matched = excluded.matched, result = excluded.result, fetched_at = excluded.fetched_at
 		WHERE lookup_cache.fetched_at < excluded.fetched_at
 ), released AS (
 	DELETE FROM lookup_claims l WHERE ` + tokenClaims("@token") + `
 )
-SELECT id FROM u`
+SELECT id FROM kept`
 
 // saveArgs are SaveOutcomes' parameters, one array per column.
 type saveArgs struct {
@@ -355,7 +401,12 @@ type saveArgs struct {
 		fromCache     []bool
 		checked       []time.Time
 	}
+	s struct {
+		rowID []int64
+		hash  [][]byte
+	}
 	c struct {
+		rowID      []int64
 		stage, key []string
 		matched    []bool
 		result     []*string
@@ -451,6 +502,10 @@ func (a *saveArgs) rows(outs []Outcome) {
 			a.ph.raw = append(a.ph.raw, string(jsonOrEmpty(p.Raw)))
 			a.ph.fetched = append(a.ph.fetched, o.Prov.FetchedAt)
 		}
+		for _, h := range o.PersonHashes {
+			a.s.rowID = append(a.s.rowID, o.RowID)
+			a.s.hash = append(a.s.hash, h)
+		}
 		for _, st := range o.NoMatches {
 			a.n.rowID = append(a.n.rowID, o.RowID)
 			a.n.stage = append(a.n.stage, string(st))
@@ -461,31 +516,16 @@ func (a *saveArgs) rows(outs []Outcome) {
 	}
 }
 
-// cache takes the cache entries in (stage, key) order, one per key: the
-// newest (the first of equals), which is what upserting them one by one
-// would leave.
+// cache takes the cache entries as they are: SaveOutcomes keeps one per
+// key, the newest, of the rows whose outcome it writes.
 func (a *saveArgs) cache(cache []CacheEntry) {
-	sorted := make([]CacheEntry, len(cache))
-	copy(sorted, cache)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		if sorted[i].Stage != sorted[j].Stage {
-			return sorted[i].Stage < sorted[j].Stage
-		}
-		return sorted[i].Key < sorted[j].Key
-	})
-	for i, c := range sorted {
-		if i > 0 && c.Stage == sorted[i-1].Stage && c.Key == sorted[i-1].Key {
-			last := len(a.c.key) - 1
-			if !c.FetchedAt.After(a.c.fetched[last]) {
-				continue
-			}
-			a.c.stage, a.c.key, a.c.matched, a.c.result, a.c.fetched = a.c.stage[:last], a.c.key[:last], a.c.matched[:last], a.c.result[:last], a.c.fetched[:last]
-		}
+	for _, c := range cache {
 		var result *string
 		if c.Matched {
 			r := string(jsonOrEmpty(c.Result))
 			result = &r
 		}
+		a.c.rowID = append(a.c.rowID, c.RowID)
 		a.c.stage = append(a.c.stage, string(c.Stage))
 		a.c.key = append(a.c.key, c.Key)
 		a.c.matched = append(a.c.matched, c.Matched)

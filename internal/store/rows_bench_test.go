@@ -115,11 +115,11 @@ func benchOutcomes(claim store.Claim, now time.Time) ([]store.Outcome, []store.C
 			o.Email = &store.EmailResult{ProfileURL: url, Email: "jane@company.example", Confidence: 0.9, Verified: true,
 				Raw: []byte(`{"email":"jane@company.example","confidence":0.9,"verified":true}`)}
 			o.StagesDone, o.FoundProfileURL, o.AnyMatch, o.State = []domain.Stage{domain.StageProfile, domain.StageEmail}, url, true, domain.RowMatched
-			cache = append(cache, store.CacheEntry{Stage: domain.StageProfile, Key: key, Matched: true, Result: raw, FetchedAt: now},
-				store.CacheEntry{Stage: domain.StageEmail, Key: "url:" + url, Matched: true, Result: o.Email.Raw, FetchedAt: now})
+			cache = append(cache, store.CacheEntry{RowID: r.ID, Stage: domain.StageProfile, Key: key, Matched: true, Result: raw, FetchedAt: now},
+				store.CacheEntry{RowID: r.ID, Stage: domain.StageEmail, Key: "url:" + url, Matched: true, Result: o.Email.Raw, FetchedAt: now})
 		} else {
 			o.NoMatches = []domain.Stage{domain.StageProfile}
-			cache = append(cache, store.CacheEntry{Stage: domain.StageProfile, Key: key, FetchedAt: now})
+			cache = append(cache, store.CacheEntry{RowID: r.ID, Stage: domain.StageProfile, Key: key, FetchedAt: now})
 		}
 		outs = append(outs, o)
 	}

@@ -37,9 +37,13 @@ type Store struct {
 	conflicts atomic.Int64
 	// accounts holds the "account\x00YYYY-MM" whose account_usage row exists.
 	accounts sync.Map
-	// migrateCfg is the pool's configuration without the session timeouts
-	// of Options: a migration may rightly take longer.
+	// migrateCfg is the configuration Migrate connects with: the pool's, or
+	// Options.MigrateURL's, without the session timeouts of Options: a
+	// migration may rightly take longer.
 	migrateCfg *pgxpool.Config
+	// appRole is the pool's role when Options.MigrateURL names another:
+	// Migrate grants it what the services need (GrantAppRole).
+	appRole string
 }
 
 // Options configures Open.
@@ -58,6 +62,11 @@ type Options struct {
 	// Now is the clock used for timestamps computed in Go; default time.Now.
 	// Most timestamps come from the database's now().
 	Now func() time.Time
+	// MigrateURL is the connection string Migrate uses: the owner of the
+	// tables (ENRICHQ_MIGRATE_DATABASE_URL). Empty: the pool's own. When its
+	// role is not the pool's, Migrate grants the pool's role the services'
+	// privileges and no more (docs/operations.md, "Database roles").
+	MigrateURL string
 }
 
 // Open connects to Postgres at url. It does not migrate: call Migrate.
@@ -67,6 +76,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: parse DATABASE_URL: %w", err)
 	}
 	migrateCfg := cfg.Copy()
+	var appRole string
+	if opts.MigrateURL != "" {
+		if migrateCfg, err = pgxpool.ParseConfig(opts.MigrateURL); err != nil {
+			return nil, fmt.Errorf("store: parse ENRICHQ_MIGRATE_DATABASE_URL: %w", err)
+		}
+		if migrateCfg.ConnConfig.User != cfg.ConnConfig.User {
+			appRole = cfg.ConnConfig.User
+		}
+	}
 	migrateCfg.MaxConns, migrateCfg.MinConns = 2, 0 // goose's lock and its statements
 	if opts.MaxConns > 0 && !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = opts.MaxConns
@@ -84,7 +102,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	s := &Store{pool: pool, leases: pool, now: opts.Now, migrateCfg: migrateCfg}
+	s := &Store{pool: pool, leases: pool, now: opts.Now, migrateCfg: migrateCfg, appRole: appRole}
 	if opts.LeaseConns > 0 {
 		lcfg := cfg.Copy()
 		lcfg.MaxConns = opts.LeaseConns
@@ -109,7 +127,10 @@ func (s *Store) Close() {
 func (s *Store) Ping(ctx context.Context) error { return s.pool.Ping(ctx) }
 
 // Migrate applies pending goose migrations under a Postgres session
-// advisory lock, so replicas starting together are safe.
+// advisory lock, so replicas starting together are safe. With
+// Options.MigrateURL naming another role than the pool's, it then grants the
+// pool's role its privileges (GrantAppRole), every time: tables a migration
+// added get them too.
 func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 	pool, err := pgxpool.NewWithConfig(ctx, s.migrateCfg)
 	if err != nil {
@@ -138,6 +159,9 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 		if log != nil {
 			log.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
 		}
+	}
+	if s.appRole != "" {
+		return grantAppRole(ctx, pool, s.appRole)
 	}
 	return nil
 }

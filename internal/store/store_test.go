@@ -49,10 +49,31 @@ func TestCreateJobIdempotentAndAtomic(t *testing.T) {
 	if job.TotalRows != 25 || job.ChunkCount != 3 || job.State != domain.JobQueued {
 		t.Fatalf("job = %+v", job)
 	}
+	// The same rows under the key: the first job (the feed is read to compare, nothing stored).
+	feed := func(n int, company string) func(add func(store.NewRow) error) error {
+		return func(add func(store.NewRow) error) error {
+			for i := range n {
+				if err := add(store.NewRow{InputRow: i + 1, Ref: fmt.Sprint("r", i), Kind: domain.InputNameCompany, Name: "VP Sales",
+					Company: fmt.Sprint(company, i), Extra: map[string]string{"crm": "x"}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
 	again, created, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10, IdempotencyKey: "k1"},
-		func(add func(store.NewRow) error) error { t.Fatal("feed called on a replay"); return nil })
+		feed(25, "Co "))
 	if err != nil || created || again.ID != job.ID {
 		t.Fatalf("replay: id=%s created=%v err=%v, want %s", again.ID, created, err, job.ID)
+	}
+	// Other rows, or other options, under the key: refused.
+	if _, _, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10, IdempotencyKey: "k1"},
+		feed(25, "Other ")); !errors.Is(err, store.ErrIdempotencyKeyReused) {
+		t.Fatalf("other rows under the key: %v", err)
+	}
+	if _, _, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10, IdempotencyKey: "k1",
+		RequestOptions: []byte(`{"budget": 5}`)}, feed(25, "Co ")); !errors.Is(err, store.ErrIdempotencyKeyReused) {
+		t.Fatalf("other options under the key: %v", err)
 	}
 	// Another tenant with the same key gets its own job.
 	other := createJob(t, st, store.NewJob{Tenant: "beta", IdempotencyKey: "k1"}, 1)
@@ -130,7 +151,7 @@ func TestOutcomesGuardedByLease(t *testing.T) {
 	if ids, err := st.SaveOutcomes(ctx, "acme", "00000000-0000-0000-0000-000000000000", outs, nil); err != nil || len(ids) != 0 {
 		t.Fatalf("stale token wrote %v (err %v)", ids, err)
 	}
-	ids, err := st.SaveOutcomes(ctx, "acme", c.Token, outs, []store.CacheEntry{{Stage: domain.StageProfile, Key: "k", Matched: true, Result: []byte(`{}`), FetchedAt: now}})
+	ids, err := st.SaveOutcomes(ctx, "acme", c.Token, outs, []store.CacheEntry{{RowID: c.Rows[0].ID, Stage: domain.StageProfile, Key: "k", Matched: true, Result: []byte(`{}`), FetchedAt: now}})
 	if err != nil || len(ids) != 2 {
 		t.Fatalf("save: %v %v", ids, err)
 	}

@@ -71,6 +71,9 @@ type Options struct {
 	Concurrency int
 	// Maintenance tunes the scheduler's services; Recheck defaults to 200ms.
 	Maintenance maintenance.Settings
+	// AppRole connects the store as storetest.AppRole, the services' role
+	// of a production setup (no owner's powers), instead of the owner.
+	AppRole bool
 }
 
 // New starts a pipeline for one test; everything stops when the test ends.
@@ -112,6 +115,9 @@ func New(t *testing.T, o Options) *Bundle {
 		t.Fatal(err)
 	}
 	st := storetest.New(t)
+	if o.AppRole {
+		st = storetest.OpenAsApp(t, storetest.NewDatabase(t))
+	}
 	queue := RandomName("test-")
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() {

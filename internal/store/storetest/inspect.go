@@ -196,3 +196,80 @@ func JobRowBytes(tb testing.TB, st *store.Store) int64 {
 	}
 	return n
 }
+
+// PersonalTraces counts what a tenant's database holds of its people, table
+// by table: rows with an input, rows at all, input extras, results, no-match
+// markers, feed lines (not deleted ones), and cache entries.
+func PersonalTraces(tb testing.TB, st *store.Store, tenant string) map[string]int {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	out := map[string]int{}
+	for name, q := range map[string]string{
+		"job_rows": `SELECT count(*) FROM job_rows r JOIN jobs j ON j.id = r.job_id WHERE j.tenant = $1`,
+		"job_rows with input": `SELECT count(*) FROM job_rows r JOIN jobs j ON j.id = r.job_id WHERE j.tenant = $1
+			AND num_nonnulls(r.profile_url, r.name, r.company, r.domain, r.email, r.role, r.found_profile_url) > 0`,
+		"job_input_extras": `SELECT count(*) FROM job_input_extras x JOIN jobs j ON j.id = x.job_id WHERE j.tenant = $1`,
+		"profile_results":  `SELECT count(*) FROM profile_results x JOIN jobs j ON j.id = x.job_id WHERE j.tenant = $1`,
+		"email_results":    `SELECT count(*) FROM email_results x JOIN jobs j ON j.id = x.job_id WHERE j.tenant = $1`,
+		"phone_results":    `SELECT count(*) FROM phone_results x JOIN jobs j ON j.id = x.job_id WHERE j.tenant = $1`,
+		"no_matches":       `SELECT count(*) FROM no_matches x JOIN jobs j ON j.id = x.job_id WHERE j.tenant = $1`,
+		"results_feed_log": `SELECT count(*) FROM results_feed_log WHERE tenant = $1 AND kind <> 'deleted'`,
+		"lookup_cache":     `SELECT count(*) FROM lookup_cache WHERE tenant = $1`,
+	} {
+		var n int
+		if err := c.QueryRow(context.Background(), q, tenant).Scan(&n); err != nil {
+			tb.Fatalf("storetest: count %s: %v", name, err)
+		}
+		out[name] = n
+	}
+	return out
+}
+
+// StoredRow is a job row as stored, its input included.
+type StoredRow struct {
+	Ref, State, Reason, LastError                                string
+	ProfileURL, Name, Company, Domain, Email, Role, FoundProfile string
+}
+
+// StoredRows returns a job's rows as stored, in id order.
+func StoredRows(tb testing.TB, st *store.Store, jobID string) []StoredRow {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	rows, err := c.Query(context.Background(), `SELECT ref, state, state_reason, last_error, coalesce(profile_url, ''), coalesce(name, ''),
+		coalesce(company, ''), coalesce(domain, ''), coalesce(email, ''), coalesce(role, ''), coalesce(found_profile_url, '')
+		FROM job_rows WHERE job_id = $1 ORDER BY id`, jobID)
+	if err != nil {
+		tb.Fatalf("storetest: rows: %v", err)
+	}
+	var out []StoredRow
+	var r StoredRow
+	if _, err := pgx.ForEachRow(rows, []any{&r.Ref, &r.State, &r.Reason, &r.LastError, &r.ProfileURL, &r.Name, &r.Company, &r.Domain,
+		&r.Email, &r.Role, &r.FoundProfile}, func() error {
+		out = append(out, r)
+		return nil
+	}); err != nil {
+		tb.Fatalf("storetest: rows: %v", err)
+	}
+	return out
+}
+
+// AgeJob moves a job's times back by d, as if it had been made, changed and
+// dispatched d earlier.
+func AgeJob(tb testing.TB, st *store.Store, jobID string, d time.Duration) {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	ctx := context.Background()
+	for _, q := range []string{
+		`UPDATE jobs SET created_at = created_at - $2::interval, updated_at = updated_at - $2::interval,
+			started_at = started_at - $2::interval, paused_at = paused_at - $2::interval WHERE id = $1`,
+		`UPDATE job_chunks SET enqueued_at = enqueued_at - $2::interval WHERE job_id = $1`,
+		`UPDATE job_rows SET created_at = created_at - $2::interval, updated_at = updated_at - $2::interval WHERE job_id = $1`,
+	} {
+		if _, err := c.Exec(ctx, q, jobID, d); err != nil {
+			tb.Fatalf("storetest: age job: %v", err)
+		}
+	}
+}

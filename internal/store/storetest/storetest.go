@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
+	neturl "net/url"
 	"os"
 	"sync"
 	"testing"
@@ -35,7 +35,7 @@ func ServerURL(tb testing.TB, db string) string {
 	if raw == "" {
 		raw = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 	}
-	u, err := url.Parse(raw)
+	u, err := neturl.Parse(raw)
 	if err != nil {
 		tb.Fatalf("storetest: parse database URL: %v", err)
 	}
@@ -49,10 +49,20 @@ var (
 	templateErr  error
 )
 
-// migrationsHash names the template after the migrations, so a changed
-// schema gets a fresh template.
+// AppRole is the role tests connect as to be the services' role of a
+// production setup (docs/operations.md, "Database roles"): it owns nothing
+// and has the privileges store.AppRoleGrants gives. It is made once per
+// server, with a password of its own name, so that it logs in under trust
+// and password authentication alike.
+const AppRole = "enrichq_app_test"
+
+// migrationsHash names the template after the migrations and the app
+// role's grants, so a changed schema gets a fresh template.
 func migrationsHash() (string, error) {
 	h := sha256.New()
+	for _, q := range store.AppRoleGrants("schema", AppRole) {
+		fmt.Fprintf(h, "%s\x00", q)
+	}
 	err := fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -90,6 +100,15 @@ func ensureTemplate(tb testing.TB) (string, error) {
 			return
 		}
 		defer admin.Exec(context.Background(), `SELECT pg_advisory_unlock(72217001)`) //nolint:errcheck
+		// Roles are the server's: made once, by whichever test binary comes first.
+		if _, err := admin.Exec(ctx, `DO $$ BEGIN
+				IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '`+AppRole+`') THEN
+					CREATE ROLE `+AppRole+` LOGIN PASSWORD '`+AppRole+`';
+				END IF;
+			END $$`); err != nil {
+			templateErr = fmt.Errorf("storetest: create role %s: %w", AppRole, err)
+			return
+		}
 		var exists bool
 		if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate)`, name).Scan(&exists); err != nil {
 			templateErr = err
@@ -111,6 +130,9 @@ func ensureTemplate(tb testing.TB) (string, error) {
 			}
 			err = st.Migrate(ctx, nil)
 			st.Close()
+			if err == nil {
+				err = store.GrantAppRole(ctx, ServerURL(tb, name), AppRole) // copied with the template
+			}
 			if err != nil {
 				templateErr = err
 				return
@@ -179,6 +201,33 @@ func Open(tb testing.TB, url string) *store.Store {
 func OpenWith(tb testing.TB, url string, opts store.Options) *store.Store {
 	tb.Helper()
 	st, err := store.Open(context.Background(), url, opts)
+	if err != nil {
+		tb.Fatalf("storetest: open: %v", err)
+	}
+	tb.Cleanup(st.Close)
+	databases.Store(st, url)
+	tb.Cleanup(func() { databases.Delete(st) })
+	return st
+}
+
+// AppURL is url (one of NewDatabase's) for AppRole: connected so, a test
+// has the privileges of the services' role, not the owner's.
+func AppURL(tb testing.TB, url string) string {
+	tb.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		tb.Fatalf("storetest: parse database URL: %v", err)
+	}
+	u.User = neturl.UserPassword(AppRole, AppRole)
+	return u.String()
+}
+
+// OpenAsApp returns a Store on the database at url (one of NewDatabase's)
+// connected as AppRole, closed when the test ends; the helpers of this
+// package reach its tables as the owner.
+func OpenAsApp(tb testing.TB, url string) *store.Store {
+	tb.Helper()
+	st, err := store.Open(context.Background(), AppURL(tb, url), store.Options{})
 	if err != nil {
 		tb.Fatalf("storetest: open: %v", err)
 	}
