@@ -119,7 +119,8 @@ const maxFilename = 255
 // tenant until UploadLimits.TTL from now (scope submit). A company-only
 // row needs no roles yet: they are given when the upload is estimated or
 // submitted by its id (jobs.Submission.UploadID). Past the tenant's cap it
-// is a *ConflictError CodeUploadQuota.
+// is a *ConflictError CodeUploadQuota. Reading and parsing the file holds
+// an upload slot (past the slots: a *TooManyUploadsError).
 func (s *Service) Upload(ctx context.Context, p Principal, req UploadRequest) (Upload, error) {
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return Upload{}, err
@@ -130,6 +131,11 @@ func (s *Service) Upload(ctx context.Context, p Principal, req UploadRequest) (U
 	if req.Body == nil {
 		return Upload{}, &ingest.Error{Code: ingest.CodeEmptyUpload, Message: "the upload is empty"}
 	}
+	release, err := s.uploadSlot(ctx, p.Tenant)
+	if err != nil {
+		return Upload{}, err
+	}
+	defer release()
 	body, err := io.ReadAll(io.LimitReader(req.Body, s.limits.MaxBytes+1))
 	if err != nil {
 		return Upload{}, err
