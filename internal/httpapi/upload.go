@@ -209,7 +209,7 @@ func (s *server) submission(r *http.Request, body *spooled) (jobs.Submission, *c
 // fileSubmission is the job of a file upload (CSV, TSV or .xlsx) read from
 // body; sp is body's spool when body is the whole spooled file (an .xlsx is
 // then read in place), nil for a part of it.
-func (s *server) fileSubmission(r *http.Request, c *counted, opts ingest.JobOptions, body io.Reader, sp *spool, mediaType string) (jobs.Submission, *counted, func(), error) {
+func (s *server) fileSubmission(r *http.Request, c *counted, opts ingest.JobOptions, body io.Reader, sp *spoolFile, mediaType string) (jobs.Submission, *counted, func(), error) {
 	lim := s.svc.Limits()
 	in := opts.Ingest()
 	switch mediaType {

@@ -16,6 +16,7 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/spool"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -313,11 +314,12 @@ func (s *Service) parseStored(ctx context.Context, u store.UploadFile, in ingest
 		return ingest.ExpandJSON(jr.Rows, in, s.limits, emit)
 	case FormatXLSX:
 		// A workbook is a zip: the parser wants a file.
-		dir, err := os.MkdirTemp(s.spoolDir, "enrichq-upload-")
+		folder, err := spool.New(s.spoolDir)
 		if err != nil {
-			return ingest.Summary{}, fmt.Errorf("service: a directory for the workbook: %w", err)
+			return ingest.Summary{}, fmt.Errorf("service: a folder for the workbook: %w", err)
 		}
-		defer os.RemoveAll(dir)
+		defer folder.Remove()
+		dir := folder.Path
 		path := filepath.Join(dir, "upload.xlsx")
 		if err := os.WriteFile(path, u.Body, 0o600); err != nil {
 			return ingest.Summary{}, fmt.Errorf("service: writing the workbook: %w", err)
