@@ -2,7 +2,8 @@
 //
 // It reads the environment of config.API (docs/configuration.md:
 // ENRICHQ_API_ADDR, ENRICHQ_API_KEYS, DATABASE_URL, REDIS_URL, ...), applies pending
-// migrations unless ENRICHQ_MIGRATE=false, prints "api listening on
+// migrations unless ENRICHQ_MIGRATE=false, removes the spool folders a
+// crashed process left (internal/spool), prints "api listening on
 // http://ADDR" to stdout once it accepts connections, and stops cleanly on
 // SIGINT or SIGTERM.
 //
@@ -24,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/httpapi"
@@ -31,6 +33,7 @@ import (
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/platform"
+	"github.com/enrichq/enrichq/internal/spool"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -81,6 +84,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 // cfg.ShutdownTimeout.
 func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error {
 	log := cfg.Logger(stderr).With("cmd", "api")
+	// Spool folders left by a crash hold raw lists; this process holds none yet.
+	if n, err := spool.Sweep("", time.Now()); err != nil {
+		log.Warn("sweeping the spool folder", "err", err, "removed", n)
+	} else if n > 0 {
+		log.Info("spool folders left by a crash removed", "removed", n)
+	}
 
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns,
 		StatementTimeout: cfg.DBStatementTimeout, IdleInTxTimeout: cfg.DBIdleInTxTimeout, MigrateURL: cfg.MigrateDatabaseURL})

@@ -77,8 +77,9 @@ type API struct {
 	// (default DefaultAPIIdleInTxTimeout): a transaction left open by a bug
 	// or a stuck process ends and frees its locks.
 	DBIdleInTxTimeout time.Duration
-	// UploadsPerTenant and UploadsTotal cap the uploads received at once,
-	// per tenant and in all (0: the defaults of internal/httpapi, 4 and 16).
+	// UploadsPerTenant and UploadsTotal cap the uploads received or parsed
+	// at once, by every door, per tenant and in all (0: the defaults of
+	// internal/service, 4 and 16).
 	UploadsPerTenant int
 	UploadsTotal     int
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/service"
@@ -55,7 +57,9 @@ type errorJSON struct {
 // *apiError as it says; *ingest.Error with its own status and details; the
 // service's errors: *service.ForbiddenError 403 insufficient_scope,
 // service.ErrNoTenant 403 no_tenant, *service.InvalidError 400 (422 for
-// invalid_options and idempotency_key_reused, as store.ErrIdempotencyKeyReused), *service.ConflictError 409 with its code, ErrNotFound
+// invalid_options and idempotency_key_reused, as store.ErrIdempotencyKeyReused),
+// *service.ConflictError 409 with its code, *service.TooManyUploadsError 429
+// with Retry-After, ErrNotFound
 // 404, ErrConflict 409, ErrUnavailable 503; an upload over the byte
 // limit 413; an upload that stopped sending 408; a server-side deadline 503;
 // anything else 500, with the detail logged and never sent.
@@ -78,6 +82,7 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 		forbidden *service.ForbiddenError
 		invalid   *service.InvalidError
 		conflict  *service.ConflictError
+		uploads   *service.TooManyUploadsError
 		tooLarge  *http.MaxBytesError
 		netErr    net.Error
 	)
@@ -100,6 +105,9 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 		return &apiError{Status: status, Code: invalid.Code, Message: invalid.Message, Details: invalid.Details}
 	case errors.As(err, &conflict):
 		return errorf(http.StatusConflict, conflict.Code, "%s", conflict.Message)
+	case errors.As(err, &uploads):
+		return &apiError{Status: http.StatusTooManyRequests, Code: "too_many_uploads", Message: uploads.Message,
+			header: http.Header{"Retry-After": {strconv.Itoa(int(uploads.RetryAfter.Round(time.Second) / time.Second))}}}
 	case errors.As(err, &be):
 		// Reading the request body failed: too much of it, too slow, or cut off.
 		switch {

@@ -73,10 +73,11 @@ type Deps struct {
 	MCPMaxBudget int64
 	// Version is the build's version, shown to MCP clients; "" is "dev".
 	Version string
-	// UploadsPerTenant and UploadsTotal cap the uploads (POST /v1/jobs,
-	// POST /v1/uploads) received at once, per tenant and in all; more are
-	// answered 429 with Retry-After. Defaults DefaultUploadsPerTenant and
-	// DefaultUploadsTotal.
+	// UploadsPerTenant and UploadsTotal cap the uploads received or parsed
+	// at once, per tenant and in all, by every door (REST, the web page,
+	// MCP: service.Config); more are answered 429 with Retry-After.
+	// Defaults service.DefaultUploadsPerTenant and
+	// service.DefaultUploadsTotal.
 	UploadsPerTenant int
 	UploadsTotal     int
 	// ErasureKey keys the hashes of erasures and the suppression list
@@ -93,11 +94,10 @@ const (
 
 type server struct {
 	Deps
-	uploads *uploadSlots
-	mux     *http.ServeMux
-	svc     *service.Service // every /v1/jobs and /v1/results route is a call of it
-	ui      *web.UI          // the web page's routes (/ and /ui/)
-	mcp     http.HandlerFunc // POST /mcp (mcp.go)
+	mux *http.ServeMux
+	svc *service.Service // every /v1/jobs and /v1/results route is a call of it
+	ui  *web.UI          // the web page's routes (/ and /ui/)
+	mcp http.HandlerFunc // POST /mcp (mcp.go)
 }
 
 // NewServer returns the API's handler: every route of routes.go behind
@@ -122,8 +122,9 @@ func NewServer(deps Deps) http.Handler {
 		deps.Submitter.ErasureKey = deps.ErasureKey // one key for the list and its checks
 	}
 	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
-		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir, ErasureKey: deps.ErasureKey})
-	s := &server{Deps: deps, uploads: newUploadSlots(deps.UploadsPerTenant, deps.UploadsTotal), mux: http.NewServeMux(), svc: svc}
+		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir, ErasureKey: deps.ErasureKey,
+		UploadsPerTenant: deps.UploadsPerTenant, UploadsTotal: deps.UploadsTotal})
+	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
 	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Platform: deps.Platform, Session: deps.WebSession, Log: deps.Log, Now: deps.Now,
 		BehindTLSProxy: deps.BehindTLSProxy,
 		SignedIn: func(ctx context.Context, p service.Principal) {

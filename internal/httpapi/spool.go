@@ -8,27 +8,29 @@ import (
 	"path/filepath"
 
 	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/spool"
 )
 
-// spool is an upload copied to a temporary file, for a parser that needs
-// random access (an .xlsx is a zip) or a body read in full before the
-// database transaction opens. Its directory also holds the parser's own
-// temporary files; Remove deletes it all and must run on every path.
-type spool struct {
-	dir  string
-	Path string
-	Size int64
+// spoolFile is an upload copied to a temporary file, for a parser that
+// needs random access (an .xlsx is a zip) or a body read in full before the
+// database transaction opens. Its spool folder also holds the parser's own
+// temporary files; Remove deletes it all and must run on every path (a
+// crash leaves the folder to spool.Sweep).
+type spoolFile struct {
+	folder *spool.Folder
+	Path   string
+	Size   int64
 }
 
-// spoolUpload copies r into a new file under dir ("": the system's temporary
-// directory), at most maxBytes: more is a too_large *ingest.Error, and
-// nothing stays on disk on any error.
-func spoolUpload(dir string, r io.Reader, maxBytes int64) (*spool, error) {
-	d, err := os.MkdirTemp(dir, "enrichq-upload-")
+// spoolUpload copies r into a new file in a spool folder under dir ("": the
+// system's temporary directory), at most maxBytes: more is a too_large
+// *ingest.Error, and nothing stays on disk on any error.
+func spoolUpload(dir string, r io.Reader, maxBytes int64) (*spoolFile, error) {
+	folder, err := spool.New(dir)
 	if err != nil {
-		return nil, fmt.Errorf("httpapi: spool directory: %w", err)
+		return nil, fmt.Errorf("httpapi: %w", err)
 	}
-	sp := &spool{dir: d, Path: filepath.Join(d, "upload")}
+	sp := &spoolFile{folder: folder, Path: filepath.Join(folder.Path, "upload")}
 	f, err := os.OpenFile(sp.Path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		sp.Remove()
@@ -53,23 +55,23 @@ func spoolUpload(dir string, r io.Reader, maxBytes int64) (*spool, error) {
 	return sp, nil
 }
 
-// Remove deletes the spooled file and whatever else its directory holds.
-func (sp *spool) Remove() {
+// Remove deletes the spooled file and whatever else its folder holds.
+func (sp *spoolFile) Remove() {
 	if sp != nil {
-		_ = os.RemoveAll(sp.dir)
+		sp.folder.Remove()
 	}
 }
 
 // TmpDir is where a parser of the spooled file may put temporary files.
-func (sp *spool) TmpDir() string { return sp.dir }
+func (sp *spoolFile) TmpDir() string { return sp.folder.Path }
 
 // spooled reads a spool from its start; close closes and removes it.
 type spooled struct {
 	*os.File
-	sp *spool
+	sp *spoolFile
 }
 
-func openSpool(sp *spool) (*spooled, error) {
+func openSpool(sp *spoolFile) (*spooled, error) {
 	f, err := os.Open(sp.Path)
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: open the spooled upload: %w", err)

@@ -41,7 +41,7 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	body, received, err := s.receiveUpload(w, r)
+	r, body, received, err := s.receiveUpload(w, r)
 	defer received()
 	if err != nil {
 		s.writeError(w, r, err)
@@ -209,7 +209,7 @@ func (s *server) submission(r *http.Request, body *spooled) (jobs.Submission, *c
 // fileSubmission is the job of a file upload (CSV, TSV or .xlsx) read from
 // body; sp is body's spool when body is the whole spooled file (an .xlsx is
 // then read in place), nil for a part of it.
-func (s *server) fileSubmission(r *http.Request, c *counted, opts ingest.JobOptions, body io.Reader, sp *spool, mediaType string) (jobs.Submission, *counted, func(), error) {
+func (s *server) fileSubmission(r *http.Request, c *counted, opts ingest.JobOptions, body io.Reader, sp *spoolFile, mediaType string) (jobs.Submission, *counted, func(), error) {
 	lim := s.svc.Limits()
 	in := opts.Ingest()
 	switch mediaType {
@@ -289,15 +289,17 @@ func filePart(mr *multipart.Reader) (*multipart.Part, error) {
 	}
 }
 
-// receiveUpload takes an upload slot for the tenant (uploadSlots: else a
-// 429) and copies the whole request body to a spool on disk, at most the
-// upload's MaxBytes and bodySlack. Only then does the handler parse it and
-// open a transaction, so a slow client holds a slot and a file, never a
-// database connection. done releases both: call it on every path.
-func (s *server) receiveUpload(w http.ResponseWriter, r *http.Request) (body *spooled, done func(), err error) {
-	release, err := s.uploads.acquire(tenantFrom(r.Context()))
+// receiveUpload takes an upload slot for the tenant (service.UploadSlot:
+// else a 429) and copies the whole request body to a spool on disk, at most
+// the upload's MaxBytes and bodySlack. Only then does the handler parse it
+// and open a transaction, so a slow client holds a slot and a file, never a
+// database connection. The request returned carries the slot to the
+// service, whose parse of this upload takes no second one. done releases
+// both: call it on every path.
+func (s *server) receiveUpload(w http.ResponseWriter, r *http.Request) (_ *http.Request, body *spooled, done func(), err error) {
+	ctx, release, err := s.svc.UploadSlot(r.Context(), principalFrom(r.Context()))
 	if err != nil {
-		return nil, func() {}, err
+		return r, nil, func() {}, err
 	}
 	lim := s.svc.Limits()
 	maxBytes := lim.MaxBytes
@@ -307,7 +309,7 @@ func (s *server) receiveUpload(w http.ResponseWriter, r *http.Request) (body *sp
 	sp, err := spoolUpload(s.SpoolDir, s.uploadBody(w, r, maxBytes+bodySlack), maxBytes+bodySlack)
 	if err != nil {
 		release()
-		return nil, func() {}, err
+		return r, nil, func() {}, err
 	}
 	// The body is in. The parse and the commit of a large upload may take
 	// longer than the server's WriteTimeout, counted from the request's
@@ -317,9 +319,9 @@ func (s *server) receiveUpload(w http.ResponseWriter, r *http.Request) (body *sp
 	if err != nil {
 		sp.Remove()
 		release()
-		return nil, func() {}, err
+		return r, nil, func() {}, err
 	}
-	return body, func() { body.close(); release() }, nil
+	return r.WithContext(ctx), body, func() { body.close(); release() }, nil
 }
 
 // uploadBody caps the body at maxBytes and guards against slow clients: from

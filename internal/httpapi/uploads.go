@@ -16,7 +16,7 @@ import (
 // validated as a submit would, stored for later estimates and submits by id
 // (service.Upload).
 func (s *server) postUpload(w http.ResponseWriter, r *http.Request) {
-	body, received, err := s.receiveUpload(w, r)
+	r, body, received, err := s.receiveUpload(w, r)
 	defer received()
 	if err != nil {
 		s.writeError(w, r, err)

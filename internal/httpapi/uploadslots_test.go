@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,36 +8,6 @@ import (
 	"testing"
 	"time"
 )
-
-func TestUploadSlotsCapPerTenantAndTotal(t *testing.T) {
-	t.Parallel()
-	u := newUploadSlots(2, 3)
-	a1, err := u.acquire("a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := u.acquire("a"); err != nil {
-		t.Fatal(err)
-	}
-	var ae *apiError
-	if _, err := u.acquire("a"); !errors.As(err, &ae) || ae.Status != http.StatusTooManyRequests || ae.header.Get("Retry-After") == "" {
-		t.Fatalf("a third upload of a tenant with 2 slots: %v", err)
-	}
-	if _, err := u.acquire("b"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := u.acquire("c"); !errors.As(err, &ae) || ae.Code != "too_many_uploads" {
-		t.Fatalf("a fourth upload of a server with 3 slots: %v", err)
-	}
-	a1()
-	a1() // releasing twice gives back one slot
-	if _, err := u.acquire("c"); err != nil {
-		t.Fatalf("after a release: %v", err)
-	}
-	if _, err := u.acquire("c"); err == nil {
-		t.Fatal("a double release gave back two slots")
-	}
-}
 
 // An upload past the tenant's cap is a 429 with Retry-After, and stores
 // nothing; another tenant still uploads.

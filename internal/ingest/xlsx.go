@@ -1,13 +1,12 @@
 package ingest
 
 import (
-	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/xuri/excelize/v2"
@@ -15,11 +14,6 @@ import (
 
 // CodeMalformedXLSX is a 400: the upload is not an .xlsx workbook we can read.
 const CodeMalformedXLSX = "malformed_xlsx"
-
-// xlsxXMLInMemory is the largest part of a workbook excelize keeps in memory;
-// a larger sheet or shared string table goes to a temporary file and is read
-// from there.
-const xlsxXMLInMemory = 1 << 20
 
 // Bounds of a workbook, from the upload's limits: what it may unzip to in
 // all, and how long a run of XML without a tag may be (one cell's text, its
@@ -39,8 +33,9 @@ func xlsxMaxSharedStrings(lim Limits) int64 { return 4*int64(lim.MaxLookups) + 1
 // and are removed before it returns. It stops with ctx.
 //
 // Before excelize opens the workbook, a scan of its zip checks what excelize
-// cannot bound by itself: the unzipped size, the size of one cell's XML, and
-// the number of shared strings.
+// cannot bound by itself (scanXLSX: the parts, their sizes told and true,
+// the size of one cell's XML, the number of shared strings), and excelize
+// reads a copy of only the parts it needs.
 func ParseXLSX(ctx context.Context, path, tmpDir string, opts Options, lim Limits, emit func(Lookup) error) (Summary, error) {
 	lim = lim.withDefaults()
 	fi, err := os.Stat(path)
@@ -50,15 +45,16 @@ func ParseXLSX(ctx context.Context, path, tmpDir string, opts Options, lim Limit
 	if fi.Size() > lim.MaxBytes {
 		return Summary{}, tooLarge("the upload is larger than %s", sizeString(lim.MaxBytes))
 	}
-	if err := scanXLSX(path, lim); err != nil {
-		return Summary{}, err
-	}
 	dir, err := os.MkdirTemp(tmpDir, "xlsx-")
 	if err != nil {
 		return Summary{}, fmt.Errorf("ingest: a directory for the workbook: %w", err)
 	}
 	defer os.RemoveAll(dir) // excelize leaves its files behind when opening fails
-	f, err := excelize.OpenFile(path, excelize.Options{
+	kept := filepath.Join(dir, "kept.xlsx")
+	if err := scanXLSXFile(path, kept, lim); err != nil {
+		return Summary{}, err
+	}
+	f, err := excelize.OpenFile(kept, excelize.Options{
 		RawCellValue:      true, // the stored text: "12345", not a number format's "1.23E+04"
 		UnzipSizeLimit:    xlsxUnzipLimit(lim),
 		UnzipXMLSizeLimit: xlsxXMLInMemory,
@@ -161,50 +157,6 @@ func xlsxRowError(x *expander, row int, err error) error {
 	prior := x.errs[:min(len(x.errs), x.lim.MaxErrors-1)]
 	return &Error{Code: CodeMalformedXLSX, Message: fmt.Sprintf("the sheet cannot be read at row %d", row),
 		Details: append(prior, FieldError{Row: row, Message: clip(err.Error())})}
-}
-
-// scanXLSX checks the zip of a workbook within lim: it is a zip, it unzips
-// to at most xlsxUnzipLimit, no run of its sheets' or shared strings' XML
-// without a tag is longer than xlsxMaxRun (a cell too large to be valid, which
-// the XML decoder would hold whole), and the shared string table has at most
-// xlsxMaxSharedStrings strings.
-func scanXLSX(path string, lim Limits) error {
-	zr, err := zip.OpenReader(path)
-	if err != nil {
-		return &Error{Code: CodeMalformedXLSX, Message: "the upload is not an .xlsx workbook (not a zip archive)"}
-	}
-	defer zr.Close()
-	var total uint64
-	for _, zf := range zr.File {
-		total += zf.UncompressedSize64
-		if total > uint64(xlsxUnzipLimit(lim)) {
-			return tooLarge("the workbook unzips to more than %s: save it as CSV, or split it", sizeString(xlsxUnzipLimit(lim)))
-		}
-	}
-	for _, zf := range zr.File {
-		name := strings.ToLower(strings.ReplaceAll(zf.Name, "\\", "/"))
-		sst := name == "xl/sharedstrings.xml"
-		if !sst && !strings.HasPrefix(name, "xl/worksheets/") {
-			continue
-		}
-		rc, err := zf.Open()
-		if err != nil {
-			return &Error{Code: CodeMalformedXLSX, Message: "the workbook cannot be read", Details: []FieldError{{Message: clip(err.Error())}}}
-		}
-		s := xmlScan{maxRun: xlsxMaxRun(lim)}
-		_, err = io.Copy(&s, rc)
-		rc.Close()
-		switch {
-		case s.runTooLong:
-			return &Error{Code: CodeInvalidRows, Message: "a cell is too large", Details: []FieldError{{Message: fmt.Sprintf(
-				"%s holds a run of more than %d bytes without a tag: a cell far over the limit of %d bytes", zf.Name, s.maxRun, lim.MaxCellBytes)}}}
-		case err != nil:
-			return &Error{Code: CodeMalformedXLSX, Message: "the workbook cannot be read", Details: []FieldError{{Message: clip(err.Error())}}}
-		case sst && s.items > xlsxMaxSharedStrings(lim):
-			return tooLarge("the workbook has more than %d shared strings: save it as CSV, or split it", xlsxMaxSharedStrings(lim))
-		}
-	}
-	return nil
 }
 
 // xmlScan measures XML written to it: the longest run without '<', and the

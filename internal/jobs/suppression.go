@@ -45,6 +45,31 @@ func PersonKeys(r store.ErasedRow) (cache, suppress []string) {
 	return append(cache, found...), append(suppress, found...)
 }
 
+// UploadPersonKeys are the normalised inputs that name the person of an
+// upload's lookup, in the form of the suppression list's keys (PersonKeys):
+// its profile URL, its email, its name with its company and with its
+// domain. A lookup of a role title at a company names nobody: none. An
+// erasure finds a stored upload by them (store.UploadFile.PersonHashes).
+func UploadPersonKeys(l ingest.Lookup) []string {
+	var keys []string
+	if l.ProfileURL != "" {
+		keys = append(keys, cacheKey(domain.StageProfile, store.Row{Kind: domain.InputProfileURL, ProfileURL: l.ProfileURL}))
+	}
+	if l.Email != "" {
+		keys = append(keys, cacheKey(domain.StageProfile, store.Row{Kind: domain.InputEmail, Email: l.Email}))
+	}
+	if l.Name == "" || l.Role != "" && l.Name == l.Role {
+		return keys
+	}
+	if l.Company != "" {
+		keys = append(keys, cacheKey(domain.StageProfile, store.Row{Kind: domain.InputNameCompany, Name: l.Name, Company: l.Company}))
+	}
+	if l.Domain != "" {
+		keys = append(keys, cacheKey(domain.StageProfile, store.Row{Kind: domain.InputNameDomain, Name: l.Name, Domain: l.Domain}))
+	}
+	return keys
+}
+
 // suppressor returns what marks a lookup of a suppressed person of tenant
 // skipped (nil when the tenant has no suppression, or no erasure key is set).
 func (s *Submitter) suppressor(ctx context.Context, tenant string) (func(ingest.Lookup) string, error) {

@@ -57,13 +57,14 @@ type Settings struct {
 	Recheck     time.Duration // ChunkDispatcher
 	Window      int           // ChunkDispatcher
 	Metrics     *metrics.Pipeline
+	SpoolDir    string // SpoolSweeper: the API's spool folder ("": the system's temporary directory)
 }
 
 // Services builds the scheduler's own services in the order a round steps
 // them: lost leases first (their chunks go back to the queue at once), then
 // a lost queue, dead reservations, jobs whose allowance renewed, due
-// chunks, finished jobs, the feed, expired uploads, data past its tenant's
-// retention window.
+// chunks, finished jobs, the feed, expired uploads, spool folders left by a
+// crash, data past its tenant's retention window.
 func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger) []Service {
 	return []Service{
 		NewLeaseRescuer(st, enq, LeaseRescuerConfig{Interval: s.Interval, MaxAttempts: s.MaxAttempts, Batch: s.Batch}),
@@ -74,6 +75,7 @@ func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger)
 		NewJobFinisher(st, JobFinisherConfig{Interval: s.Interval, Metrics: s.Metrics}, log),
 		NewFeedAdvancer(st, FeedAdvancerConfig{Interval: s.Interval}),
 		NewUploadExpirer(st, UploadExpirerConfig{Interval: s.Interval}),
+		NewSpoolSweeper(SpoolSweeperConfig{Interval: s.Interval, Dir: s.SpoolDir}),
 		NewRetentionPurger(st, RetentionPurgerConfig{Interval: s.Interval}),
 	}
 }

@@ -21,6 +21,7 @@ func (t *tools) toolError(ctx context.Context, tool string, err error) error {
 		forbidden *service.ForbiddenError
 		invalid   *service.InvalidError
 		conflict  *service.ConflictError
+		uploads   *service.TooManyUploadsError
 		mine      *toolErr
 	)
 	switch {
@@ -37,6 +38,8 @@ func (t *tools) toolError(ctx context.Context, tool string, err error) error {
 		return errorWithDetails(invalid.Code, invalid.Message, invalid.Details)
 	case errors.As(err, &conflict):
 		return fmt.Errorf("%s: %s", conflict.Code, conflict.Message)
+	case errors.As(err, &uploads):
+		return fmt.Errorf("too_many_uploads: %s (retry in %s)", uploads.Message, uploads.RetryAfter)
 	case errors.Is(err, service.ErrUnavailable):
 		t.log.WarnContext(ctx, "database unavailable", "tool", tool, "err", err)
 		return errors.New("unavailable: the database is unavailable; nothing was stored; try again in a few seconds")

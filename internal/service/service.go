@@ -39,6 +39,12 @@ type Config struct {
 	// ErasureKey keys the hashes of erasures (ENRICHQ_ERASURE_KEY); empty:
 	// erasures are refused with ErrErasureNotConfigured.
 	ErasureKey []byte
+	// UploadsPerTenant and UploadsTotal cap the uploads received or parsed
+	// at once, per tenant and in all, whatever the door (uploadslots.go);
+	// more are refused with a *TooManyUploadsError. Defaults
+	// DefaultUploadsPerTenant and DefaultUploadsTotal.
+	UploadsPerTenant int
+	UploadsTotal     int
 }
 
 // Service carries out a tenant's operations. It holds no state but the
@@ -52,6 +58,7 @@ type Service struct {
 	uploads    UploadLimits
 	spoolDir   string
 	erasureKey []byte
+	slots      *uploadSlots
 }
 
 // New returns the service of cfg.
@@ -67,7 +74,7 @@ func New(cfg Config) *Service {
 	}
 	return &Service{store: cfg.Store, submit: cfg.Submitter, limits: cfg.Limits, now: cfg.Now,
 		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now), uploads: cfg.Uploads.withDefaults(), spoolDir: cfg.SpoolDir,
-		erasureKey: cfg.ErasureKey}
+		erasureKey: cfg.ErasureKey, slots: newUploadSlots(cfg.UploadsPerTenant, cfg.UploadsTotal)}
 }
 
 // Limits are the bounds an upload is parsed with.

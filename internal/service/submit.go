@@ -55,7 +55,8 @@ func requestOptions(sub jobs.Submission) []byte {
 // stored: a rejected upload stores nothing. A job without a budget takes
 // the tenant's default job budget. With an idempotency key the
 // tenant used before, nothing is stored and the first job's status is the
-// answer, with created false.
+// answer, with created false. Parsing the upload holds an upload slot (past
+// the slots: a *TooManyUploadsError).
 func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) (st JobStatus, created bool, err error) {
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return JobStatus{}, false, err
@@ -63,6 +64,11 @@ func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) 
 	if err := CheckIdempotencyKey(sub.IdempotencyKey); err != nil {
 		return JobStatus{}, false, err
 	}
+	release, err := s.parseSlot(ctx, p.Tenant, sub)
+	if err != nil {
+		return JobStatus{}, false, err
+	}
+	defer release()
 	sub.Tenant = p.Tenant
 	if sub.IdempotencyKey != "" {
 		sub.RequestOptions = requestOptions(sub) // as asked: the tenant's default budget may change between retries
@@ -90,12 +96,27 @@ func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) 
 	return StatusOf(job, map[domain.RowState]int{domain.RowPending: job.TotalRows}, s.now()), true, nil
 }
 
+// parseSlot is the upload slot of a submission that parses an upload (its
+// Feed, or the stored upload of its UploadID); nothing to hold for one that
+// parses none.
+func (s *Service) parseSlot(ctx context.Context, tenant string, sub jobs.Submission) (release func(), err error) {
+	if sub.Feed == nil && sub.UploadID == "" {
+		return func() {}, nil
+	}
+	return s.uploadSlot(ctx, tenant)
+}
+
 // Estimate parses the upload (or reads the stored one of sub.UploadID) as
 // Submit would and prices it without storing anything (scope submit: an estimate is the first step of spending).
 func (s *Service) Estimate(ctx context.Context, p Principal, sub jobs.Submission) (jobs.Estimate, error) {
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return jobs.Estimate{}, err
 	}
+	release, err := s.parseSlot(ctx, p.Tenant, sub)
+	if err != nil {
+		return jobs.Estimate{}, err
+	}
+	defer release()
 	sub.Tenant = p.Tenant
 	if err := s.fromUpload(ctx, p.Tenant, &sub); err != nil {
 		return jobs.Estimate{}, err

@@ -16,6 +16,7 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/spool"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -119,7 +120,8 @@ const maxFilename = 255
 // tenant until UploadLimits.TTL from now (scope submit). A company-only
 // row needs no roles yet: they are given when the upload is estimated or
 // submitted by its id (jobs.Submission.UploadID). Past the tenant's cap it
-// is a *ConflictError CodeUploadQuota.
+// is a *ConflictError CodeUploadQuota. Reading and parsing the file holds
+// an upload slot (past the slots: a *TooManyUploadsError).
 func (s *Service) Upload(ctx context.Context, p Principal, req UploadRequest) (Upload, error) {
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return Upload{}, err
@@ -130,6 +132,11 @@ func (s *Service) Upload(ctx context.Context, p Principal, req UploadRequest) (U
 	if req.Body == nil {
 		return Upload{}, &ingest.Error{Code: ingest.CodeEmptyUpload, Message: "the upload is empty"}
 	}
+	release, err := s.uploadSlot(ctx, p.Tenant)
+	if err != nil {
+		return Upload{}, err
+	}
+	defer release()
 	body, err := io.ReadAll(io.LimitReader(req.Body, s.limits.MaxBytes+1))
 	if err != nil {
 		return Upload{}, err
@@ -156,10 +163,19 @@ func (s *Service) Upload(ctx context.Context, p Principal, req UploadRequest) (U
 	}
 	u := store.UploadFile{Tenant: p.Tenant, Filename: cleanFilename(req.Filename), Format: req.Format,
 		Read: store.UploadRead{Columns: opts.Columns, Encoding: opts.Encoding, Sheet: opts.Sheet}, Body: body}
-	sum, err := s.parseStored(ctx, u, ingest.Options{DeferRoles: true}, nil)
+	var people personHashes
+	var emit func(ingest.Lookup) error
+	if len(s.erasureKey) > 0 {
+		emit = func(l ingest.Lookup) error {
+			people.add(s.erasureKey, l)
+			return nil
+		}
+	}
+	sum, err := s.parseStored(ctx, u, ingest.Options{DeferRoles: true}, emit)
 	if err != nil {
 		return Upload{}, err
 	}
+	u.PersonHashes = people.bytes(len(s.erasureKey) > 0)
 	u.Rows, u.Lookups, u.RowsNeedingRoles, u.Columns, u.ExtraColumns = sum.Rows, sum.Lookups, sum.RowsNeedingRoles, sum.Columns, sum.Extra
 	now := s.now().Truncate(time.Microsecond) // as Postgres keeps it
 	u.ExpiresAt = now.Add(s.uploads.TTL)
@@ -173,6 +189,35 @@ func (s *Service) Upload(ctx context.Context, p Principal, req UploadRequest) (U
 		return Upload{}, err
 	}
 	return uploadOf(saved), nil
+}
+
+// personHashes collects the keyed hashes of the people an upload's rows
+// name (jobs.UploadPersonKeys), each cut to store.PersonHashBytes: an
+// erasure finds the stored upload by them however the file wrote the
+// person (any case, a URL with www., inside a zip or UTF-16).
+type personHashes struct {
+	hashes [][store.PersonHashBytes]byte
+}
+
+func (h *personHashes) add(key []byte, l ingest.Lookup) {
+	for _, k := range jobs.UploadPersonKeys(l) {
+		h.hashes = append(h.hashes, [store.PersonHashBytes]byte(jobs.KeyedHash(key, k)[:store.PersonHashBytes]))
+	}
+}
+
+// bytes are the distinct hashes, sorted and concatenated; nil when not
+// kept (no erasure key), empty for an upload that names nobody.
+func (h *personHashes) bytes(kept bool) []byte {
+	if !kept {
+		return nil
+	}
+	slices.SortFunc(h.hashes, func(a, b [store.PersonHashBytes]byte) int { return bytes.Compare(a[:], b[:]) })
+	h.hashes = slices.Compact(h.hashes)
+	out := make([]byte, 0, len(h.hashes)*store.PersonHashBytes)
+	for _, x := range h.hashes {
+		out = append(out, x[:]...)
+	}
+	return out
 }
 
 // jobOptionsGiven refuses the job's own options on an upload: they belong to
@@ -307,11 +352,12 @@ func (s *Service) parseStored(ctx context.Context, u store.UploadFile, in ingest
 		return ingest.ExpandJSON(jr.Rows, in, s.limits, emit)
 	case FormatXLSX:
 		// A workbook is a zip: the parser wants a file.
-		dir, err := os.MkdirTemp(s.spoolDir, "enrichq-upload-")
+		folder, err := spool.New(s.spoolDir)
 		if err != nil {
-			return ingest.Summary{}, fmt.Errorf("service: a directory for the workbook: %w", err)
+			return ingest.Summary{}, fmt.Errorf("service: a folder for the workbook: %w", err)
 		}
-		defer os.RemoveAll(dir)
+		defer folder.Remove()
+		dir := folder.Path
 		path := filepath.Join(dir, "upload.xlsx")
 		if err := os.WriteFile(path, u.Body, 0o600); err != nil {
 			return ingest.Summary{}, fmt.Errorf("service: writing the workbook: %w", err)

@@ -218,8 +218,10 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 	}
 	var er ErasedRow
 	cacheKeys, suppress := map[string]bool{}, map[string]bool{}
-	values := map[string]bool{} // the person's plain values, to find stored uploads that hold them
-	for _, v := range []string{p.Email, p.ProfileURL, p.Name} {
+	// The person's emails and profile URLs, to find stored uploads that hold them as bytes
+	// (a name alone may be a namesake's: stored uploads name people by their hashes too).
+	values := map[string]bool{}
+	for _, v := range []string{p.Email, p.ProfileURL} {
 		if v != "" {
 			values[v] = true
 		}
@@ -233,7 +235,7 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 		for _, k := range sup {
 			suppress[k] = true
 		}
-		for _, v := range []string{er.FoundProfileURL, er.FoundEmail, er.FoundName} {
+		for _, v := range []string{er.FoundProfileURL, er.FoundEmail} {
 			if v != "" {
 				values[v] = true
 			}
@@ -334,13 +336,22 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 	if receipt["platform_members"], err = exec(ctx, tx, `DELETE FROM platform_members WHERE id = ANY($1::uuid[])`, members); err != nil {
 		return Erasure{}, err
 	}
-	// A stored upload is the file as sent: one that holds the person goes whole.
-	var blobs [][]byte
+	// A stored upload is the file as sent: one that holds the person goes whole. It is found
+	// by the keyed hashes of the identities its rows name (the suppression list's keys,
+	// normalised as rows are: UploadFile.PersonHashes), or by a value of the person as bytes
+	// of the file (an extra column; an upload stored without an erasure key). A hash is
+	// found at any offset: one straddling two others would need 128 bits to agree by chance.
+	var blobs, people [][]byte
 	for v := range values {
 		blobs = append(blobs, []byte(v))
 	}
+	for k := range suppress {
+		people = append(people, req.Hash(k)[:PersonHashBytes])
+	}
 	if receipt["uploads"], err = exec(ctx, tx, `DELETE FROM uploads u WHERE u.tenant = $1
-		AND EXISTS (SELECT 1 FROM unnest($2::bytea[]) AS v(b) WHERE position(v.b IN u.body) > 0)`, req.Tenant, blobs); err != nil {
+		AND (EXISTS (SELECT 1 FROM unnest($3::bytea[]) AS h(b) WHERE position(h.b IN u.person_hashes) > 0)
+			OR EXISTS (SELECT 1 FROM unnest($2::bytea[]) AS v(b) WHERE position(v.b IN u.body) > 0))`,
+		req.Tenant, blobs, people); err != nil {
 		return Erasure{}, err
 	}
 	// Webhook payloads are made at send time from a job's counts: none holds a person.

@@ -27,9 +27,18 @@ type UploadFile struct {
 	RowsNeedingRoles int   // company-only rows: they look up nothing without job roles
 	Columns          map[string]string
 	ExtraColumns     []string
-	CreatedAt        time.Time
-	ExpiresAt        time.Time
+	// PersonHashes are the keyed hashes of the people its rows name, each
+	// its first PersonHashBytes bytes, concatenated: what an erasure finds
+	// it by (Erase). Nil: stored without an erasure key.
+	PersonHashes []byte
+	CreatedAt    time.Time
+	ExpiresAt    time.Time
 }
+
+// PersonHashBytes is the width of one of UploadFile.PersonHashes: 16 bytes
+// of an HMAC-SHA256 keep a collision beyond reach and a large upload's
+// hashes a quarter of its size at most.
+const PersonHashBytes = 16
 
 // UploadRead is how a stored upload's body is read.
 type UploadRead struct {
@@ -108,12 +117,12 @@ func (s *Store) CreateUploadFile(ctx context.Context, u UploadFile, now time.Tim
 		return UploadFile{}, qe
 	}
 	err = tx.QueryRow(ctx, `INSERT INTO uploads (tenant, filename, format, read_options, body, size_bytes, rows_uploaded,
-			lookups, rows_needing_roles, column_map, extra_columns, created_at, expires_at)
-		VALUES (@tenant, @filename, @format, @read, @body, @size, @rows, @lookups, @needRoles, @columns, @extra, @created, @expires)
+			lookups, rows_needing_roles, column_map, extra_columns, person_hashes, created_at, expires_at)
+		VALUES (@tenant, @filename, @format, @read, @body, @size, @rows, @lookups, @needRoles, @columns, @extra, @people, @created, @expires)
 		RETURNING id::text`,
 		pgx.NamedArgs{"tenant": u.Tenant, "filename": u.Filename, "format": u.Format, "read": u.Read, "body": u.Body,
 			"size": u.Size, "rows": u.Rows, "lookups": u.Lookups, "needRoles": u.RowsNeedingRoles, "columns": u.Columns,
-			"extra": u.ExtraColumns, "created": now, "expires": u.ExpiresAt}).Scan(&u.ID)
+			"extra": u.ExtraColumns, "people": u.PersonHashes, "created": now, "expires": u.ExpiresAt}).Scan(&u.ID)
 	if err != nil {
 		return UploadFile{}, interpretError(err)
 	}

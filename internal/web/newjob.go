@@ -214,6 +214,12 @@ func (u *UI) estimateFailed(w http.ResponseWriter, r *http.Request, f jobForm, e
 		u.newJobPage(w, r, http.StatusUnprocessableEntity, f, p)
 		return
 	}
+	var tm *service.TooManyUploadsError
+	if errors.As(err, &tm) {
+		u.newJobPage(w, r, http.StatusTooManyRequests, f, &problem{Message: "Too many files are being read right now (" +
+			tm.Message + "). Try again in a few seconds."})
+		return
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		u.newJobPage(w, r, http.StatusRequestEntityTooLarge, f, &problem{Message: "The file is larger than this server takes (" +
