@@ -35,6 +35,9 @@ type Store struct {
 	now    func() time.Time
 	// conflicts counts deadlocks and serialization failures run again.
 	conflicts atomic.Int64
+	// cutCommits counts statements whose answer was lost and whose outcome
+	// was found (commit_marks.go).
+	cutCommits atomic.Int64
 	// accounts holds the "account\x00YYYY-MM" whose account_usage row exists.
 	accounts sync.Map
 	// migrateCfg is the pool's configuration without the session timeouts
