@@ -83,7 +83,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	log := cfg.Logger(stderr).With("cmd", "api")
 
 	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns,
-		StatementTimeout: cfg.DBStatementTimeout, IdleInTxTimeout: cfg.DBIdleInTxTimeout})
+		StatementTimeout: cfg.DBStatementTimeout, IdleInTxTimeout: cfg.DBIdleInTxTimeout, MigrateURL: cfg.MigrateDatabaseURL})
 	if err != nil {
 		return err
 	}
@@ -127,6 +127,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	limits.MaxBytes = cfg.MaxUploadBytes
 	limits.MaxLookups = cfg.MaxRows
 	reg := metrics.NewRegistry()
+	metrics.PostgresReplication(reg, st.CheckReplication(ctx, log)) // a warning when a failover could lose commits
 	api := httpapi.NewServer(httpapi.Deps{
 		Metrics:        metrics.NewHTTP(reg),
 		StatusCacheTTL: cfg.StatusCache,

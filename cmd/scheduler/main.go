@@ -45,7 +45,7 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 // serve runs the scheduler of cfg until ctx is done.
 func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) error {
 	log := cfg.Logger(stderr)
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: 4})
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: 4, MigrateURL: cfg.MigrateDatabaseURL})
 	if err != nil {
 		return err
 	}
@@ -62,6 +62,7 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
 	defer enq.Close()
 	reg := metrics.NewRegistry()
+	metrics.PostgresReplication(reg, st.CheckReplication(ctx, log)) // a warning when a failover could lose commits
 	services := maintenance.Services(st, enq, maintenance.Settings{
 		Interval:    cfg.SweepInterval,
 		MaxAttempts: cfg.MaxAttempts,

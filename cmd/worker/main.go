@@ -47,7 +47,8 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 // within cfg.ShutdownTimeout.
 func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) error {
 	log := cfg.Logger(stderr)
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.Concurrency + 4), LeaseConns: 2})
+	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: int32(cfg.Concurrency + 4), LeaseConns: 2,
+		MigrateURL: cfg.MigrateDatabaseURL})
 	if err != nil {
 		return err
 	}
@@ -82,6 +83,7 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 		return err
 	}
 	reg := metrics.NewRegistry()
+	metrics.PostgresReplication(reg, st.CheckReplication(ctx, log)) // a warning when a failover could lose commits
 	redisOptForMetrics, err := cfg.AsynqRedis()
 	if err != nil {
 		return err

@@ -50,6 +50,12 @@ type Common struct {
 	// DatabaseURL is the Postgres connection string (DATABASE_URL, default
 	// DefaultDatabaseURL).
 	DatabaseURL string
+	// MigrateDatabaseURL is where migrations are applied
+	// (ENRICHQ_MIGRATE_DATABASE_URL, default DatabaseURL): a direct
+	// connection to the primary when DatabaseURL goes through PgBouncer in
+	// transaction mode (goose holds a session advisory lock while it
+	// migrates), or a role allowed to change the schema.
+	MigrateDatabaseURL string
 	// RedisURL is the Redis of asynq and the rate limiter (REDIS_URL, default
 	// DefaultRedisURL).
 	RedisURL string
@@ -76,6 +82,7 @@ func defaultCommon() Common {
 
 func (c *Common) read(r *reader) {
 	r.str("DATABASE_URL", &c.DatabaseURL)
+	r.str("ENRICHQ_MIGRATE_DATABASE_URL", &c.MigrateDatabaseURL)
 	r.str("REDIS_URL", &c.RedisURL)
 	r.str("ENRICHQ_QUEUE", &c.Queue)
 	r.bool("ENRICHQ_MIGRATE", &c.Migrate)

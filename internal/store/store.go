@@ -58,6 +58,11 @@ type Options struct {
 	// LeaseConns, when set, gives lease heartbeats (ExtendLease) a pool of
 	// their own of this size.
 	LeaseConns int32
+	// MigrateURL, when set, is where Migrate applies migrations instead of
+	// url: a direct connection to the primary when url goes through a
+	// transaction pooler (goose's lock is a session advisory lock), or a
+	// role that may change the schema.
+	MigrateURL string
 	// Now is the clock used for timestamps computed in Go; default time.Now.
 	// Most timestamps come from the database's now().
 	Now func() time.Time
@@ -70,6 +75,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("store: parse DATABASE_URL: %w", err)
 	}
 	migrateCfg := cfg.Copy()
+	if opts.MigrateURL != "" {
+		if migrateCfg, err = pgxpool.ParseConfig(opts.MigrateURL); err != nil {
+			return nil, fmt.Errorf("store: parse the migrations' database URL: %w", err)
+		}
+	}
 	migrateCfg.MaxConns, migrateCfg.MinConns = 2, 0 // goose's lock and its statements
 	if opts.MaxConns > 0 && !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = opts.MaxConns
