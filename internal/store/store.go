@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -74,6 +75,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: parse DATABASE_URL: %w", err)
 	}
+	if err := supportedExecMode(cfg.ConnConfig.DefaultQueryExecMode); err != nil {
+		return nil, err
+	}
 	migrateCfg := cfg.Copy()
 	if opts.MigrateURL != "" {
 		if migrateCfg, err = pgxpool.ParseConfig(opts.MigrateURL); err != nil {
@@ -108,6 +112,20 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// supportedExecMode refuses the query modes that take the parameters' types
+// from Go's (exec, simple_protocol): enrichq's statements pass Go types of
+// their own and need the server's. Through PgBouncer in transaction mode
+// (no protocol-level prepared statements) cache_describe is the mode: the
+// unnamed statement, parsed again with every execution, in one round trip.
+func supportedExecMode(m pgx.QueryExecMode) error {
+	name := map[pgx.QueryExecMode]string{pgx.QueryExecModeExec: "exec", pgx.QueryExecModeSimpleProtocol: "simple_protocol"}[m]
+	if name == "" {
+		return nil
+	}
+	return fmt.Errorf("store: DATABASE_URL: default_query_exec_mode=%s is not supported (the statements need the server's parameter types); "+
+		"through PgBouncer in transaction mode use default_query_exec_mode=cache_describe", name)
 }
 
 // Close closes the pools.
