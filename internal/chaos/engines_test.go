@@ -65,7 +65,7 @@ func reachable(t *testing.T, st *store.Store, within time.Duration) {
 
 // finishFault waits for the job, closes the books of calls cut by the fault,
 // checks every invariant and prints the fault's summary line.
-func (r *rig) finishFault(name, id string, n int, faultAt time.Time) {
+func (r *rig) finishFault(name, id string, n int, faultAt time.Time, workers ...*worker) {
 	r.t.Helper()
 	reachable(r.t, r.direct, 60*time.Second)
 	if p := r.waitDone(id, 90*time.Second); p.state != "completed" {
@@ -79,8 +79,12 @@ func (r *rig) finishFault(name, id string, n int, faultAt time.Time) {
 	if first, ok := storetest.FirstFinishedAfter(r.t, r.direct, id, faultAt); ok {
 		progress = first.Sub(faultAt).Round(10*time.Millisecond).String() + " from the fault to the first row finished after it"
 	}
-	r.t.Logf("%s: %d rows, %d lost, %d double-charged, spent %d vs billed %d; %s",
-		name, f.Expected, f.Lost, f.DoubleCharged, f.Settled+f.Unknown, f.Vendor, progress)
+	cut := r.st.CutCommits()
+	for _, w := range workers {
+		cut += w.st.CutCommits()
+	}
+	r.t.Logf("%s: %d rows, %d lost, %d double-charged, spent %d vs billed %d; %s; %d writes had their answer cut and their outcome read back",
+		name, f.Expected, f.Lost, f.DoubleCharged, f.Settled+f.Unknown, f.Vendor, progress, cut)
 }
 
 // A primary with a synchronous standby (pg_basebackup -R; the standby in
@@ -132,11 +136,10 @@ func TestPostgresFailoverMidJob(t *testing.T) {
 		promoteTook = time.Since(faultAt)
 	})
 	id := r.submit(rows("fo", n))
-	r.startWorker(workerConfig{})
-	r.startWorker(workerConfig{})
+	w1, w2 := r.startWorker(workerConfig{}), r.startWorker(workerConfig{})
 	r.await(failedOver, 60*time.Second, "the failover")
 	t.Logf("primary stopped (immediate) and standby promoted in %s", promoteTook.Round(time.Millisecond))
-	r.finishFault("postgres-failover", id, n, faultAt)
+	r.finishFault("postgres-failover", id, n, faultAt, w1, w2)
 }
 
 // The whole pipeline runs through PgBouncer 1.18 in transaction mode
@@ -196,10 +199,9 @@ func TestPipelineThroughPgBouncer(t *testing.T) {
 		}
 	})
 	id := r.submit(rows("pgb", n))
-	r.startWorker(workerConfig{})
-	r.startWorker(workerConfig{})
+	w1, w2 := r.startWorker(workerConfig{}), r.startWorker(workerConfig{})
 	r.await(killed, 60*time.Second, "PgBouncer killed and started again")
-	r.finishFault("pgbouncer-kill", id, n, faultAt)
+	r.finishFault("pgbouncer-kill", id, n, faultAt, w1, w2)
 
 	// The scheduler's lease is held through PgBouncer: another holder is
 	// refused while the running loop renews it.
