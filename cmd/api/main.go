@@ -136,6 +136,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	limits.MaxBytes = cfg.MaxUploadBytes
 	limits.MaxLookups = cfg.MaxRows
 	reg := metrics.NewRegistry()
+	metrics.PostgresReplication(reg, st.CheckReplication(ctx, log)) // a warning when a failover could lose commits
 	api := httpapi.NewServer(httpapi.Deps{
 		Metrics:        metrics.NewHTTP(reg),
 		StatusCacheTTL: cfg.StatusCache,

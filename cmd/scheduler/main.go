@@ -2,7 +2,7 @@
 // it takes back lost leases, enqueues chunks that are due or lost (Postgres
 // is the truth, Redis only dispatch), counts dead credit reservations as
 // spent, marks finished jobs and advances the results feed. Running two is
-// safe: one takes a Postgres advisory lock and runs them, the other waits.
+// safe: one holds a lease (a row in Postgres) and runs them, the other waits.
 // Every instance also delivers webhooks (each claims its own deliveries).
 package main
 
@@ -62,6 +62,7 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
 	defer enq.Close()
 	reg := metrics.NewRegistry()
+	metrics.PostgresReplication(reg, st.CheckReplication(ctx, log)) // a warning when a failover could lose commits
 	services := maintenance.Services(st, enq, maintenance.Settings{
 		Interval:    cfg.SweepInterval,
 		MaxAttempts: cfg.MaxAttempts,

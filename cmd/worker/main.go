@@ -88,6 +88,7 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 		return err
 	}
 	reg := metrics.NewRegistry()
+	metrics.PostgresReplication(reg, st.CheckReplication(ctx, log)) // a warning when a failover could lose commits
 	redisOptForMetrics, err := cfg.AsynqRedis()
 	if err != nil {
 		return err

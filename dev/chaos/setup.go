@@ -84,6 +84,9 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("DATABASE_URL %q: need a postgres://user@host:port/db URL", base)
 	}
+	if strings.Contains(u.Host, ",") { // pgx's multi-host form: the proxy stands for one server
+		return nil, fmt.Errorf("DATABASE_URL names several hosts (%s): the chaos run cuts one server through its proxy; give it the primary's", u.Host)
+	}
 	target := u.Host
 	if u.Port() == "" {
 		target = net.JoinHostPort(u.Hostname(), "5432")

@@ -71,6 +71,10 @@ type rigConfig struct {
 	timeout   time.Duration // vendor client timeout; default 5s
 	rate      float64       // shared limiter; default 1000/s
 	burst     int
+	// database, when set, is the URL of a migrated database every store of
+	// the rig uses directly, without the rig's proxies (a multi-host URL, a
+	// PgBouncer's): the fault is the engine's own.
+	database string
 }
 
 func newRig(t *testing.T, cfg rigConfig) *rig {
@@ -114,22 +118,28 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	t.Cleanup(vsrv.Close)
 	r.vendorURL = vsrv.URL
 
-	r.dbURL = storetest.NewDatabase(t)
-	u, err := url.Parse(r.dbURL)
-	if err != nil {
-		t.Fatal(err)
+	if cfg.database != "" {
+		r.dbURL = cfg.database
+		r.direct = storetest.Open(t, r.dbURL)
+		r.st = r.openStore(r.dbURL)
+	} else {
+		r.dbURL = storetest.NewDatabase(t)
+		u, err := url.Parse(r.dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		host := u.Host
+		if u.Port() == "" {
+			host += ":5432"
+		}
+		r.proxy, err = chaos.NewProxy("127.0.0.1:0", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.proxy.Close() })
+		r.direct = storetest.Open(t, r.dbURL)
+		r.st = r.openStore(r.proxiedURL(r.proxy))
 	}
-	host := u.Host
-	if u.Port() == "" {
-		host += ":5432"
-	}
-	r.proxy, err = chaos.NewProxy("127.0.0.1:0", host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { r.proxy.Close() })
-	r.direct = storetest.Open(t, r.dbURL)
-	r.st = r.openStore(r.proxiedURL(r.proxy))
 
 	ropt, err := redis.ParseURL(jobstest.RedisURL())
 	if err != nil {
@@ -198,14 +208,19 @@ func (r *rig) startWorker(wc workerConfig) *worker {
 	if wc.concurrency == 0 {
 		wc.concurrency = 4
 	}
-	// The worker's proxy forwards to the rig's: a Postgres restart (the
-	// rig's proxy) reaches it, and its own kill reaches only it.
-	p, err := chaos.NewProxy("127.0.0.1:0", r.proxy.Addr())
-	if err != nil {
-		r.t.Fatal(err)
+	w := &worker{}
+	if r.proxy == nil {
+		w.st = r.openStore(r.dbURL)
+	} else {
+		// The worker's proxy forwards to the rig's: a Postgres restart (the
+		// rig's proxy) reaches it, and its own kill reaches only it.
+		p, err := chaos.NewProxy("127.0.0.1:0", r.proxy.Addr())
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		w.proxy = p
+		w.st = r.openStore(r.proxiedURL(p))
 	}
-	w := &worker{proxy: p}
-	w.st = r.openStore(r.proxiedURL(p))
 	client, err := enrich.NewClient(enrich.Config{BaseURL: r.vendorURL, APIKey: "test-key",
 		HTTPClient: &http.Client{Timeout: r.cfg.timeout}})
 	if err != nil {
@@ -239,7 +254,9 @@ func (r *rig) startWorker(wc workerConfig) *worker {
 	}
 	r.t.Cleanup(func() {
 		w.stop()
-		p.Close()
+		if w.proxy != nil {
+			w.proxy.Close()
+		}
 	})
 	return w
 }
@@ -262,7 +279,9 @@ func (w *worker) kill() {
 	// a test; dev/chaos shows that one). Then the process is gone: nothing
 	// it still does reaches Postgres.
 	w.stop()
-	w.proxy.Down()
+	if w.proxy != nil {
+		w.proxy.Down()
+	}
 }
 
 // rows are n unique lookups: a fifth by profile URL, a fifth by email, the

@@ -51,11 +51,13 @@ type Common struct {
 	// DefaultDatabaseURL): the services' role, which in production owns no
 	// table (docs/operations.md, "Database roles").
 	DatabaseURL string
-	// MigrateDatabaseURL is the connection string migrations run with: the
-	// owner of the tables (ENRICHQ_MIGRATE_DATABASE_URL, default "":
-	// DatabaseURL's role migrates, one role for both, as on a dev machine).
-	// With another role than DatabaseURL's, migrating grants DatabaseURL's
-	// role the services' privileges.
+	// MigrateDatabaseURL is the connection string migrations run with
+	// (ENRICHQ_MIGRATE_DATABASE_URL, default "": DatabaseURL, one role for
+	// both, as on a dev machine): the owner of the tables, and a direct
+	// connection to the primary when DatabaseURL goes through PgBouncer in
+	// transaction mode (goose holds a session advisory lock while it
+	// migrates). With another role than DatabaseURL's, migrating grants
+	// DatabaseURL's role the services' privileges.
 	MigrateDatabaseURL string
 	// RedisURL is the Redis of asynq and the rate limiter (REDIS_URL, default
 	// DefaultRedisURL).

@@ -1,15 +1,19 @@
 // Package maintenance is the scheduler's periodic work, run by one leader:
 // small services, one a file, each with its own Config, stepped in turn by
-// a Maintainer while it holds the scheduler's Postgres advisory lock. Every
-// step is safe to run from several schedulers at once (conditional updates,
-// SKIP LOCKED); the lock keeps them from doing it twice over.
+// a Maintainer while it holds the scheduler's lease (a row in Postgres,
+// store.Lease). Every step is safe to run from several schedulers at once
+// (conditional updates, SKIP LOCKED); the lease keeps them from doing it
+// twice over.
 package maintenance
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -24,8 +28,13 @@ const (
 	DefaultBatch = 1000
 )
 
-// lockName names the advisory lock of the leader.
-const lockName = "scheduler"
+// leaseName names the leader's lease.
+const leaseName = "scheduler"
+
+// DefaultLeaseTTL is how long the scheduler's lease lives unrenewed (it is
+// renewed every tick): a leader that dies without releasing it is replaced
+// this long after its last renewal, plus a tick.
+const DefaultLeaseTTL = 15 * time.Second
 
 func intervalOr(d time.Duration) time.Duration {
 	if d <= 0 {
@@ -64,7 +73,7 @@ type Settings struct {
 // them: lost leases first (their chunks go back to the queue at once), then
 // a lost queue, dead reservations, jobs whose allowance renewed, due
 // chunks, finished jobs, the feed, expired uploads, spool folders left by a
-// crash, data past its tenant's retention window.
+// crash, data past its tenant's retention window, old commit marks.
 func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger) []Service {
 	return []Service{
 		NewLeaseRescuer(st, enq, LeaseRescuerConfig{Interval: s.Interval, MaxAttempts: s.MaxAttempts, Batch: s.Batch}),
@@ -77,6 +86,7 @@ func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger)
 		NewUploadExpirer(st, UploadExpirerConfig{Interval: s.Interval}),
 		NewSpoolSweeper(SpoolSweeperConfig{Interval: s.Interval, Dir: s.SpoolDir}),
 		NewRetentionPurger(st, RetentionPurgerConfig{Interval: s.Interval}),
+		NewCommitMarkPruner(st, CommitMarkPrunerConfig{Interval: s.Interval}),
 	}
 }
 
@@ -84,11 +94,16 @@ func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger)
 type Stats map[string]int
 
 // Maintainer steps its services, in their order, each on its interval,
-// while it holds the scheduler lock.
+// while it holds the scheduler's lease.
 type Maintainer struct {
 	store    *store.Store
 	services []Service
 	log      *slog.Logger
+	// LeaseTTL is how long the leader's lease lives unrenewed; default
+	// max(DefaultLeaseTTL, 3 ticks).
+	LeaseTTL time.Duration
+	// Now is the clock the lease's durations are measured on; default time.Now.
+	Now func() time.Time
 }
 
 // NewMaintainer builds a Maintainer of services (Services, then those other
@@ -124,7 +139,7 @@ func (m *Maintainer) round(ctx context.Context, due func(i int) bool) (Stats, er
 	return st, errors.Join(errs...)
 }
 
-// tick is how often Run looks at the lock and the services: the shortest
+// tick is how often Run renews (or tries for) the lease and looks at the services: the shortest
 // interval.
 func (m *Maintainer) tick() time.Duration {
 	t := DefaultInterval
@@ -136,42 +151,49 @@ func (m *Maintainer) tick() time.Duration {
 	return max(t, time.Millisecond)
 }
 
-// Run steps the services until ctx ends, while it holds the scheduler lock;
-// without it, it tries for the lock every tick. On taking the lock it steps
-// every service at once; then each when its interval has passed.
+// Run steps the services until ctx ends, while it holds the scheduler's
+// lease; without it, it tries for the lease every tick. On taking the lease
+// it steps every service at once; then each when its interval has passed.
 func (m *Maintainer) Run(ctx context.Context) error {
 	tick := m.tick()
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	var leader *store.Leadership
+	ttl := m.LeaseTTL
+	if ttl <= 0 {
+		ttl = max(DefaultLeaseTTL, 3*tick)
+	}
+	lease := m.store.NewLease(leaseName, leaseHolder(), ttl, m.Now)
 	defer func() {
-		if leader != nil {
-			leader.Release()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := lease.Release(rctx); err != nil {
+			m.log.Warn("scheduler lease not released; another scheduler takes it when it expires", "ttl", ttl, "err", err)
 		}
 	}()
 	last := make([]time.Time, len(m.services)) // of each service's last step
+	leading := false
 	for {
-		if leader == nil || !leader.Held(ctx) {
-			if leader != nil {
-				m.log.Warn("scheduler lock lost")
-				leader.Release()
-				leader = nil
-				clear(last) // the next lock holder steps everything at once
-			}
-			l, err := m.store.TryLeadership(ctx, lockName)
-			switch {
-			case err != nil && ctx.Err() == nil:
-				m.log.Error("scheduler lock", "err", err)
-			case l != nil:
-				m.log.Info("scheduler lock taken: running maintenance", "tick", tick, "services", len(m.services))
-				leader = l
-			}
+		held, err := lease.Hold(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			m.log.Error("scheduler lease", "err", err, "held", held)
+		case held && !leading:
+			m.log.Info("scheduler lock taken: running maintenance", "tick", tick, "services", len(m.services),
+				"holder", lease.Holder(), "ttl", ttl)
+		case !held && leading:
+			m.log.Warn("scheduler lock lost", "holder", lease.Holder())
+			clear(last) // the next lease holder steps everything at once
 		}
-		if leader != nil {
+		leading = held
+		if leading {
 			now := time.Now()
 			// Due at the tick nearest its interval: a ticker's jitter does
-			// not push a step to the tick after.
+			// not push a step to the tick after. A round stops when the
+			// lease runs out under it.
 			st, err := m.round(ctx, func(i int) bool {
+				if !lease.Held() {
+					return false
+				}
 				if !last[i].IsZero() && now.Sub(last[i]) < m.services[i].Interval()-tick/2 {
 					return false
 				}
@@ -186,6 +208,15 @@ func (m *Maintainer) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// leaseHolder names this process in the lease: host, pid and a random part
+// (a restarted process is another holder).
+func leaseHolder() string {
+	host, _ := os.Hostname()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
 }
 
 // report logs what a round did (the services that did something) and its

@@ -40,7 +40,8 @@ func TestRunOnceStepsEveryServiceInOrder(t *testing.T) {
 
 // The scheduler's own services run in the order of today's round: lost
 // leases, a lost queue, dead reservations, jobs whose allowance renewed,
-// due chunks, finished jobs, the feed, expired uploads, retention; each on the interval it was given, DefaultInterval by default.
+// due chunks, finished jobs, the feed, expired uploads, retention, old commit
+// marks; each on the interval it was given, DefaultInterval by default.
 func TestServicesOrderAndIntervals(t *testing.T) {
 	var names []string
 	for _, s := range maintenance.Services(nil, nil, maintenance.Settings{}, nil) {
@@ -49,7 +50,7 @@ func TestServicesOrderAndIntervals(t *testing.T) {
 			t.Errorf("%s: interval %s, want the default %s", s.Name(), s.Interval(), maintenance.DefaultInterval)
 		}
 	}
-	want := []string{"lease_rescuer", "queue_watcher", "reservation_expirer", "allowance_resumer", "chunk_dispatcher", "job_finisher", "feed_advancer", "upload_expirer", "spool_sweeper", "retention_purger"}
+	want := []string{"lease_rescuer", "queue_watcher", "reservation_expirer", "allowance_resumer", "chunk_dispatcher", "job_finisher", "feed_advancer", "upload_expirer", "spool_sweeper", "retention_purger", "commit_mark_pruner"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("services %v, want %v", names, want)
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -53,4 +54,19 @@ func onServer(ctx context.Context, adminURL, what string, fn func(*pgx.Conn) err
 		return fmt.Errorf("store: %s: %w", what, err)
 	}
 	return nil
+}
+
+// StandbyState is how the server of adminURL streams to the standby whose
+// application_name is name: "sync", "async", "potential", "quorum", or ""
+// when it is not connected. The failover rig waits for "sync" with it.
+func StandbyState(ctx context.Context, adminURL, name string) (string, error) {
+	var state string
+	err := onServer(ctx, adminURL, "standby state", func(c *pgx.Conn) error {
+		err := c.QueryRow(ctx, `SELECT sync_state FROM pg_stat_replication WHERE application_name = $1`, name).Scan(&state)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
+	})
+	return state, err
 }

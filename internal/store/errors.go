@@ -108,7 +108,8 @@ func isConflict(err error) bool {
 // again after a deadlock or serialization failure (rolled back, so nothing
 // of it was applied) and, when idempotent, after the database was
 // unavailable (fn must then be safe to apply twice: a commit whose answer
-// was lost may have been applied). Waits grow from 10 ms to 1 s, jittered.
+// was lost may have been applied; else only when connecting failed, and
+// retryMarked is the way). Waits grow from 10 ms to 1 s, jittered.
 func (s *Store) retry(ctx context.Context, idempotent bool, fn func() error) error {
 	wait := 10 * time.Millisecond
 	for attempt := 1; ; attempt++ {
@@ -119,7 +120,7 @@ func (s *Store) retry(ctx context.Context, idempotent bool, fn func() error) err
 		if isConflict(err) {
 			s.conflicts.Add(1)
 		}
-		again := isConflict(err) || (idempotent && isUnavailable(err)) || (isUnavailable(err) && pgconn.SafeToRetry(err))
+		again := isConflict(err) || (idempotent && isUnavailable(err)) || (isUnavailable(err) && notSent(err))
 		if !again || ctx.Err() != nil || attempt >= 100 {
 			return interpretError(err)
 		}

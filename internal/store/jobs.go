@@ -280,12 +280,33 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	if _, err := tx.Exec(ctx, `INSERT INTO job_chunks (job_id, chunk) SELECT $1, generate_series(0, $2 - 1)`, jobID, chunks); err != nil {
 		return Job{}, false, interpretError(err)
 	}
-	job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, jobID))
+	// The job is read back, and its commit marked, in one round trip.
+	mark, err := uuid.NewV7()
+	if err != nil {
+		return Job{}, false, err
+	}
+	job, err = scanJob(tx.QueryRow(ctx, `WITH `+markSQL(`'{}'::bigint[]`)+` SELECT `+jobColumns+` FROM jobs WHERE id = @id`,
+		pgx.StrictNamedArgs{"mark": mark, "id": jobID}))
 	if err != nil {
 		return Job{}, false, err
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return Job{}, false, interpretError(err)
+		if !answerLost(err) {
+			return Job{}, false, interpretError(err)
+		}
+		// The answer to the commit was lost: find out. The upload is not
+		// run again here (its feed is spent); a job not stored is an
+		// ErrUnavailable the client may send again.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_, committed, ferr := s.fence(fctx, mark)
+		cancel()
+		s.cutCommits.Add(1)
+		switch {
+		case ferr != nil:
+			return Job{}, false, fmt.Errorf("store: create job %s: %w (%w)", jobID, ErrOutcomeUnknown, err)
+		case !committed:
+			return Job{}, false, fmt.Errorf("store: create job: not stored: %w", interpretError(err))
+		}
 	}
 	return job, true, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -75,18 +76,26 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (int64, error) {
 		r.RowCount = 1
 	}
 	var id int64
-	// Not idempotent: a commit whose answer was lost would hold credits twice
-	// (the extra reservation expires and is counted as spent), so only
-	// conflicts and errors before anything was sent are tried again.
-	err := s.retry(ctx, false, func() error {
+	// Not idempotent: a reservation run twice would hold credits twice. A
+	// conflict is run again; after a lost answer the outcome is found
+	// (retryMarked): a reservation that committed is not made again.
+	ids, committed, err := s.retryMarked(ctx, func(mark uuid.UUID) error {
 		var err error
-		id, err = s.reserve(ctx, r)
+		id, err = s.reserve(ctx, r, mark)
 		if errors.Is(err, errNoAccountRow) { // a new month by the database's clock: create its row
 			s.accounts.Clear()
-			id, err = s.reserve(ctx, r)
+			return errRunAgain
 		}
 		return err
 	})
+	if committed {
+		if len(ids) == 1 {
+			return ids[0], nil
+		}
+		// It committed without a ledger row (the budget refused it, or the
+		// job had stopped): nothing is held, so asking again is safe.
+		return s.Reserve(ctx, r)
+	}
 	return id, err
 }
 
@@ -94,7 +103,7 @@ func (s *Store) Reserve(ctx context.Context, r Reservation) (int64, error) {
 // database's clock) does not exist yet.
 var errNoAccountRow = errors.New("store: no account_usage row for this month")
 
-func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
+func (s *Store) reserve(ctx context.Context, r Reservation, mark uuid.UUID) (int64, error) {
 	var account any
 	if r.Account != "" {
 		account = r.Account
@@ -112,18 +121,16 @@ func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
 			s.accounts.Store(key, true)
 		}
 	}
-	// One function call (enrichq_reserve): the job's row, then the
-	// account's, then the ledger's, in one round trip.
 	var (
 		outcome                 string
 		id                      *int64
 		state                   *string
 		spent, reserved, budget *int64
 	)
-	err := s.pool.QueryRow(ctx, `SELECT outcome, ledger_id, state, spent, reserved, budget
-		FROM enrichq_reserve(@job_id, @row_id, @row_count, @stage, @endpoint, @idempotency_key, @credits, @ttl_ms, @account, @allowance)`,
+	err := s.pool.QueryRow(ctx, reserveSQL,
 		pgx.StrictNamedArgs{"job_id": r.JobID, "row_id": r.RowID, "row_count": r.RowCount, "stage": r.Stage, "endpoint": r.Endpoint,
-			"idempotency_key": r.IdempotencyKey, "credits": r.Credits, "ttl_ms": r.TTL.Milliseconds(), "account": account, "allowance": r.Allowance}).
+			"idempotency_key": r.IdempotencyKey, "credits": r.Credits, "ttl_ms": r.TTL.Milliseconds(), "account": account, "allowance": r.Allowance,
+			"mark": mark}).
 		Scan(&outcome, &id, &state, &spent, &reserved, &budget)
 	if be := tenantBudgetError(err, r.Credits); be != nil {
 		return 0, be
@@ -156,6 +163,15 @@ func (s *Store) reserve(ctx context.Context, r Reservation) (int64, error) {
 		return 0, fmt.Errorf("store: enrichq_reserve: outcome %q", outcome)
 	}
 }
+
+// reserveSQL is one call of enrichq_reserve (the job's row, then the
+// account's, then the ledger's, in one round trip) and the mark of its
+// commit, naming the ledger row it made (none when it was refused).
+var reserveSQL = `WITH r AS MATERIALIZED (
+		SELECT outcome, ledger_id, state, spent, reserved, budget
+		FROM enrichq_reserve(@job_id, @row_id, @row_count, @stage, @endpoint, @idempotency_key, @credits, @ttl_ms, @account, @allowance)
+	), ` + markSQL(`array_remove(ARRAY[(SELECT ledger_id FROM r)], NULL)`) + `
+	SELECT outcome, ledger_id, state, spent, reserved, budget FROM r`
 
 // MarkSent records that reserved call id is about to leave, right before its
 // request is written. It reports false when the reservation is closed

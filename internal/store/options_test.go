@@ -50,3 +50,27 @@ func withQuery(url, q string) string {
 	}
 	return url + "?" + q
 }
+
+// The query modes that take parameter types from Go's are refused at once,
+// naming the one that works through PgBouncer; the others open.
+func TestOpenRefusesExecModesWithoutServerTypes(t *testing.T) {
+	t.Parallel()
+	url := storetest.ServerURL(t, "postgres")
+	for _, mode := range []string{"exec", "simple_protocol"} {
+		st, err := store.Open(context.Background(), withQuery(url, "default_query_exec_mode="+mode), store.Options{})
+		if err == nil {
+			st.Close()
+			t.Fatalf("default_query_exec_mode=%s opened", mode)
+		}
+		if !strings.Contains(err.Error(), "default_query_exec_mode="+mode) || !strings.Contains(err.Error(), "cache_describe") {
+			t.Fatalf("default_query_exec_mode=%s: %v", mode, err)
+		}
+	}
+	for _, mode := range []string{"cache_statement", "cache_describe", "describe_exec"} {
+		st, err := store.Open(context.Background(), withQuery(url, "default_query_exec_mode="+mode), store.Options{})
+		if err != nil {
+			t.Fatalf("default_query_exec_mode=%s: %v", mode, err)
+		}
+		st.Close()
+	}
+}

@@ -222,21 +222,26 @@ func (s *Store) SaveOutcomes(ctx context.Context, tenant, token string, outs []O
 	a.rows(outs)
 	a.cache(cache)
 	// One statement, all or nothing: run again if Postgres broke a deadlock
-	// with it.
+	// with it, or if it was cut before it committed (a save whose answer was
+	// lost is looked up, never run twice: it would count attempts twice).
 	var written []int64
-	err := s.retry(ctx, false, func() error {
+	ids, committed, err := s.retryMarked(ctx, func(mark uuid.UUID) error {
 		var err error
-		written, err = s.saveOutcomes(ctx, tenant, token, &a)
+		written, err = s.saveOutcomes(ctx, tenant, token, &a, mark)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: save outcomes: %w", err)
 	}
+	if committed {
+		return ids, nil
+	}
 	return written, nil
 }
 
-func (s *Store) saveOutcomes(ctx context.Context, tenant, token string, a *saveArgs) ([]int64, error) {
+func (s *Store) saveOutcomes(ctx context.Context, tenant, token string, a *saveArgs, mark uuid.UUID) ([]int64, error) {
 	rows, err := s.pool.Query(ctx, saveOutcomesSQL, pgx.StrictNamedArgs{
+		"mark": mark,
 		// row states
 		"ids": a.ids, "states": a.states, "reasons": a.reasons, "last_errors": a.lastErrors, "next_at": a.next, "inc": a.inc,
 		"found": a.found, "stages": a.stages, "token": token, "any_match": a.anyMatch,
@@ -360,7 +365,7 @@ WITH sup AS (
 		WHERE lookup_cache.fetched_at < excluded.fetched_at
 ), released AS (
 	DELETE FROM lookup_claims l WHERE ` + tokenClaims("@token") + `
-)
+), ` + markSQL(`coalesce((SELECT array_agg(id) FROM kept), '{}')`) + `
 SELECT id FROM kept`
 
 // saveArgs are SaveOutcomes' parameters, one array per column.

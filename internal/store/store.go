@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -35,6 +36,9 @@ type Store struct {
 	now    func() time.Time
 	// conflicts counts deadlocks and serialization failures run again.
 	conflicts atomic.Int64
+	// cutCommits counts statements whose answer was lost and whose outcome
+	// was found (commit_marks.go).
+	cutCommits atomic.Int64
 	// accounts holds the "account\x00YYYY-MM" whose account_usage row exists.
 	accounts sync.Map
 	// migrateCfg is the configuration Migrate connects with: the pool's, or
@@ -62,10 +66,13 @@ type Options struct {
 	// Now is the clock used for timestamps computed in Go; default time.Now.
 	// Most timestamps come from the database's now().
 	Now func() time.Time
-	// MigrateURL is the connection string Migrate uses: the owner of the
-	// tables (ENRICHQ_MIGRATE_DATABASE_URL). Empty: the pool's own. When its
-	// role is not the pool's, Migrate grants the pool's role the services'
-	// privileges and no more (docs/operations.md, "Database roles").
+	// MigrateURL is the connection string Migrate uses
+	// (ENRICHQ_MIGRATE_DATABASE_URL); empty: the pool's own. It is the owner
+	// of the tables, and a direct connection to the primary when url goes
+	// through a transaction pooler (goose's lock is a session advisory
+	// lock). When its role is not the pool's, Migrate grants the pool's role
+	// the services' privileges and no more (docs/operations.md, "Database
+	// roles").
 	MigrateURL string
 }
 
@@ -74,6 +81,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("store: parse DATABASE_URL: %w", err)
+	}
+	if err := supportedExecMode(cfg.ConnConfig.DefaultQueryExecMode); err != nil {
+		return nil, err
 	}
 	migrateCfg := cfg.Copy()
 	var appRole string
@@ -113,6 +123,20 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		}
 	}
 	return s, nil
+}
+
+// supportedExecMode refuses the query modes that take the parameters' types
+// from Go's (exec, simple_protocol): enrichq's statements pass Go types of
+// their own and need the server's. Through PgBouncer in transaction mode
+// (no protocol-level prepared statements) cache_describe is the mode: the
+// unnamed statement, parsed again with every execution, in one round trip.
+func supportedExecMode(m pgx.QueryExecMode) error {
+	name := map[pgx.QueryExecMode]string{pgx.QueryExecModeExec: "exec", pgx.QueryExecModeSimpleProtocol: "simple_protocol"}[m]
+	if name == "" {
+		return nil
+	}
+	return fmt.Errorf("store: DATABASE_URL: default_query_exec_mode=%s is not supported (the statements need the server's parameter types); "+
+		"through PgBouncer in transaction mode use default_query_exec_mode=cache_describe", name)
 }
 
 // Close closes the pools.

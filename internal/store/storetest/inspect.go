@@ -273,3 +273,20 @@ func AgeJob(tb testing.TB, st *store.Store, jobID string, d time.Duration) {
 		}
 	}
 }
+
+// FirstFinishedAfter is when the first row of the job to reach a terminal
+// state after at did so (by the database's clock); ok false when none did.
+// A fault's rig reads the time from the fault to rows finishing again with it.
+func FirstFinishedAfter(tb testing.TB, st *store.Store, jobID string, at time.Time) (first time.Time, ok bool) {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	var t *time.Time
+	if err := c.QueryRow(context.Background(), `SELECT min(finished_at) FROM job_rows WHERE job_id = $1 AND finished_at > $2`, jobID, at).Scan(&t); err != nil {
+		tb.Fatalf("storetest: first finished after: %v", err)
+	}
+	if t == nil {
+		return time.Time{}, false
+	}
+	return *t, true
+}
