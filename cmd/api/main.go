@@ -106,11 +106,12 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	if len(cfg.Keys) == 0 && stored == 0 {
 		return errors.New("no API keys: set ENRICHQ_API_KEYS=tenant:key[,tenant:key...] or create one with `api keys create --tenant T` (the API refuses to start without a key source)")
 	}
-	redisOpt, err := cfg.AsynqRedis()
+	rc, err := cfg.ConnectRedis(ctx, log)
 	if err != nil {
 		return err
 	}
-	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
+	rc.Close() // asynq makes its own clients of rc.Asynq
+	enq := jobs.NewEnqueuer(rc.Asynq, cfg.Queue)
 	defer enq.Close()
 	var plat *platform.Platform // the platform's own API: off unless configured, refused half-configured
 	if cfg.Platform.Enabled() {
@@ -176,7 +177,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	srv := httpapi.NewHTTPServer(handler, httpapi.DefaultTimeouts(), log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.Keys), "stored_keys", stored, "queue", cfg.Queue)
+	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.Keys), "stored_keys", stored, "queue", cfg.Queue, "redis", rc.Where)
 	fmt.Fprintf(stdout, "api listening on http://%s\n", ln.Addr())
 
 	select {

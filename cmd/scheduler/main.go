@@ -55,11 +55,12 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	redisOpt, err := cfg.AsynqRedis()
+	rc, err := cfg.ConnectRedis(ctx, log)
 	if err != nil {
 		return err
 	}
-	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
+	rc.Close() // asynq makes its own clients of rc.Asynq
+	enq := jobs.NewEnqueuer(rc.Asynq, cfg.Queue)
 	defer enq.Close()
 	reg := metrics.NewRegistry()
 	services := maintenance.Services(st, enq, maintenance.Settings{
@@ -88,7 +89,7 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 		defer ml.Close()
 		fmt.Fprintf(stdout, "scheduler metrics on http://%s/metrics\n", ml.Addr)
 	}
-	log.Info("scheduler started", "queue", cfg.Queue, "interval", cfg.SweepInterval)
+	log.Info("scheduler started", "redis", rc.Where, "queue", cfg.Queue, "interval", cfg.SweepInterval)
 	fmt.Fprintln(stdout, "scheduler started")
 	// Webhooks are delivered on every scheduler, beside the leader's
 	// services, never inside them: a slow receiver must not hold up lease

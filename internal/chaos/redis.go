@@ -24,8 +24,9 @@ type Redis struct {
 }
 
 // StartRedis starts redis-server (from PATH, or the path given) with its
-// files in dir. It fails when there is no redis-server.
-func StartRedis(ctx context.Context, binary, dir string) (*Redis, error) {
+// files in dir, and args after its own (e.g. "--maxmemory-policy",
+// "allkeys-lru"). It fails when there is no redis-server.
+func StartRedis(ctx context.Context, binary, dir string, args ...string) (*Redis, error) {
 	if binary == "" {
 		binary = "redis-server"
 	}
@@ -45,8 +46,8 @@ func StartRedis(ctx context.Context, binary, dir string) (*Redis, error) {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes")
+	cmd := exec.Command(path, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes"}, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
