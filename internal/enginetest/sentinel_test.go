@@ -1,0 +1,147 @@
+package enginetest
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/internal/domain"
+)
+
+// TestSentinelFailover: Redis as a primary, a replica and three sentinels
+// (down-after-milliseconds 5000, well under asynq's 30 s lease); the api,
+// two workers and the scheduler reach it only through the sentinels. The
+// primary is killed with SIGKILL a fifth into a job. The sentinels promote
+// the replica, every client follows, and the job ends with every row
+// terminal, none lost, none charged twice, and its spend equal to the
+// vendor's bill. Printed: how long the failover took, and how long from
+// the kill until vendor calls (the limiter's state is in Redis) and rows
+// finishing came back.
+func TestSentinelFailover(t *testing.T) {
+	needBinary(t, "redis-server", "redis-server")
+	needBinary(t, chaos.SentinelBinary, "redis-sentinel")
+	t0 := time.Now()
+	binaries(t)
+	t.Logf("binaries built in %.1fs", time.Since(t0).Seconds())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	master := "enginetest-" + randomHex(3)
+	dir := t.TempDir()
+	g, err := chaos.StartSentinelGroup(ctx, filepath.Join(dir, "redis"), master, chaos.SentinelSettings{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Stop)
+	t.Logf("sentinel group up in %.1fs", time.Since(t0).Seconds())
+
+	const (
+		rows   = 800
+		rate   = 40.0
+		faultN = rows / 5
+	)
+	s := newStack(t, stackConfig{
+		redisEnv: []string{"REDIS_URL=redis://127.0.0.1:1/0", // its host is unused: the sentinels name the primary
+			"ENRICHQ_REDIS_SENTINELS=" + strings.Join(g.SentinelAddrs(), ","), "ENRICHQ_REDIS_MASTER=" + master},
+		vendorRPS: rate, vendorBurst: 4, latency: 10 * time.Millisecond, concurrency: 4,
+	})
+	_, api := s.start(ctx, "api", "api", "api listening on ")
+	s.startMany(ctx, 2, "worker", "worker", "worker started")
+	s.start(ctx, "scheduler", "scheduler", "scheduler started")
+	s.liftLimits(ctx, api)
+	t.Logf("enrichq up in %.1fs", time.Since(t0).Seconds())
+
+	var (
+		faultMu sync.Mutex
+		faultAt time.Time
+	)
+	killed := make(chan struct{})
+	s.onCall(faultN, func() {
+		go func() {
+			faultMu.Lock()
+			faultAt = time.Now()
+			faultMu.Unlock()
+			g.Primary.Kill()
+			close(killed)
+		}()
+	})
+	jobID := s.submit(ctx, api, "sentinel", rows, 0)
+
+	type sample struct {
+		at       time.Time
+		terminal int
+	}
+	var samples []sample
+	failoverDone := make(chan time.Duration, 1)
+	go func() {
+		select {
+		case <-killed:
+		case <-ctx.Done():
+			return
+		}
+		faultMu.Lock()
+		at := faultAt
+		faultMu.Unlock()
+		if err := g.WaitFailover(ctx, time.Minute); err != nil {
+			t.Error(err)
+			failoverDone <- -1
+			return
+		}
+		failoverDone <- time.Since(at)
+	}()
+	p := s.waitEnded(ctx, jobID, 150*time.Second, func(at time.Time, p progress) {
+		samples = append(samples, sample{at, p.terminal})
+	})
+	select {
+	case <-killed:
+	default:
+		t.Fatalf("the job ended (%s) before the vendor's %dth call: no fault was injected", p.job.State, faultN)
+	}
+	failover := <-failoverDone
+	if p.job.State != domain.JobCompleted {
+		t.Fatalf("job %s: %s (%s), %d/%d rows terminal; logs in %s", jobID, p.job.State, p.job.StateReason, p.terminal, p.total, s.dir)
+	}
+	s.waitReservations(ctx, 30*time.Second)
+	f := s.figures(ctx, jobID, rows)
+	t.Logf("sentinel failover (kill -9 of the primary at call %d of ~%d): %s", faultN, rows, summary(f))
+
+	// From the fault to progress: the limiter's slots come from Redis, and
+	// a slot is taken at most a second ahead, so the first call more than a
+	// second after the kill took its slot from the new primary.
+	faultMu.Lock()
+	at := faultAt
+	faultMu.Unlock()
+	var resumed time.Time
+	for _, c := range s.callTimes() {
+		if c.After(at.Add(time.Second)) {
+			resumed = c
+			break
+		}
+	}
+	var finishing time.Time
+	before := -1
+	for _, sm := range samples {
+		if sm.at.Before(resumed) {
+			before = sm.terminal
+			continue
+		}
+		if before >= 0 && sm.terminal > before {
+			finishing = sm.at
+			break
+		}
+	}
+	t.Logf("sentinel settings: %s; failover (every sentinel names the replica, which says role:master) %.1fs after the kill; "+
+		"vendor calls again %.1fs after; rows finishing again %.1fs after",
+		g.Settings, failover.Seconds(), resumed.Sub(at).Seconds(), finishing.Sub(at).Seconds())
+
+	if !f.OK() || f.JobSpent != f.Vendor || f.Unknown != 0 {
+		t.Errorf("invariants: %s; %d calls of unknown outcome; logs in %s", summary(f), f.UnknownCalls, s.dir)
+	}
+	if resumed.IsZero() {
+		t.Errorf("no vendor call more than a second after the kill")
+	}
+}
