@@ -124,6 +124,17 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		}
 	}
 
+	redisPing := func(ctx context.Context) error {
+		// asynq's Ping takes no context: do not wait for it past ctx.
+		pinged := make(chan error, 1)
+		go func() { pinged <- enq.Client.Ping() }()
+		select {
+		case err := <-pinged:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	limits := ingest.DefaultLimits()
 	limits.MaxBytes = cfg.MaxUploadBytes
 	limits.MaxLookups = cfg.MaxRows
@@ -135,20 +146,10 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
 			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
-		Keys:         httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
-		Limits:       limits,
-		MCPMaxBudget: cfg.MCPMaxBudget,
-		Ready: []httpapi.ReadyCheck{{Name: "postgres", Ping: st.Ping}, {Name: "redis", Ping: func(ctx context.Context) error {
-			// asynq's Ping takes no context: do not wait for it past ctx.
-			pinged := make(chan error, 1)
-			go func() { pinged <- enq.Client.Ping() }()
-			select {
-			case err := <-pinged:
-				return err
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}}},
+		Keys:             httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
+		Limits:           limits,
+		MCPMaxBudget:     cfg.MCPMaxBudget,
+		Ready:            []httpapi.ReadyCheck{{Name: "postgres", Ping: st.Ping}, {Name: "redis", Ping: redisPing}},
 		Log:              log,
 		Platform:         plat,
 		UploadsPerTenant: cfg.UploadsPerTenant,
@@ -162,8 +163,8 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	handler.Handle("GET /metrics", metrics.Handler(reg))
 	handler.Handle("/", api)
 
-	if cfg.MetricsAddr != "" { // /metrics again, and /debug/pprof/
-		ml, err := metrics.Listen(cfg.MetricsAddr, reg)
+	if cfg.MetricsAddr != "" { // /metrics and the probes again, and /debug/pprof/
+		ml, err := metrics.Listen(cfg.MetricsAddr, reg, metrics.Check{Name: "postgres", Ping: st.Ping}, metrics.Check{Name: "redis", Ping: redisPing})
 		if err != nil {
 			return err
 		}

@@ -59,7 +59,7 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	rc.Close() // asynq makes its own clients of rc.Asynq
+	defer rc.Close() // asynq makes its own clients of rc.Asynq; this one pings for /readyz
 	enq := jobs.NewEnqueuer(rc.Asynq, cfg.Queue)
 	defer enq.Close()
 	reg := metrics.NewRegistry()
@@ -81,8 +81,9 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 		services = append(services, platform.NewSyncDispatcher(plat, cfg.SweepInterval), platform.NewTokenSweeper(plat, cfg.SweepInterval))
 	}
 	m := maintenance.NewMaintainer(st, log, services...)
-	if cfg.MetricsAddr != "" { // Go runtime metrics and /debug/pprof/
-		ml, err := metrics.Listen(cfg.MetricsAddr, reg)
+	if cfg.MetricsAddr != "" { // Go runtime metrics, the probes and /debug/pprof/
+		ml, err := metrics.Listen(cfg.MetricsAddr, reg, metrics.Check{Name: "postgres", Ping: st.Ping},
+			metrics.Check{Name: "redis", Ping: func(ctx context.Context) error { return rc.Client.Ping(ctx).Err() }})
 		if err != nil {
 			return err
 		}

@@ -117,8 +117,9 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
-	if cfg.MetricsAddr != "" { // /metrics and /debug/pprof/
-		ml, err := metrics.Listen(cfg.MetricsAddr, reg)
+	if cfg.MetricsAddr != "" { // /metrics, the probes and /debug/pprof/
+		ml, err := metrics.Listen(cfg.MetricsAddr, reg, metrics.Check{Name: "postgres", Ping: st.Ping},
+			metrics.Check{Name: "redis", Ping: func(ctx context.Context) error { return rc.Client.Ping(ctx).Err() }})
 		if err != nil {
 			srv.Shutdown()
 			return err
