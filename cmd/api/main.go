@@ -6,8 +6,9 @@
 // http://ADDR" to stdout once it accepts connections, and stops cleanly on
 // SIGINT or SIGTERM.
 //
-// Two subcommands serve the operator, against the same Postgres:
+// Subcommands serve the operator, against the same Postgres:
 //
+//	api migrate                       apply pending migrations and exit
 //	api keys create|list|revoke ...   the API keys stored in Postgres
 //	api jobs resume-vendor-paused     resume the jobs the vendor's 401/403 paused
 //	api ledger account|job ...        what the vendor key spent, what a job cost
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return ledgerCommand(ctx, args[2:], getenv, stdout, stderr)
 		case "jobs":
 			return jobsCommand(ctx, args[2:], getenv, stdout)
+		case "migrate":
+			return migrateCommand(ctx, args[2:], getenv, stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
