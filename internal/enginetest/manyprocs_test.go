@@ -63,9 +63,10 @@ func TestManyProcesses(t *testing.T) {
 	s.liftLimits(ctx, apiURLs[0])
 	t.Logf("%d processes up %.1fs after the test began (binaries built)", workers+schedulers+apis, time.Since(t0).Seconds())
 
-	// The leader is killed when a third of the calls are made.
+	// The leader is killed mid-run, once it has swept (so that its sweeps
+	// show in its log): from a quarter of the calls on.
 	killAt := make(chan struct{})
-	s.onCall((rowsA+rowsB)/3, func() { close(killAt) })
+	s.onCall((rowsA+rowsB)/4, func() { close(killAt) })
 	jobA := s.submit(ctx, apiURLs[0], "a", rowsA, 0)
 	jobB := s.submit(ctx, apiURLs[1], "b", rowsB, budgetB)
 
@@ -85,6 +86,12 @@ func TestManyProcesses(t *testing.T) {
 		return leader >= 0
 	}); err != nil {
 		t.Fatalf("no scheduler took the lead: %v; logs in %s", err, s.dir)
+	}
+	if err := pollUntil(ctx, 30*time.Second, func() bool { return len(leadEvents(t, scheds[leader].Log, sweepsDone)) > 0 }); err != nil {
+		t.Fatalf("the leader %s logged no round of sweeps: %v", scheds[leader].Name, err)
+	}
+	if p, err := s.progress(ctx, jobA); err != nil || p.ended() {
+		t.Fatalf("job a ended (%v) before the leader could be killed mid-run: raise rowsA", err)
 	}
 	scheds[leader].Kill()
 	killed := time.Now()
