@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -73,8 +74,8 @@ func startRedisProc(ctx context.Context, path, dir, logName string, port int, ar
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if err := c.Ping(ctx).Err(); err == nil {
-			return r, nil
+		if err := c.Ping(ctx).Err(); err == nil || strings.HasPrefix(err.Error(), "NOAUTH") {
+			return r, nil // it answers (with requirepass, by asking for the password)
 		}
 		select {
 		case <-r.done:

@@ -31,6 +31,9 @@ type SentinelSettings struct {
 	ParallelSyncs int
 	// Quorum is the sentinels that must agree the primary is down. Default 2.
 	Quorum int
+	// Password, when set, is the primary's and the replica's requirepass
+	// (and masterauth), and the sentinels' auth-pass: clients need it.
+	Password string
 }
 
 func (s *SentinelSettings) defaults() {
@@ -87,17 +90,21 @@ func StartSentinelGroup(ctx context.Context, dir, master string, s SentinelSetti
 			g.Stop()
 		}
 	}()
-	if g.Primary, err = StartRedis(ctx, server, filepath.Join(dir, "primary")); err != nil {
+	var auth []string
+	if s.Password != "" {
+		auth = []string{"--requirepass", s.Password, "--masterauth", s.Password}
+	}
+	if g.Primary, err = StartRedis(ctx, server, filepath.Join(dir, "primary"), auth...); err != nil {
 		return nil, err
 	}
 	if g.Replica, err = StartRedis(ctx, server, filepath.Join(dir, "replica"),
-		"--replicaof", "127.0.0.1", strconv.Itoa(g.Primary.Port)); err != nil {
+		append([]string{"--replicaof", "127.0.0.1", strconv.Itoa(g.Primary.Port)}, auth...)...); err != nil {
 		return nil, err
 	}
 	// The sentinels learn the replica from the primary's INFO: it must be
 	// attached first.
 	if err := waitFor(ctx, 20*time.Second, "the replica in sync", func(c context.Context) (bool, error) {
-		return replicaInSync(c, g.Replica.Addr)
+		return replicaInSync(c, g.Replica.Addr, s.Password)
 	}); err != nil {
 		return nil, err
 	}
@@ -120,8 +127,10 @@ func StartSentinelGroup(ctx context.Context, dir, master string, s SentinelSetti
 			fmt.Sprintf("sentinel down-after-milliseconds %s %d", master, s.DownAfter.Milliseconds()),
 			fmt.Sprintf("sentinel failover-timeout %s %d", master, s.FailoverTimeout.Milliseconds()),
 			fmt.Sprintf("sentinel parallel-syncs %s %d", master, s.ParallelSyncs),
-			"",
-		}, "\n")
+		}, "\n") + "\n"
+		if s.Password != "" {
+			body += fmt.Sprintf("sentinel auth-pass %s %s\n", master, s.Password)
+		}
 		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 			return nil, err
 		}
@@ -189,7 +198,7 @@ func (g *SentinelGroup) WaitFailover(ctx context.Context, within time.Duration) 
 				return false, nil
 			}
 		}
-		rc := redis.NewClient(&redis.Options{Addr: g.Replica.Addr})
+		rc := redis.NewClient(&redis.Options{Addr: g.Replica.Addr, Password: g.Settings.Password})
 		defer rc.Close()
 		info, err := rc.Info(c, "replication").Result()
 		return err == nil && strings.Contains(info, "role:master"), nil
@@ -205,8 +214,8 @@ func (g *SentinelGroup) Stop() {
 	}
 }
 
-func replicaInSync(ctx context.Context, addr string) (bool, error) {
-	c := redis.NewClient(&redis.Options{Addr: addr})
+func replicaInSync(ctx context.Context, addr, password string) (bool, error) {
+	c := redis.NewClient(&redis.Options{Addr: addr, Password: password})
 	defer c.Close()
 	info, err := c.Info(ctx, "replication").Result()
 	if err != nil {

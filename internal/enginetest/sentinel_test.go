@@ -8,13 +8,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/enrichq/enrichq/internal/chaos"
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/jobs"
 )
 
 // TestSentinelFailover: Redis as a primary, a replica and three sentinels
-// (down-after-milliseconds 5000, well under asynq's 30 s lease); the api,
-// two workers and the scheduler reach it only through the sentinels. The
+// (down-after-milliseconds 5000, well under asynq's 30 s lease), with a
+// password; the api, two workers and the scheduler reach it only through
+// the sentinels, in REDIS_URL's database 2 with its password. The
 // primary is killed with SIGKILL a fifth into a job. The sentinels promote
 // the replica, every client follows, and the job ends with every row
 // terminal, none lost, none charged twice, and its spend equal to the
@@ -32,7 +36,8 @@ func TestSentinelFailover(t *testing.T) {
 
 	master := "enginetest-" + randomHex(3)
 	dir := t.TempDir()
-	g, err := chaos.StartSentinelGroup(ctx, filepath.Join(dir, "redis"), master, chaos.SentinelSettings{})
+	password := "pw-" + randomHex(4)
+	g, err := chaos.StartSentinelGroup(ctx, filepath.Join(dir, "redis"), master, chaos.SentinelSettings{Password: password})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +50,8 @@ func TestSentinelFailover(t *testing.T) {
 		faultN = rows / 5
 	)
 	s := newStack(t, stackConfig{
-		redisEnv: []string{"REDIS_URL=redis://127.0.0.1:1/0", // its host is unused: the sentinels name the primary
+		// Its host is unused (the sentinels name the primary); its password and database apply.
+		redisEnv: []string{"REDIS_URL=redis://:" + password + "@127.0.0.1:1/2",
 			"ENRICHQ_REDIS_SENTINELS=" + strings.Join(g.SentinelAddrs(), ","), "ENRICHQ_REDIS_MASTER=" + master},
 		vendorRPS: rate, vendorBurst: 4, latency: 10 * time.Millisecond, concurrency: 4,
 	})
@@ -143,5 +149,15 @@ func TestSentinelFailover(t *testing.T) {
 	}
 	if resumed.IsZero() {
 		t.Errorf("no vendor call more than a second after the kill")
+	}
+
+	// REDIS_URL's database held the queue, on the new primary, through Sentinel.
+	for db, want := range map[int]bool{2: true, 0: false} {
+		c := redis.NewClient(&redis.Options{Addr: g.Replica.Addr, Password: password, DB: db})
+		n, err := c.Exists(ctx, jobs.QueueMarkerKey("enginetest-"+s.tag), "asynq:queues").Result()
+		c.Close()
+		if err != nil || (n == 2) != want || (n == 0) == want {
+			t.Errorf("database %d of the new primary holds %d of the queue's keys (%v), want them %v", db, n, err, map[bool]string{true: "all", false: "none"}[want])
+		}
 	}
 }
