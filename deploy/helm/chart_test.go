@@ -413,7 +413,8 @@ func TestOptions(t *testing.T) {
 	}
 }
 
-// A render without what enrichq cannot run without fails, saying what.
+// A render without what enrichq cannot run without fails, saying what; so
+// does a value of the wrong type or a misspelt key (values.schema.json).
 func TestRequiredValues(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -424,6 +425,12 @@ func TestRequiredValues(t *testing.T) {
 		{with("secrets.create.ENRICHQ_VENDOR_KEY", ""), "ENRICHQ_VENDOR_KEY is required"},
 		{with("config.vendor.url", ""), "config.vendor.url is required"},
 		{with("redis.sentinel.enabled", true), "redis.sentinel: masterName and addresses"},
+		// values.schema.json
+		{with("worker.replicas", "two"), "/worker/replicas"},
+		{with("worker.concurrency", 0), "/worker/concurrency"},
+		{with("redis.sentinel.addresses", []any{"sentinel-0"}), "/redis/sentinel/addresses/0"},
+		{with("workers", map[string]any{"replicas": 3}), "workers"},
+		{with("secrets.create.database_url", "postgres://x"), "database_url"},
 	} {
 		_, err := render(t, tc.vals)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
