@@ -438,4 +438,3 @@ func TestRequiredValues(t *testing.T) {
 		}
 	}
 }
-
