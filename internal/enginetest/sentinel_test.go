@@ -115,18 +115,23 @@ func TestSentinelFailover(t *testing.T) {
 	f := s.figures(ctx, jobID, rows)
 	t.Logf("sentinel failover (kill -9 of the primary at call %d of ~%d): %s", faultN, rows, summary(f))
 
-	// From the fault to progress: the limiter's slots come from Redis, and
-	// a slot is taken at most a second ahead, so the first call more than a
-	// second after the kill took its slot from the new primary.
+	// From the fault to progress: the limiter's slots come from Redis, so
+	// the calls stop while there is no primary. Calls that held a slot
+	// already go out after the kill; the longest silence after it is the
+	// outage, and the call that ends it the first on the new primary.
 	faultMu.Lock()
 	at := faultAt
 	faultMu.Unlock()
 	var resumed time.Time
+	prev, gap := at, time.Duration(0)
 	for _, c := range s.callTimes() {
-		if c.After(at.Add(time.Second)) {
-			resumed = c
-			break
+		if c.Before(at) {
+			continue
 		}
+		if d := c.Sub(prev); d > gap {
+			gap, resumed = d, c
+		}
+		prev = c
 	}
 	var finishing time.Time
 	before := -1
@@ -141,14 +146,14 @@ func TestSentinelFailover(t *testing.T) {
 		}
 	}
 	t.Logf("sentinel settings: %s; failover (every sentinel names the replica, which says role:master) %.1fs after the kill; "+
-		"vendor calls again %.1fs after; rows finishing again %.1fs after",
-		g.Settings, failover.Seconds(), resumed.Sub(at).Seconds(), finishing.Sub(at).Seconds())
+		"vendor calls again %.1fs after (after %.1fs without one); rows finishing again %.1fs after",
+		g.Settings, failover.Seconds(), resumed.Sub(at).Seconds(), gap.Seconds(), finishing.Sub(at).Seconds())
 
 	if !f.OK() || f.JobSpent != f.Vendor || f.Unknown != 0 {
 		t.Errorf("invariants: %s; %d calls of unknown outcome; logs in %s", summary(f), f.UnknownCalls, s.dir)
 	}
 	if resumed.IsZero() {
-		t.Errorf("no vendor call more than a second after the kill")
+		t.Errorf("no vendor call after the kill")
 	}
 
 	// REDIS_URL's database held the queue, on the new primary, through Sentinel.
