@@ -16,7 +16,7 @@ SHORTFLAGS ?= -short -count=1 -timeout 10m
 FUZZTIME  ?= 30s
 COMPOSE_FILE ?= docker-compose.yml
 
-.PHONY: help services services-down build dev test test-short demo bench chaos vet fuzz compose-check clean clean-data
+.PHONY: help services services-down build dev test test-short demo bench chaos vet fuzz compose-check helm-check clean clean-data
 
 help: ## list the targets
 	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "} {printf "  %-14s %s\n", $$1, $$2}'
@@ -34,8 +34,9 @@ build: ## build the production binaries (api, worker, scheduler, enrichq) into b
 dev: build ## also build the dev tools (bench, chaos, demo, fakevendor, fakeplatform) into bin/
 	CGO_ENABLED=$(CGO_ENABLED) $(GO) build $(BUILDFLAGS) -ldflags='$(LDFLAGS)' -o $(BIN)/ ./dev/...
 
-test: services ## run all tests with the race detector, against real Postgres and Redis
+test: services ## run all tests with the race detector, against real Postgres and Redis; then the Helm chart's (helm-check)
 	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(MAKE) --no-print-directory helm-check
 
 test-short: ## quick tests (-short, no race detector, no services started)
 	$(GO) test $(SHORTFLAGS) $(PKGS)
@@ -71,6 +72,9 @@ compose-check: ## validate docker-compose.yml (docker compose or docker-compose)
 	elif command -v docker-compose >/dev/null 2>&1; then c=docker-compose; \
 	else echo "need docker compose or docker-compose (Debian: apt-get install docker-compose)"; exit 1; fi; \
 	$$c -f $(COMPOSE_FILE) config -q && $$c -f $(COMPOSE_FILE) --profile demo config -q && echo "$(COMPOSE_FILE): ok ($$c)"
+
+helm-check: ## lint and render deploy/helm/enrichq with Helm's Go packages (a module of its own, deploy/helm)
+	cd deploy/helm && $(GO) test -count=1 ./...
 
 clean: ## remove build and test output (keeps .data)
 	rm -rf $(BIN) coverage.out coverage.html *.coverprofile *.test bench.json

@@ -7,8 +7,9 @@
 // http://ADDR" to stdout once it accepts connections, and stops cleanly on
 // SIGINT or SIGTERM.
 //
-// Two subcommands serve the operator, against the same Postgres:
+// Subcommands serve the operator, against the same Postgres:
 //
+//	api migrate                       apply pending migrations and exit
 //	api keys create|list|revoke ...   the API keys stored in Postgres
 //	api jobs resume-vendor-paused     resume the jobs the vendor's 401/403 paused
 //	api ledger account|job ...        what the vendor key spent, what a job cost
@@ -59,6 +60,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return ledgerCommand(ctx, args[2:], getenv, stdout, stderr)
 		case "jobs":
 			return jobsCommand(ctx, args[2:], getenv, stdout)
+		case "migrate":
+			return migrateCommand(ctx, args[2:], getenv, stdout, stderr)
 		}
 	}
 	fs := flag.NewFlagSet("api", flag.ContinueOnError)
@@ -115,11 +118,12 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	if len(cfg.Keys) == 0 && stored == 0 {
 		return errors.New("no API keys: set ENRICHQ_API_KEYS=tenant:key[,tenant:key...] or create one with `api keys create --tenant T` (the API refuses to start without a key source)")
 	}
-	redisOpt, err := cfg.AsynqRedis()
+	rc, err := cfg.ConnectRedis(ctx, log)
 	if err != nil {
 		return err
 	}
-	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
+	rc.Close() // asynq makes its own clients of rc.Asynq
+	enq := jobs.NewEnqueuer(rc.Asynq, cfg.Queue)
 	defer enq.Close()
 	var plat *platform.Platform // the platform's own API: off unless configured, refused half-configured
 	if cfg.Platform.Enabled() {
@@ -132,6 +136,17 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		}
 	}
 
+	redisPing := func(ctx context.Context) error {
+		// asynq's Ping takes no context: do not wait for it past ctx.
+		pinged := make(chan error, 1)
+		go func() { pinged <- enq.Client.Ping() }()
+		select {
+		case err := <-pinged:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	limits := ingest.DefaultLimits()
 	limits.MaxBytes = cfg.MaxUploadBytes
 	limits.MaxLookups = cfg.MaxRows
@@ -144,21 +159,11 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk, Account: cfg.VendorAccount,
 			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
-		Keys:           httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
-		Limits:         limits,
-		MCPMaxBudget:   cfg.MCPMaxBudget,
-		BehindTLSProxy: cfg.BehindTLSProxy,
-		Ready: []httpapi.ReadyCheck{{Name: "postgres", Ping: st.Ping}, {Name: "redis", Ping: func(ctx context.Context) error {
-			// asynq's Ping takes no context: do not wait for it past ctx.
-			pinged := make(chan error, 1)
-			go func() { pinged <- enq.Client.Ping() }()
-			select {
-			case err := <-pinged:
-				return err
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}}},
+		Keys:             httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
+		Limits:           limits,
+		MCPMaxBudget:     cfg.MCPMaxBudget,
+		BehindTLSProxy:   cfg.BehindTLSProxy,
+		Ready:            []httpapi.ReadyCheck{{Name: "postgres", Ping: st.Ping}, {Name: "redis", Ping: redisPing}},
 		Log:              log,
 		Platform:         plat,
 		UploadsPerTenant: cfg.UploadsPerTenant,
@@ -172,8 +177,8 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	handler.Handle("GET /metrics", metrics.Handler(reg))
 	handler.Handle("/", api)
 
-	if cfg.MetricsAddr != "" { // /metrics again, and /debug/pprof/
-		ml, err := metrics.Listen(cfg.MetricsAddr, reg)
+	if cfg.MetricsAddr != "" { // /metrics and the probes again, and /debug/pprof/
+		ml, err := metrics.Listen(cfg.MetricsAddr, reg, metrics.Check{Name: "postgres", Ping: st.Ping}, metrics.Check{Name: "redis", Ping: redisPing})
 		if err != nil {
 			return err
 		}
@@ -187,7 +192,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	srv := httpapi.NewHTTPServer(handler, httpapi.DefaultTimeouts(), log)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.Keys), "stored_keys", stored, "queue", cfg.Queue)
+	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.Keys), "stored_keys", stored, "queue", cfg.Queue, "redis", rc.Where)
 	fmt.Fprintf(stdout, "api listening on http://%s\n", ln.Addr())
 
 	select {

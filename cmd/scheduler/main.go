@@ -55,11 +55,12 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 			return err
 		}
 	}
-	redisOpt, err := cfg.AsynqRedis()
+	rc, err := cfg.ConnectRedis(ctx, log)
 	if err != nil {
 		return err
 	}
-	enq := jobs.NewEnqueuer(redisOpt, cfg.Queue)
+	defer rc.Close() // asynq makes its own clients of rc.Asynq; this one pings for /readyz
+	enq := jobs.NewEnqueuer(rc.Asynq, cfg.Queue)
 	defer enq.Close()
 	reg := metrics.NewRegistry()
 	metrics.PostgresReplication(reg, st.CheckReplication(ctx, log)) // a warning when a failover could lose commits
@@ -81,15 +82,16 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 		services = append(services, platform.NewSyncDispatcher(plat, cfg.SweepInterval), platform.NewTokenSweeper(plat, cfg.SweepInterval))
 	}
 	m := maintenance.NewMaintainer(st, log, services...)
-	if cfg.MetricsAddr != "" { // Go runtime metrics and /debug/pprof/
-		ml, err := metrics.Listen(cfg.MetricsAddr, reg)
+	if cfg.MetricsAddr != "" { // Go runtime metrics, the probes and /debug/pprof/
+		ml, err := metrics.Listen(cfg.MetricsAddr, reg, metrics.Check{Name: "postgres", Ping: st.Ping},
+			metrics.Check{Name: "redis", Ping: func(ctx context.Context) error { return rc.Client.Ping(ctx).Err() }})
 		if err != nil {
 			return err
 		}
 		defer ml.Close()
 		fmt.Fprintf(stdout, "scheduler metrics on http://%s/metrics\n", ml.Addr)
 	}
-	log.Info("scheduler started", "queue", cfg.Queue, "interval", cfg.SweepInterval)
+	log.Info("scheduler started", "redis", rc.Where, "queue", cfg.Queue, "interval", cfg.SweepInterval)
 	fmt.Fprintln(stdout, "scheduler started")
 	// Webhooks are delivered on every scheduler, beside the leader's
 	// services, never inside them: a slow receiver must not hold up lease

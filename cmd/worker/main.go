@@ -58,12 +58,12 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 			return err
 		}
 	}
-	rdb, err := cfg.RedisClient()
+	rc, err := cfg.ConnectRedis(ctx, log)
 	if err != nil {
 		return err
 	}
-	defer rdb.Close()
-	limiter, err := ratelimit.New(rdb, ratelimit.Options{
+	defer rc.Close()
+	limiter, err := ratelimit.New(rc.Client, ratelimit.Options{
 		Key:     ratelimit.KeyPrefix(cfg.Vendor.Key),
 		Rate:    cfg.Vendor.RPS,
 		Burst:   cfg.Vendor.Burst,
@@ -89,14 +89,10 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 	}
 	reg := metrics.NewRegistry()
 	metrics.PostgresReplication(reg, st.CheckReplication(ctx, log)) // a warning when a failover could lose commits
-	redisOptForMetrics, err := cfg.AsynqRedis()
-	if err != nil {
-		return err
-	}
-	inspector := asynq.NewInspector(redisOptForMetrics)
+	inspector := asynq.NewInspector(rc.Asynq)
 	defer inspector.Close()
 	reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(inspector))
-	enq := jobs.NewEnqueuer(redisOptForMetrics, cfg.Queue) // hands a job's next chunks as its chunks end
+	enq := jobs.NewEnqueuer(rc.Asynq, cfg.Queue) // hands a job's next chunks as its chunks end
 	defer enq.Close()
 	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
 		Enqueuer:          enq,
@@ -112,11 +108,7 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 		ErasureKey:        []byte(cfg.ErasureKey),
 	}, log.With("component", "processor"))
 
-	redisOpt, err := cfg.AsynqRedis()
-	if err != nil {
-		return err
-	}
-	srv := jobs.NewServer(redisOpt, jobs.ServerConfig{
+	srv := jobs.NewServer(rc.Asynq, jobs.ServerConfig{
 		Queue:             cfg.Queue,
 		Concurrency:       cfg.Concurrency,
 		ShutdownTimeout:   cfg.ShutdownTimeout,
@@ -134,8 +126,9 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 	if err := srv.Start(mux); err != nil {
 		return fmt.Errorf("start asynq server: %w", err)
 	}
-	if cfg.MetricsAddr != "" { // /metrics and /debug/pprof/
-		ml, err := metrics.Listen(cfg.MetricsAddr, reg)
+	if cfg.MetricsAddr != "" { // /metrics, the probes and /debug/pprof/
+		ml, err := metrics.Listen(cfg.MetricsAddr, reg, metrics.Check{Name: "postgres", Ping: st.Ping},
+			metrics.Check{Name: "redis", Ping: func(ctx context.Context) error { return rc.Client.Ping(ctx).Err() }})
 		if err != nil {
 			srv.Shutdown()
 			return err
@@ -144,7 +137,7 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 		log.Info("worker metrics", "addr", ml.Addr.String())
 		fmt.Fprintf(stdout, "worker metrics on http://%s/metrics\n", ml.Addr)
 	}
-	log.Info("worker started", "queue", cfg.Queue, "concurrency", cfg.Concurrency, "vendor", cfg.Vendor.URL,
+	log.Info("worker started", "redis", rc.Where, "queue", cfg.Queue, "concurrency", cfg.Concurrency, "vendor", cfg.Vendor.URL,
 		"vendor_rps", cfg.Vendor.RPS, "bulk", cfg.Vendor.Bulk)
 	fmt.Fprintln(stdout, "worker started")
 	<-ctx.Done()

@@ -142,6 +142,9 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 		"ENRICHQ_VENDOR_BURST=2", fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", o.bulk), "ENRICHQ_VENDOR_TIMEOUT="+o.vendorTimeout.String(),
 		"ENRICHQ_API_KEYS=chaos-"+e.stamp+":"+apiKey, "ENRICHQ_API_ADDR=127.0.0.1:0", "ENRICHQ_MIGRATE=true",
 	)
+	if e.miniredis != nil { // it tells no maxmemory-policy, and never evicts
+		e.procEnv = append(e.procEnv, "ENRICHQ_REDIS_ALLOW_EVICTION=true")
+	}
 	// The API migrates first, alone; the others find the schema in place.
 	if e.apiURL, err = e.start(ctx, &e.api, "api", "api listening on ", e.procEnv); err != nil {
 		return nil, err

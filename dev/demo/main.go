@@ -138,6 +138,9 @@ func startStack(ctx context.Context, o options, getenv func(string) string, stdo
 	base := append(os.Environ(),
 		"DATABASE_URL="+dbURL, "REDIS_URL="+redisURL, "ENRICHQ_QUEUE="+queue, "ENRICHQ_LOG_FORMAT=json",
 	)
+	if s.redis != nil { // miniredis tells no maxmemory-policy, and never evicts
+		base = append(base, "ENRICHQ_REDIS_ALLOW_EVICTION=true")
+	}
 
 	vendorURL, err := s.start(ctx, o.bin, "fakevendor", base, "fakevendor listening on ",
 		"-addr", "127.0.0.1:0", "-keys", vendorKey, "-rps", fmt.Sprint(o.vendorRPS), "-burst", "2", "-latency", o.latency.String())

@@ -8,24 +8,28 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// Redis is a private redis-server on a free port, with no persistence: a
-// FLUSHALL there loses every task, and touches nobody else's data.
+// Redis is a private redis-server (or sentinel) on a free port, with no
+// persistence: a FLUSHALL there loses every task, and touches nobody
+// else's data.
 type Redis struct {
 	URL  string
 	Addr string
+	Port int
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
 // StartRedis starts redis-server (from PATH, or the path given) with its
-// files in dir. It fails when there is no redis-server.
-func StartRedis(ctx context.Context, binary, dir string) (*Redis, error) {
+// files in dir, and args after its own (e.g. "--maxmemory-policy",
+// "allkeys-lru"). It fails when there is no redis-server.
+func StartRedis(ctx context.Context, binary, dir string, args ...string) (*Redis, error) {
 	if binary == "" {
 		binary = "redis-server"
 	}
@@ -37,22 +41,28 @@ func StartRedis(ctx context.Context, binary, dir string) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startRedisProc(ctx, path, dir, "redis.log", port, append([]string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port),
+		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no", "--protected-mode", "yes"}, args...))
+}
+
+// startRedisProc runs path with args (its port is port), logging to
+// logName in dir, and waits until it answers PING.
+func startRedisProc(ctx context.Context, path, dir, logName string, port int, args []string) (*Redis, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(filepath.Join(dir, "redis.log"))
+	logf, err := os.Create(filepath.Join(dir, logName))
 	if err != nil {
 		return nil, err
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no",
-		"--dir", dir, "--daemonize", "no", "--protected-mode", "yes")
+	cmd := exec.Command(path, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("chaos: start redis-server: %w", err)
+		return nil, fmt.Errorf("chaos: start %s: %w", filepath.Base(path), err)
 	}
-	r := &Redis{URL: "redis://" + addr + "/0", Addr: addr, cmd: cmd, done: make(chan struct{})}
+	r := &Redis{URL: "redis://" + addr + "/0", Addr: addr, Port: port, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
@@ -64,12 +74,12 @@ func StartRedis(ctx context.Context, binary, dir string) (*Redis, error) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if err := c.Ping(ctx).Err(); err == nil {
-			return r, nil
+		if err := c.Ping(ctx).Err(); err == nil || strings.HasPrefix(err.Error(), "NOAUTH") {
+			return r, nil // it answers (with requirepass, by asking for the password)
 		}
 		select {
 		case <-r.done:
-			return nil, fmt.Errorf("chaos: redis-server exited at start; see %s", filepath.Join(dir, "redis.log"))
+			return nil, fmt.Errorf("chaos: %s exited at start; see %s", filepath.Base(path), filepath.Join(dir, logName))
 		case <-ctx.Done():
 			r.Stop()
 			return nil, ctx.Err()
@@ -77,7 +87,7 @@ func StartRedis(ctx context.Context, binary, dir string) (*Redis, error) {
 		}
 		if time.Now().After(deadline) {
 			r.Stop()
-			return nil, fmt.Errorf("chaos: redis-server on %s does not answer", addr)
+			return nil, fmt.Errorf("chaos: %s on %s does not answer", filepath.Base(path), addr)
 		}
 	}
 }
@@ -91,6 +101,13 @@ func (r *Redis) Stop() {
 		_ = r.cmd.Process.Kill()
 		<-r.done
 	}
+}
+
+// Kill sends SIGKILL and waits for the process to be gone: no shutdown,
+// no goodbye to clients or replicas.
+func (r *Redis) Kill() {
+	_ = r.cmd.Process.Kill()
+	<-r.done
 }
 
 // freePort asks the kernel for a free TCP port on 127.0.0.1.

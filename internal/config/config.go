@@ -17,9 +17,6 @@ import (
 	"log/slog"
 	"os"
 	"time"
-
-	"github.com/hibiken/asynq"
-	"github.com/redis/go-redis/v9"
 )
 
 // Defaults of the variables.
@@ -60,8 +57,11 @@ type Common struct {
 	// DatabaseURL's role the services' privileges.
 	MigrateDatabaseURL string
 	// RedisURL is the Redis of asynq and the rate limiter (REDIS_URL, default
-	// DefaultRedisURL).
+	// DefaultRedisURL). With Redis.Sentinels, only its user, password,
+	// database and scheme (rediss: TLS) are used.
 	RedisURL string
+	// Redis: Sentinel, and the eviction check at start (redis.go).
+	Redis Redis
 	// Queue is the asynq queue chunk tasks go to (ENRICHQ_QUEUE, default
 	// "enrichq"). Deployments (or test runs) sharing one Redis take one each;
 	// the API, workers and scheduler of one deployment must agree.
@@ -87,6 +87,7 @@ func (c *Common) read(r *reader) {
 	r.str("DATABASE_URL", &c.DatabaseURL)
 	r.str("ENRICHQ_MIGRATE_DATABASE_URL", &c.MigrateDatabaseURL)
 	r.str("REDIS_URL", &c.RedisURL)
+	c.Redis.read(r)
 	r.str("ENRICHQ_QUEUE", &c.Queue)
 	r.bool("ENRICHQ_MIGRATE", &c.Migrate)
 	r.str("ENRICHQ_LOG_FORMAT", &c.LogFormat)
@@ -102,30 +103,15 @@ func (c Common) validate() error {
 	if c.Queue == "" {
 		errs = append(errs, errors.New("ENRICHQ_QUEUE: empty"))
 	}
+	if err := c.Redis.validate(c.RedisURL); err != nil {
+		errs = append(errs, err)
+	}
 	switch c.LogFormat {
 	case "", "json", "text":
 	default:
 		errs = append(errs, fmt.Errorf("ENRICHQ_LOG_FORMAT=%q: want json or text", c.LogFormat))
 	}
 	return errors.Join(errs...)
-}
-
-// AsynqRedis returns the asynq connection option of RedisURL.
-func (c Common) AsynqRedis() (asynq.RedisConnOpt, error) {
-	opt, err := asynq.ParseRedisURI(c.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: REDIS_URL: %w", err)
-	}
-	return opt, nil
-}
-
-// RedisClient opens a go-redis client on RedisURL.
-func (c Common) RedisClient() (*redis.Client, error) {
-	opt, err := redis.ParseURL(c.RedisURL)
-	if err != nil {
-		return nil, fmt.Errorf("configuration: REDIS_URL: %w", err)
-	}
-	return redis.NewClient(opt), nil
 }
 
 // Logger builds the process logger writing to w.

@@ -3,10 +3,16 @@ package ratelimit
 import (
 	"errors"
 	"math"
+	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/enrichq/enrichq/internal/chaos"
 )
 
 // These tests run the scripts on the real Redis at REDIS_URL, on real time.
@@ -150,5 +156,56 @@ func BenchmarkWait(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "ops/s")
 		})
+	}
+}
+
+// TestScriptCacheFlushedBetweenCalls: a Sentinel promotion (or a restart)
+// hands the limiter a Redis whose script cache is empty. Every script runs
+// through Script.Run (EVALSHA, then EVAL on NOSCRIPT), so no call fails for
+// it. The flush is of a private redis-server: SCRIPT FLUSH is server-wide.
+func TestScriptCacheFlushedBetweenCalls(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("no redis-server on PATH (Debian: apt-get install redis-server)")
+	}
+	srv, err := chaos.StartRedis(t.Context(), "", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	var logs strings.Builder
+	l, err := New(rdb, Options{Key: uniqueKey(t), Rate: 100, Burst: 1, MaxWait: 500 * time.Millisecond, Logger: newTextLogger(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flush := func() {
+		t.Helper()
+		if err := rdb.ScriptFlush(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	flush()
+	if err := l.Wait(t.Context()); err != nil {
+		t.Fatalf("take after a flush: %v", err)
+	}
+	flush()
+	if err := l.Throttled(t.Context(), time.Minute); err != nil { // a cool-down that outlasts the test
+		t.Fatalf("throttle after a flush: %v", err)
+	}
+	if r, err := l.Rate(t.Context()); err != nil || r >= 100 {
+		t.Fatalf("rate after a 429: %v, %v", r, err)
+	}
+	flush()
+	l.Succeeded(t.Context())
+	if strings.Contains(logs.String(), "reporting success failed") {
+		t.Fatalf("success report after a flush: %s", logs.String())
+	}
+	flush()
+	var notYet *NotYetError
+	if err := l.Wait(t.Context()); !errors.As(err, &notYet) || !notYet.CoolDown {
+		t.Fatalf("take during the cool-down, after a flush: %v, want a cool-down NotYetError", err)
 	}
 }

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"testing"
+
+	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
+)
+
+// `api migrate` brings an empty database to the current schema and exits;
+// a second run finds nothing to do.
+func TestMigrateCommand(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	name := "enrichq_migrate_" + randomSuffix(t)
+	admin := storetest.ServerURL(t, "postgres")
+	if err := store.CreateDatabase(ctx, admin, name, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.DropDatabase(context.WithoutCancel(ctx), admin, name) })
+	env := map[string]string{"DATABASE_URL": storetest.ServerURL(t, name)}
+	for range 2 {
+		var out bytes.Buffer
+		if err := run(ctx, []string{"api", "migrate"}, func(k string) string { return env[k] }, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != "migrations applied\n" {
+			t.Fatalf("stdout %q", out.String())
+		}
+	}
+	st := storetest.Open(t, env["DATABASE_URL"])
+	if _, err := st.CountLiveAPIKeys(ctx); err != nil {
+		t.Fatalf("the schema is not there: %v", err)
+	}
+	if err := run(ctx, []string{"api", "migrate", "now"}, func(k string) string { return env[k] }, io.Discard, io.Discard); err == nil {
+		t.Fatal("an argument too many: no error")
+	}
+}
+
+func randomSuffix(t *testing.T) string {
+	t.Helper()
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,104 @@
+{{/* The release's name for its objects, at most 63 characters. */}}
+{{- define "enrichq.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "enrichq.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels of one component: call with (dict "root" $ "component" "api"). */}}
+{{- define "enrichq.selector" -}}
+app.kubernetes.io/name: {{ .root.Chart.Name }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end -}}
+
+{{- define "enrichq.secretName" -}}
+{{- if .Values.secrets.existingSecret -}}
+{{- .Values.secrets.existingSecret -}}
+{{- else -}}
+{{- include "enrichq.fullname" . -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "enrichq.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "enrichq.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "enrichq.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* The environment every process shares: the ConfigMap and the Secret. */}}
+{{- define "enrichq.envFrom" -}}
+- configMapRef:
+    name: {{ include "enrichq.fullname" . }}
+- secretRef:
+    name: {{ include "enrichq.secretName" . }}
+{{- end -}}
+
+{{/* Restart the pods when the configuration changes. */}}
+{{- define "enrichq.checksums" -}}
+checksum/config: {{ include (print .Template.BasePath "/configmap.yaml") . | sha256sum }}
+{{- if not .Values.secrets.existingSecret }}
+checksum/secret: {{ include (print .Template.BasePath "/secret.yaml") . | sha256sum }}
+{{- end }}
+{{- end -}}
+
+{{/* Prometheus' scrape annotations of a pod: call with (dict "root" $ "port" N). */}}
+{{- define "enrichq.scrapeAnnotations" -}}
+{{- if .root.Values.metrics.annotations }}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end -}}
+
+{{/* The probes of a process on its port name: liveness on /healthz, readiness on /readyz. */}}
+{{- define "enrichq.probes" -}}
+startupProbe:
+  httpGet: {path: /healthz, port: {{ . }}}
+  periodSeconds: 2
+  failureThreshold: 60
+livenessProbe:
+  httpGet: {path: /healthz, port: {{ . }}}
+  periodSeconds: 10
+  timeoutSeconds: 3
+  failureThreshold: 3
+readinessProbe:
+  httpGet: {path: /readyz, port: {{ . }}}
+  periodSeconds: 5
+  timeoutSeconds: 6
+  failureThreshold: 2
+{{- end -}}
+
+{{/* Checks of the values a render cannot do without. */}}
+{{- define "enrichq.validate" -}}
+{{- if and (not .Values.secrets.existingSecret) (not .Values.secrets.create.DATABASE_URL) -}}
+{{- fail "secrets: set secrets.existingSecret, or secrets.create.DATABASE_URL (and the other keys)" -}}
+{{- end -}}
+{{- if and (not .Values.secrets.existingSecret) (not .Values.secrets.create.ENRICHQ_VENDOR_KEY) -}}
+{{- fail "secrets: secrets.create.ENRICHQ_VENDOR_KEY is required (the workers' vendor key)" -}}
+{{- end -}}
+{{- if not .Values.config.vendor.url -}}
+{{- fail "config.vendor.url is required (the vendor's base URL)" -}}
+{{- end -}}
+{{- if .Values.redis.sentinel.enabled -}}
+{{- if or (not .Values.redis.sentinel.masterName) (not .Values.redis.sentinel.addresses) -}}
+{{- fail "redis.sentinel: masterName and addresses are required when enabled" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
