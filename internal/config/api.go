@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // API configures cmd/api, the submit API.
@@ -35,6 +37,11 @@ type API struct {
 	// ENRICHQ_VENDOR_BULK, defaults 10 and true).
 	VendorRPS  float64
 	VendorBulk bool
+	// Vendors: every configured vendor (ENRICHQ_VENDORS_FILE; their keys
+	// are read when set, not required), or the one seed vendor of the
+	// ENRICHQ_VENDOR_* variables. With the file, VendorRPS and VendorBulk
+	// are its first seed vendor's.
+	Vendors Vendors
 	// Webhooks: callbacks are accepted at submit only when enabled.
 	Webhooks Webhooks
 	// Platform: the connect flow's routes, when enabled.
@@ -99,6 +106,11 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 		r.duration("ENRICHQ_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 		r.float("ENRICHQ_VENDOR_RPS", &c.VendorRPS)
 		r.bool("ENRICHQ_VENDOR_BULK", &c.VendorBulk)
+		c.Vendors = readVendors(r, Vendor{URL: getenv("ENRICHQ_VENDOR_URL"), Key: getenv("ENRICHQ_VENDOR_KEY"), RPS: c.VendorRPS,
+			Burst: DefaultVendorBurst, Bulk: c.VendorBulk, HonoursKeys: domain.HonoursKeysAuto, Timeout: DefaultVendorTimeout}, false)
+		if s, ok := c.Vendors.Seed(); ok && c.Vendors.File != "" {
+			c.VendorRPS, c.VendorBulk = s.Rate, s.Bulk
+		}
 		r.int64("ENRICHQ_MCP_MAX_BUDGET", &c.MCPMaxBudget)
 		c.Webhooks.read(r)
 		c.Platform.read(r)
