@@ -154,7 +154,8 @@ type Charge struct {
 	// with the same key, whose answer enrichq lost, was the one billed.
 	Replayed bool
 	// Resent: http.Transport sent the request twice (a reused connection
-	// was reset): the first send may be the one billed.
+	// was reset): the first send may be the one billed (at a vendor that
+	// takes no idempotency keys, both may be).
 	Resent bool
 	// Estimate is the cost table's price of the answer (what Credits is
 	// when the vendor does not report it): what the billed earlier send of a

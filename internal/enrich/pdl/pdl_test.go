@@ -448,13 +448,18 @@ func TestClassification(t *testing.T) {
 		{502, enrich.ClassTransient, true},
 		{503, enrich.ClassTransient, false},
 	} {
+		var calls atomic.Int32
 		srv := stub(t, func(w http.ResponseWriter, r *http.Request) {
+			calls.Add(1)
 			w.WriteHeader(tc.status)
 			fmt.Fprintf(w, `{"status":%d,"error":{"type":"t%d","message":"m"}}`, tc.status, tc.status)
 		})
 		_, err := adapter(t, srv.URL, nil).AskBulk(t.Context(), []enrich.Question{{Query: enrich.ProfileQuery{Email: "a@b.co"}, Stages: all}}, "")
 		if e := vendorError(t, err, tc.class); e.OutcomeUnknown != tc.unknown || e.Status != tc.status || e.Code != fmt.Sprintf("t%d", tc.status) || e.Endpoint != "person_bulk" {
 			t.Errorf("%d: %+v", tc.status, e)
+		}
+		if calls.Load() != 1 { // never a retry
+			t.Errorf("%d: %d calls", tc.status, calls.Load())
 		}
 	}
 	// A 404 of the bulk path is not a no-match: the endpoint is not there.
