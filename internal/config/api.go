@@ -37,11 +37,6 @@ type API struct {
 	// ENRICHQ_VENDOR_BULK, defaults 10 and true).
 	VendorRPS  float64
 	VendorBulk bool
-	// Vendors: every configured vendor (ENRICHQ_VENDORS_FILE; their keys
-	// are read when set, not required), or the one seed vendor of the
-	// ENRICHQ_VENDOR_* variables. With the file, VendorRPS and VendorBulk
-	// are its first seed vendor's.
-	Vendors Vendors
 	// Webhooks: callbacks are accepted at submit only when enabled.
 	Webhooks Webhooks
 	// Platform: the connect flow's routes, when enabled.
@@ -56,6 +51,11 @@ type API struct {
 	// least 32 characters; default none: erasures are refused). A secret:
 	// changing it forgets every suppression.
 	ErasureKey string
+	// Vendors: every configured vendor (ENRICHQ_VENDORS_FILE; their keys
+	// are read when set, not required), or the one seed vendor of the
+	// ENRICHQ_VENDOR_* variables. With the file, VendorRPS and VendorBulk
+	// are its first seed vendor's.
+	Vendors Vendors
 
 	// Tuning, not read from the environment.
 
@@ -106,15 +106,15 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 		r.duration("ENRICHQ_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 		r.float("ENRICHQ_VENDOR_RPS", &c.VendorRPS)
 		r.bool("ENRICHQ_VENDOR_BULK", &c.VendorBulk)
+		r.int64("ENRICHQ_MCP_MAX_BUDGET", &c.MCPMaxBudget)
+		c.Webhooks.read(r)
+		c.Platform.read(r)
+		r.str("ENRICHQ_ERASURE_KEY", &c.ErasureKey)
 		c.Vendors = readVendors(r, Vendor{URL: getenv("ENRICHQ_VENDOR_URL"), Key: getenv("ENRICHQ_VENDOR_KEY"), RPS: c.VendorRPS,
 			Burst: DefaultVendorBurst, Bulk: c.VendorBulk, HonoursKeys: domain.HonoursKeysAuto, Timeout: DefaultVendorTimeout}, false)
 		if s, ok := c.Vendors.Seed(); ok && c.Vendors.File != "" {
 			c.VendorRPS, c.VendorBulk = s.Rate, s.Bulk
 		}
-		r.int64("ENRICHQ_MCP_MAX_BUDGET", &c.MCPMaxBudget)
-		c.Webhooks.read(r)
-		c.Platform.read(r)
-		r.str("ENRICHQ_ERASURE_KEY", &c.ErasureKey)
 	}, func() error { return c.validate() })
 	return c, err
 }

@@ -154,8 +154,7 @@ type Charge struct {
 	// with the same key, whose answer enrichq lost, was the one billed.
 	Replayed bool
 	// Resent: http.Transport sent the request twice (a reused connection
-	// was reset): the first send may be the one billed (at a vendor that
-	// takes no idempotency keys, both may be).
+	// was reset): the first send may be the one billed.
 	Resent bool
 	// Estimate is the cost table's price of the answer (what Credits is
 	// when the vendor does not report it): what the billed earlier send of a
@@ -200,14 +199,12 @@ type BulkItem struct {
 	Phones  *Phones  // nil = not asked, no profile, or no match
 	// Err is this row's own error, else nil. The vendor's per-row errors are
 	// permanent for that row (bad input) unless their code says otherwise; a
-	// row the vendor did not answer (missing or duplicate index or metadata,
-	// a result that does not parse) gets a transient error with
-	// OutcomeUnknown set.
+	// row the vendor did not answer (missing or duplicate index, a result
+	// that does not parse) gets a transient error with OutcomeUnknown set.
 	Err *Error
-	// EstimatedCredits is this row's cost by the vendor's price list (the
-	// cost table at the seed; worst case when Err.OutcomeUnknown). The vendor
-	// reports only the call's total, so this is the way to share the call's
-	// Charge among rows.
+	// EstimatedCredits is this row's cost by the cost table (worst case when
+	// Err.OutcomeUnknown). The vendor reports only the call's total, so this
+	// is the way to share BulkResult.Charge among rows.
 	EstimatedCredits int64
 }
 
