@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // API configures cmd/api, the submit API.
@@ -54,6 +56,11 @@ type API struct {
 	// least 32 characters; default none: erasures are refused). A secret:
 	// changing it forgets every suppression.
 	ErasureKey string
+	// Vendors: every configured vendor (ENRICHQ_VENDORS_FILE; their keys
+	// are read when set, not required), or the one seed vendor of the
+	// ENRICHQ_VENDOR_* variables. With the file, VendorRPS and VendorBulk
+	// are its first seed vendor's.
+	Vendors Vendors
 
 	// Tuning, not read from the environment.
 
@@ -112,6 +119,11 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 		c.Webhooks.read(r)
 		c.Platform.read(r)
 		r.str("ENRICHQ_ERASURE_KEY", &c.ErasureKey)
+		c.Vendors = readVendors(r, Vendor{URL: getenv("ENRICHQ_VENDOR_URL"), Key: getenv("ENRICHQ_VENDOR_KEY"), RPS: c.VendorRPS,
+			Burst: DefaultVendorBurst, Bulk: c.VendorBulk, HonoursKeys: domain.HonoursKeysAuto, Timeout: DefaultVendorTimeout}, false)
+		if s, ok := c.Vendors.Seed(); ok && c.Vendors.File != "" {
+			c.VendorRPS, c.VendorBulk = s.Rate, s.Bulk
+		}
 	}, func() error { return c.validate() })
 	return c, err
 }

@@ -8,8 +8,12 @@ import (
 // Worker configures cmd/worker, which runs chunk tasks and member syncs.
 type Worker struct {
 	Common
-	// Vendor: URL and Key are required.
+	// Vendor: URL and Key are required. With a vendors file, the file's
+	// first seed vendor (the one this worker calls).
 	Vendor Vendor
+	// Vendors: every configured vendor (ENRICHQ_VENDORS_FILE), or the one
+	// seed vendor of the ENRICHQ_VENDOR_* variables.
+	Vendors Vendors
 	// Concurrency is the chunks one worker process runs at once
 	// (ENRICHQ_WORKER_CONCURRENCY, default 10, 1 to 1000). Its Postgres pool
 	// holds Concurrency + 4 connections.
@@ -50,6 +54,10 @@ func WorkerFromEnv(getenv func(string) string) (Worker, error) {
 	err := load(getenv, func(r *reader) {
 		c.Common.read(r)
 		c.Vendor.read(r)
+		c.Vendors = readVendors(r, c.Vendor, true)
+		if s, ok := c.Vendors.Seed(); ok && c.Vendors.File != "" {
+			c.Vendor = s.legacy()
+		}
 		r.int("ENRICHQ_WORKER_CONCURRENCY", &c.Concurrency)
 		r.duration("ENRICHQ_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 		c.Platform.read(r)
@@ -59,9 +67,13 @@ func WorkerFromEnv(getenv func(string) string) (Worker, error) {
 }
 
 func (c Worker) validate() error {
+	vendor := c.Vendor.validate()
+	if c.Vendors.File != "" { // its entries are checked as it is read
+		vendor = c.Vendors.requireSeed()
+	}
 	return errors.Join(
 		c.Common.validate(),
-		c.Vendor.validate(),
+		vendor,
 		inRange("ENRICHQ_WORKER_CONCURRENCY", c.Concurrency, 1, 1000),
 		c.Platform.validate(),
 		checkErasureKey(c.ErasureKey),

@@ -1,14 +1,18 @@
-// Package enrich is the client of the third-party enrichment vendor: its
-// lookups, the classes of its answers (match, no match, rate limited,
-// permanent, transient...), what each call cost in credits, and the cost table
-// used when the vendor does not say.
+// Package enrich speaks to the enrichment vendors. [Vendor] is the contract
+// every vendor's adapter answers (what it can answer, how it bills, its
+// questions and answers); the shared words live here too: the query
+// ([ProfileQuery]), the answers ([Profile], [Email], [Phones]), what a call
+// cost ([Charge]), the classes of failed calls ([Error], [Class]) and the
+// seed's cost table.
 //
-// The vendor's wire format (paths, parameters, headers, JSON shapes, status
-// codes) is assumed in one file, vendor_wire.go, so adapting to a real vendor
-// is a change of that file. The client makes exactly one HTTP call per method
-// call and never retries: retries, backoff and rate limiting belong to the
-// caller, which decides with [Error.Class], [Error.RetryAfter] and
-// [Error.OutcomeUnknown].
+// [Client] is the client of the seed's vendor, and [Seed] its adapter. Its
+// wire format (paths, parameters, headers, JSON shapes, status codes) is
+// assumed in one file, vendor_wire.go, so adapting to a real vendor is a
+// change of that file; other vendors have a package each (internal/enrich/pdl)
+// with a wire file of their own. Every adapter makes exactly one HTTP call
+// per method call and never retries: retries, backoff and rate limiting
+// belong to the caller, which decides with [Error.Class], [Error.RetryAfter]
+// and [Error.OutcomeUnknown].
 package enrich
 
 import (
@@ -137,13 +141,14 @@ type Phones struct {
 	Raw json.RawMessage
 }
 
-// Charge is what a call cost: as the vendor said in X-Credits-Charged, or,
-// when that header was absent, as the client's [CostTable] estimates it.
+// Charge is what a call cost, in the vendor's credits: as the vendor said in
+// its charge header (the seed's X-Credits-Charged, [Billing].ChargeHeader),
+// or, when that header was absent, as the adapter's price list estimates it.
 type Charge struct {
 	Credits           int64
-	Reported          bool  // Credits came from X-Credits-Charged
-	Remaining         int64 // X-Credits-Remaining (negative in overage)
-	RemainingReported bool  // X-Credits-Remaining was present
+	Reported          bool  // Credits came from the charge header
+	Remaining         int64 // the balance header (X-Credits-Remaining at the seed; negative in overage)
+	RemainingReported bool  // the balance header was present
 	// Replayed: the vendor answered from its Idempotency-Key store
 	// (Idempotent-Replayed: true): this send was free, and an earlier send
 	// with the same key, whose answer enrichq lost, was the one billed.

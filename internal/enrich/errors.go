@@ -12,7 +12,8 @@ import (
 type Class int
 
 // The classes of failed calls. Which answer falls in which class is decided
-// in one place, classify in vendor_wire.go.
+// in one place per vendor: classify in vendor_wire.go for the seed, in its
+// wire file for every other adapter.
 const (
 	// ClassTransient: 5xx, timeouts, connection resets, malformed answers.
 	// Retry with backoff, a bounded number of times.
@@ -27,6 +28,11 @@ const (
 	// ClassForbidden: 403, the plan has no API access (code plan_required).
 	// Stop the job.
 	ClassForbidden
+	// ClassOutOfCredits: 402 at a vendor that blocks at zero
+	// (Billing.BlocksAtZero): the whole call was refused and nothing billed.
+	// No call with this key can succeed until someone buys credits: take
+	// the vendor out for the tenant.
+	ClassOutOfCredits
 )
 
 // String is the class's name, as used in logs and stored reasons.
@@ -42,6 +48,8 @@ func (c Class) String() string {
 		return "unauthorized"
 	case ClassForbidden:
 		return "forbidden"
+	case ClassOutOfCredits:
+		return "out_of_credits"
 	}
 	return fmt.Sprintf("class(%d)", int(c))
 }
@@ -115,9 +123,10 @@ func (e *Error) Retryable() bool {
 }
 
 // StopsKey reports whether no call with this API key can succeed until someone
-// acts (401, 403): the job should stop with this error as its reason.
+// acts (401, 403, and 402 at a vendor that blocks at zero): the job should
+// stop, or go on without this vendor, with this error as its reason.
 func (e *Error) StopsKey() bool {
-	return e.Class == ClassUnauthorized || e.Class == ClassForbidden
+	return e.Class == ClassUnauthorized || e.Class == ClassForbidden || e.Class == ClassOutOfCredits
 }
 
 // AsError finds an [*Error] in err's chain.

@@ -1,0 +1,223 @@
+package enrichtest
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// Everything here is a pure function of the fake's seed and the lookup: the
+// same lookup finds the same person, or nobody, on every run.
+
+// Lookup is one person lookup as the PDL fake received it: the identity
+// parameters, as sent.
+type Lookup struct {
+	Profile string // a profile URL
+	Email   string
+	Name    string // a full name ("first_name last_name" when sent apart)
+	Company string // a company name, website or domain
+}
+
+// Segment is the lookup's country as its TLD says: of the company when it is
+// a domain or a website, else of the email's domain; "" when neither says
+// (a company name, a profile URL). The same key the per-segment hit rates
+// of [PDLOptions] are given by: "de", "fr", "com".
+func (l Lookup) Segment() string {
+	for _, host := range []string{hostOf(l.Company), hostOf(emailDomain(l.Email))} {
+		if i := strings.LastIndexByte(host, '.'); i > 0 && i < len(host)-1 {
+			return host[i+1:]
+		}
+	}
+	return ""
+}
+
+// key is the lookup normalised: what decides whether the fake knows it.
+func (l Lookup) key() string {
+	switch {
+	case l.Profile != "":
+		return "profile\x00" + normURL(l.Profile)
+	case l.Email != "":
+		return "email\x00" + normText(l.Email)
+	}
+	return "name\x00" + normText(l.Name) + "\x00" + normText(l.Company)
+}
+
+// hostOf is s's host name when s looks like a domain or a website
+// ("acme.de", "https://www.acme.de/"), else "".
+func hostOf(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" || strings.ContainsAny(s, " \t") {
+		return ""
+	}
+	if !strings.Contains(s, "://") {
+		s = "https://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || !strings.Contains(u.Hostname(), ".") {
+		return ""
+	}
+	return strings.TrimPrefix(u.Hostname(), "www.")
+}
+
+func emailDomain(e string) string {
+	if at := strings.LastIndexByte(e, '@'); at >= 0 {
+		return e[at+1:]
+	}
+	return ""
+}
+
+// hash is a stable 64-bit hash of parts.
+func hash(parts ...string) uint64 {
+	s := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return binary.BigEndian.Uint64(s[:8])
+}
+
+// unit maps h onto [0, 1).
+func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }
+
+func pick(list []string, h uint64) string { return list[h%uint64(len(list))] }
+
+// normURL ignores case, scheme, "www.", query, fragment and trailing slashes.
+func normURL(s string) string {
+	s = strings.ToLower(strings.TrimSpace(s))
+	s = strings.TrimPrefix(strings.TrimPrefix(s, "https://"), "http://")
+	s = strings.TrimPrefix(s, "www.")
+	if i := strings.IndexAny(s, "?#"); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimRight(s, "/")
+}
+
+// normText ignores case and runs of blanks.
+func normText(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
+
+var (
+	pdlFirst      = []string{"jane", "john", "amara", "lukas", "mei", "carlos", "priya", "olga", "kwame", "sofia", "noah", "aiko"}
+	pdlLast       = []string{"doe", "smith", "okafor", "schmidt", "chen", "garcia", "patel", "ivanova", "mensah", "rossi", "berg", "tanaka"}
+	pdlCompanies  = []string{"acme corp", "globex", "initech", "umbrella labs", "hooli", "vandelay industries"}
+	pdlTitles     = []string{"vp sales", "head of marketing", "cto", "software engineer", "account executive", "data analyst"}
+	pdlLocations  = []string{"berlin, berlin, germany", "paris, ile-de-france, france", "london, england, united kingdom", "austin, texas, united states"}
+	pdlSizes      = []string{"1-10", "11-50", "51-200", "201-500", "501-1000", "1001-5000", "10001+"}
+	pdlIndustries = []string{"computer software", "financial services", "retail", "logistics and supply chain"}
+)
+
+// person is a record as the vendor sends it in "data": lower-case names,
+// URLs without a scheme, any field may be null.
+type person struct {
+	ID                 string   `json:"id"`
+	FullName           string   `json:"full_name"`
+	LinkedinURL        *string  `json:"linkedin_url"`
+	JobTitle           *string  `json:"job_title"`
+	JobCompanyName     *string  `json:"job_company_name"`
+	JobCompanyWebsite  *string  `json:"job_company_website"`
+	JobCompanySize     *string  `json:"job_company_size"`
+	JobCompanyIndustry *string  `json:"job_company_industry"`
+	LocationName       *string  `json:"location_name"`
+	WorkEmail          *string  `json:"work_email"`
+	PersonalEmails     []string `json:"personal_emails"`
+	MobilePhone        *string  `json:"mobile_phone"`
+	PhoneNumbers       []string `json:"phone_numbers"`
+	// Fields enrichq does not read: they stay in the profile's Raw.
+	Skills    []string `json:"skills"`
+	Inferred  int      `json:"inferred_years_experience"`
+	DatasetAt string   `json:"dataset_version"`
+
+	likelihood int // 1-10, sent beside data
+}
+
+// makePerson is the person the fake knows for l (whether it knows one is
+// the truth's business).
+func (p *PDL) makePerson(l Lookup) person {
+	seed := strconv.FormatInt(p.opts.Seed, 10)
+	h := hash(seed, "person", l.key())
+	r := func(tag string) float64 { return unit(hash(seed, tag, l.key())) }
+	name := normText(l.Name)
+	if name == "" {
+		name = pick(pdlFirst, h>>3) + " " + pick(pdlLast, h>>7)
+	}
+	slug := strings.ReplaceAll(name, " ", "-") + "-" + fmt.Sprintf("%06x", h&0xffffff)
+	profile := "platform.example/in/" + slug
+	if l.Profile != "" {
+		profile = normURL(l.Profile)
+	}
+	company := pick(pdlCompanies, h>>11)
+	var website *string
+	if host := hostOf(l.Company); host != "" {
+		website = &host
+		label, _, _ := strings.Cut(host, ".")
+		company = label
+	} else if c := normText(l.Company); c != "" {
+		company = c
+	}
+	if website == nil {
+		w := strings.ReplaceAll(company, " ", "") + ".example"
+		website = &w
+	}
+	per := person{
+		ID:                 fmt.Sprintf("%016x", hash(seed, "id", l.key())),
+		FullName:           name,
+		LinkedinURL:        &profile,
+		JobTitle:           ptr(pick(pdlTitles, h>>15)),
+		JobCompanyName:     &company,
+		JobCompanyWebsite:  website,
+		JobCompanySize:     ptr(pick(pdlSizes, h>>19)),
+		JobCompanyIndustry: ptr(pick(pdlIndustries, h>>23)),
+		Skills:             []string{"sales", "crm"},
+		Inferred:           int(1 + (h>>27)%30),
+		DatasetAt:          "29.0",
+		likelihood:         int(2 + (h>>31)%9), // 2 to 10
+	}
+	if (h>>35)%6 != 0 { // one in six without a location: null
+		per.LocationName = ptr(pick(pdlLocations, h>>39))
+	}
+	if l.Profile == "" && r("no-profile") < p.opts.NoProfileRate {
+		per.LinkedinURL = nil
+	}
+	if r("work-email") < p.opts.WorkEmailRate {
+		local := strings.ReplaceAll(name, " ", ".")
+		if l.Email != "" {
+			per.WorkEmail = ptr(strings.ToLower(strings.TrimSpace(l.Email)))
+		} else {
+			per.WorkEmail = ptr(local + "@" + *website)
+		}
+	}
+	if r("personal-email") < p.opts.PersonalEmailRate {
+		per.PersonalEmails = []string{strings.ReplaceAll(name, " ", "") + fmt.Sprint(h%100) + "@mail.example"}
+	}
+	if r("mobile") < p.opts.MobileRate {
+		per.MobilePhone = ptr(fmt.Sprintf("+4915%08d", hash(seed, "mobile", l.key())%100_000_000))
+		per.PhoneNumbers = append(per.PhoneNumbers, *per.MobilePhone)
+	}
+	if r("office") < p.opts.MobileRate {
+		per.PhoneNumbers = append(per.PhoneNumbers, fmt.Sprintf("+4930%07d", hash(seed, "office", l.key())%10_000_000))
+	}
+	return per
+}
+
+// has reports whether the record has field f non-null (for "required").
+func (per person) has(f string) (bool, bool) {
+	switch f {
+	case "work_email":
+		return per.WorkEmail != nil, true
+	case "personal_emails":
+		return len(per.PersonalEmails) > 0, true
+	case "emails":
+		return per.WorkEmail != nil || len(per.PersonalEmails) > 0, true
+	case "mobile_phone":
+		return per.MobilePhone != nil, true
+	case "phone_numbers":
+		return len(per.PhoneNumbers) > 0, true
+	case "linkedin_url":
+		return per.LinkedinURL != nil, true
+	case "job_title":
+		return per.JobTitle != nil, true
+	case "full_name":
+		return per.FullName != "", true
+	}
+	return false, false
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,590 @@
+package pdl
+
+// This file holds every assumption about the vendor's wire, the People Data
+// Labs v5 person API as the project's vendor-pdl.md condenses it (summarised
+// in docs/vendors.md): paths, parameters, headers, JSON shapes, what each
+// status code means (classify, itemError), and how a person record maps onto
+// enrich's Profile, Email and Phones. Adapting to the real vendor's exact
+// shapes is a change of this file only.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/ingest"
+)
+
+// Limits of the bulk endpoint: 1 to MaxBulk requests per call; the vendor
+// advises DefaultBatchSize at most (above it may answer 502).
+const (
+	MaxBulk          = 100
+	DefaultBatchSize = 80
+)
+
+// CreditsPerMatch is what a match costs, single or bulk item; a no-match
+// (404) costs nothing. The vendor's X-Call-Credits-Spent is the truth of a
+// call; this is the price list for reservations and when it is absent.
+const CreditsPerMatch = 1
+
+// Paths (under the base URL) and their names in errors and logs.
+const (
+	pathEnrich = "/v5/person/enrich"
+	pathBulk   = "/v5/person/bulk"
+
+	endpointEnrich = "person_enrich"
+	endpointBulk   = "person_bulk"
+)
+
+// Headers.
+const (
+	headerAPIKey       = "X-Api-Key"              // the key itself, not a Bearer token
+	headerCreditsSpent = "X-Call-Credits-Spent"   // credits this call cost (on every 200, assumed)
+	headerRemaining    = "X-TotalLimit-Remaining" // credits left on the key
+	headerRateReset    = "X-RateLimit-Reset"      // UTC time the fixed 60 s window ends
+	headerRateRemain   = "X-RateLimit-Remaining"
+	headerRateLimit    = "X-RateLimit-Limit"
+	headerRetryAfter   = "Retry-After" // not promised; honoured when X-RateLimit-Reset says nothing
+)
+
+// setRequestHeaders sets what every request carries. No Idempotency-Key:
+// the vendor takes none (a resent call is billed again).
+func setRequestHeaders(h http.Header, apiKey string, jsonBody bool) {
+	h.Set(headerAPIKey, apiKey)
+	h.Set("Accept", "application/json")
+	if jsonBody {
+		h.Set("Content-Type", "application/json")
+	}
+}
+
+// Parameters of a lookup (query string of the single enrich, "params" of a
+// bulk request).
+const (
+	paramProfile       = "profile" // a profile URL
+	paramEmail         = "email"
+	paramName          = "name"    // a full name
+	paramCompany       = "company" // a company name, website or domain
+	paramMinLikelihood = "min_likelihood"
+	paramRequired      = "required"
+)
+
+// params is q as the vendor takes it, with the adapter's match settings.
+// A role title is not an identity here: the caller refuses it before.
+func params(q enrich.ProfileQuery, minLikelihood int, required string) map[string]string {
+	p := map[string]string{}
+	switch q.Kind() {
+	case domain.InputProfileURL:
+		p[paramProfile] = q.ProfileURL
+	case domain.InputEmail:
+		p[paramEmail] = q.Email
+	case domain.InputNameCompany:
+		p[paramName], p[paramCompany] = q.Name, q.Company
+	case domain.InputNameDomain:
+		p[paramName], p[paramCompany] = q.Name, q.Domain
+	}
+	if minLikelihood > 0 {
+		p[paramMinLikelihood] = strconv.Itoa(minLikelihood)
+	}
+	if required != "" {
+		p[paramRequired] = required
+	}
+	return p
+}
+
+func queryOf(p map[string]string) url.Values {
+	v := url.Values{}
+	for k, s := range p {
+		v.Set(k, s)
+	}
+	return v
+}
+
+// metadataKey is the member of "metadata" that numbers a bulk request; the
+// vendor echoes metadata unchanged on its item, and items are paired by it.
+const metadataKey = "enrichq_item"
+
+type bulkRequest struct {
+	Requests []bulkRequestItem `json:"requests"`
+}
+
+type bulkRequestItem struct {
+	Params   map[string]string `json:"params"`
+	Metadata map[string]int    `json:"metadata"`
+}
+
+// bulkBody is {"requests": [{"params": {...}, "metadata": {"enrichq_item": j}}, ...]}.
+func bulkBody(ps []map[string]string) ([]byte, error) {
+	req := bulkRequest{Requests: make([]bulkRequestItem, len(ps))}
+	for j, p := range ps {
+		req.Requests[j] = bulkRequestItem{Params: p, Metadata: map[string]int{metadataKey: j}}
+	}
+	return json.Marshal(req)
+}
+
+// answer is what classify makes of a response that is not an error.
+type answer int
+
+const (
+	answerBody    answer = iota // a 200 to decode
+	answerNoMatch               // a 404 of the single enrich
+)
+
+// classify is the one place that decides what a call's status means. It
+// returns answerBody or answerNoMatch, or an *enrich.Error with its class.
+// Headers of money and rate are the caller's.
+func classify(endpoint string, status int, h http.Header, body []byte, now time.Time) (answer, *enrich.Error) {
+	if status == http.StatusOK {
+		return answerBody, nil
+	}
+	if status == http.StatusNotFound && endpoint == endpointEnrich {
+		return answerNoMatch, nil // free
+	}
+	code, msg := errorBody(body)
+	e := &enrich.Error{Endpoint: endpoint, Status: status, Code: code, Message: msg}
+	switch {
+	case status == http.StatusUnauthorized:
+		e.Class = enrich.ClassUnauthorized
+	case status == http.StatusPaymentRequired:
+		e.Class = enrich.ClassOutOfCredits // the whole call, nothing billed
+	case status == http.StatusForbidden:
+		e.Class = enrich.ClassForbidden
+	case status == http.StatusTooManyRequests:
+		e.Class = enrich.ClassRateLimited
+		e.RetryAfter = retryAfter(h, now)
+	case status == http.StatusRequestTimeout, status == http.StatusTooEarly:
+		e.Class = enrich.ClassTransient
+	case status >= 400 && status <= 499: // 400 invalid_request_error, 405, and a 404 of the bulk path
+		e.Class = enrich.ClassPermanent
+	case status == http.StatusServiceUnavailable:
+		e.Class = enrich.ClassTransient // refused, not processed
+		e.RetryAfter = retryAfter(h, now)
+	case status >= 500: // 500, 502 (a batch too large), 504: the work may have been done
+		e.Class = enrich.ClassTransient
+		e.OutcomeUnknown = true
+	default: // 1xx, another 2xx, 3xx: not an answer of this API
+		e.Class = enrich.ClassTransient
+		e.OutcomeUnknown = status >= 200 && status <= 299
+	}
+	if e.Code == "" {
+		e.Code = strings.ToLower(strings.ReplaceAll(http.StatusText(status), " ", "_"))
+	}
+	return 0, e
+}
+
+// itemError is the error of a bulk item whose status is neither 200 nor 404
+// (nil for those). Only a 200 item is billed, so none of these is.
+func itemError(status int, raw json.RawMessage) *enrich.Error {
+	code, msg := errorObject(raw)
+	e := &enrich.Error{Endpoint: endpointBulk, Status: status, Code: code, Message: msg}
+	switch {
+	case status == http.StatusPaymentRequired:
+		e.Class = enrich.ClassOutOfCredits
+	case status == http.StatusTooManyRequests:
+		e.Class = enrich.ClassRateLimited
+	case status >= 500, status == http.StatusRequestTimeout:
+		e.Class = enrich.ClassTransient
+	default: // 400 and the rest: bad input for that item
+		e.Class = enrich.ClassPermanent
+	}
+	if e.Code == "" {
+		e.Code = "item_error"
+	}
+	return e
+}
+
+// errorBody reads {"status": N, "error": {"type": "...", "message": "..."}};
+// another shape gives no code and a short excerpt as the message.
+func errorBody(body []byte) (code, msg string) {
+	var w struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &w) == nil && len(w.Error) > 0 && w.Error[0] == '{' {
+		return errorObject(w.Error)
+	}
+	return "", clip(string(body), 200)
+}
+
+func errorObject(raw json.RawMessage) (code, msg string) {
+	var e struct {
+		Type    looseStr `json:"type"`
+		Message looseStr `json:"message"`
+	}
+	_ = json.Unmarshal(raw, &e)
+	return clip(string(e.Type), 100), clip(string(e.Message), 300)
+}
+
+// retryAfter is the wait a 429 or 503 asks for: until X-RateLimit-Reset
+// (the window's end, a UTC time), else Retry-After in seconds; 0 when
+// neither says a wait in the future.
+func retryAfter(h http.Header, now time.Time) time.Duration {
+	if t, ok := parseTime(h.Get(headerRateReset)); ok {
+		if d := t.Sub(now); d > 0 {
+			return d
+		}
+		return 0
+	}
+	if secs, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerRetryAfter)), 10, 64); err == nil && secs > 0 {
+		return time.Duration(min(secs, int64(math.MaxInt64/time.Second))) * time.Second
+	}
+	return 0
+}
+
+// resetLayouts are the forms of X-RateLimit-Reset read: RFC 3339, an HTTP
+// date, and "2006-01-02 15:04:05" with or without a zone (UTC when none).
+var resetLayouts = []string{time.RFC3339Nano, http.TimeFormat, time.RFC1123, "2006-01-02 15:04:05 MST", "2006-01-02 15:04:05 -0700", "2006-01-02 15:04:05", "2006-01-02T15:04:05"}
+
+// parseTime reads a UTC time in one of resetLayouts, or as Unix seconds.
+func parseTime(v string) (time.Time, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return time.Time{}, false
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 1e9 { // not a Unix time: a count of seconds is not what the contract says
+			return time.Time{}, false
+		}
+		return time.Unix(n, 0).UTC(), true
+	}
+	for _, l := range resetLayouts {
+		if t, err := time.ParseInLocation(l, v, time.UTC); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// parseCharge reads X-Call-Credits-Spent and X-TotalLimit-Remaining; a value
+// that is not a whole number (or a negative charge) counts as absent.
+func parseCharge(h http.Header) enrich.Charge {
+	var c enrich.Charge
+	if v, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerCreditsSpent)), 10, 64); err == nil && v >= 0 {
+		c.Credits, c.Reported = v, true
+	}
+	if v, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerRemaining)), 10, 64); err == nil {
+		c.Remaining, c.RemainingReported = v, true
+	}
+	return c
+}
+
+// parseRateLimit reads X-RateLimit-*: Remaining and Limit as whole numbers,
+// Reset as a UTC time turned into seconds from now. nil when none is there.
+func parseRateLimit(h http.Header, now time.Time) *enrich.RateLimit {
+	rl := enrich.RateLimit{Limit: -1, Remaining: -1, ResetIn: -1}
+	found := false
+	if v, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerRateLimit)), 10, 64); err == nil && v >= 0 {
+		rl.Limit, found = v, true
+	}
+	if v, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerRateRemain)), 10, 64); err == nil && v >= 0 {
+		rl.Remaining, found = v, true
+	}
+	if t, ok := parseTime(h.Get(headerRateReset)); ok {
+		rl.ResetIn, found = max(0, int64(math.Ceil(t.Sub(now).Seconds()))), true
+	}
+	if !found {
+		return nil
+	}
+	return &rl
+}
+
+// errMalformed wraps every decoding failure of a 200 body.
+var errMalformed = errors.New("malformed response")
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", errMalformed, fmt.Sprintf(format, args...))
+}
+
+// personWire is a match: {"status": 200, "likelihood": 1-10, "data": {...}}
+// (single), or a bulk item, which adds "metadata" and, when not a match,
+// "error" in place of "data".
+type personWire struct {
+	Status     json.RawMessage `json:"status"`
+	Likelihood json.RawMessage `json:"likelihood"`
+	Data       json.RawMessage `json:"data"`
+	Metadata   json.RawMessage `json:"metadata"`
+	Error      json.RawMessage `json:"error"`
+}
+
+// found is a person record turned into enrich's parts.
+type found struct {
+	profile *enrich.Profile
+	email   *enrich.Email
+	phones  *enrich.Phones
+}
+
+// decodeSingle reads the 200 answer of the single enrich.
+func decodeSingle(body []byte) (found, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '{' {
+		return found{}, malformed("not a JSON object")
+	}
+	var w personWire
+	if err := json.Unmarshal(body, &w); err != nil {
+		return found{}, malformed("%v", err)
+	}
+	return decodeMatch(w)
+}
+
+// decodeMatch maps a match's data; a match without a data object is malformed.
+func decodeMatch(w personWire) (found, error) {
+	data := bytes.TrimSpace(w.Data)
+	if len(data) == 0 || data[0] != '{' {
+		return found{}, malformed("a match without a data object")
+	}
+	var likelihood float64
+	_ = json.Unmarshal(w.Likelihood, &likelihood) // absent or not a number: 0
+	return decodeData(data, likelihood)
+}
+
+// dataWire are the fields of a person record enrichq reads. Any may be
+// null or of another type (then it is empty here; Profile.Raw keeps it).
+type dataWire struct {
+	FullName           looseStr  `json:"full_name"`
+	LinkedinURL        looseStr  `json:"linkedin_url"` // without a scheme: "platform.example/in/jane-doe"
+	JobTitle           looseStr  `json:"job_title"`
+	JobCompanyName     looseStr  `json:"job_company_name"`
+	JobCompanyWebsite  looseStr  `json:"job_company_website"` // kept in Raw: Profile has no website
+	JobCompanySize     looseStr  `json:"job_company_size"`
+	JobCompanyIndustry looseStr  `json:"job_company_industry"`
+	LocationName       looseStr  `json:"location_name"`
+	WorkEmail          looseStr  `json:"work_email"`
+	PersonalEmails     looseList `json:"personal_emails"`
+	MobilePhone        looseStr  `json:"mobile_phone"`
+	PhoneNumbers       looseList `json:"phone_numbers"`
+}
+
+// decodeData maps a person record (data, a JSON object) onto a profile (only
+// when it has a usable linkedin_url: a profile is known by its URL), an email
+// (work_email, else the first personal email; confidence likelihood/10, not
+// verified: the record says nothing of it) and phones (mobile_phone as a
+// mobile, then the other phone_numbers).
+func decodeData(data []byte, likelihood float64) (found, error) {
+	var d dataWire
+	if err := json.Unmarshal(data, &d); err != nil {
+		return found{}, malformed("data: %v", err)
+	}
+	var f found
+	if u, ok := profileURL(string(d.LinkedinURL)); ok {
+		f.profile = &enrich.Profile{
+			ProfileURL:  u,
+			Name:        string(d.FullName),
+			Company:     string(d.JobCompanyName),
+			Role:        string(d.JobTitle),
+			Location:    string(d.LocationName),
+			CompanySize: string(d.JobCompanySize),
+			Industry:    string(d.JobCompanyIndustry),
+			Raw:         bytes.Clone(data),
+		}
+	}
+	addr, field := strings.TrimSpace(string(d.WorkEmail)), "work_email"
+	if addr == "" && len(d.PersonalEmails) > 0 {
+		addr, field = d.PersonalEmails[0], "personal_emails"
+	}
+	if addr != "" {
+		conf := math.Round(min(1, max(0, likelihood/10))*100) / 100
+		raw, err := json.Marshal(emailRaw{Email: addr, Confidence: conf, Verified: false, Field: field})
+		if err != nil {
+			return found{}, err
+		}
+		f.email = &enrich.Email{Address: addr, Confidence: conf, Raw: raw}
+	}
+	var nums []phoneRaw
+	seen := map[string]bool{}
+	add := func(n, typ string) {
+		if n = strings.TrimSpace(n); n != "" && !seen[n] {
+			seen[n] = true
+			nums = append(nums, phoneRaw{Number: n, Type: typ})
+		}
+	}
+	add(string(d.MobilePhone), "mobile")
+	for _, n := range d.PhoneNumbers {
+		add(n, "")
+	}
+	if len(nums) > 0 {
+		raw, err := json.Marshal(phonesRaw{Phones: nums})
+		if err != nil {
+			return found{}, err
+		}
+		ph := &enrich.Phones{Raw: raw}
+		for _, n := range nums {
+			ph.Numbers = append(ph.Numbers, enrich.Phone{Number: n.Number, Type: n.Type})
+		}
+		f.phones = ph
+	}
+	return f, nil
+}
+
+// emailRaw is Email.Raw: the shape enrich.ParseEmailRaw reads back (the
+// record's own data is the profile's Raw), plus the field it came from.
+type emailRaw struct {
+	Email      string  `json:"email"`
+	Confidence float64 `json:"confidence"`
+	Verified   bool    `json:"verified"`
+	Field      string  `json:"field"`
+}
+
+// phonesRaw is Phones.Raw: the shape enrich.ParsePhonesRaw reads back.
+type phonesRaw struct {
+	Phones []phoneRaw `json:"phones"`
+}
+
+type phoneRaw struct {
+	Number string `json:"number"`
+	Type   string `json:"type,omitempty"`
+}
+
+// profileURL is linkedin_url as enrichq keeps profile URLs (an upload's
+// canonical form: https, lower-case host without www., no trailing slash).
+// The vendor writes it without a scheme.
+func profileURL(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return "", false
+	}
+	if !strings.Contains(s, "://") {
+		s = "https://" + s
+	}
+	u, err := ingest.CanonicalProfileURL(s)
+	return u, err == nil
+}
+
+// ParseProfileRaw reads a profile stored from this vendor (its Raw is the
+// record's data) back into the Profile first decoded: for answers cached and
+// read again. nil, nil when the record has no usable profile URL.
+func ParseProfileRaw(raw []byte) (*enrich.Profile, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, malformed("profile: not a JSON object")
+	}
+	f, err := decodeData(raw, 0)
+	return f.profile, err
+}
+
+// bulkItems reads a bulk 200 answer (a JSON array of items) for n requests
+// sent, pairing items by metadata: a request without exactly one item
+// (missing, duplicated), or whose item does not parse, gets a transient
+// error of unknown outcome. A body that is not an array is malformed.
+func bulkItems(body []byte, n int) ([]item, error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 || body[0] != '[' {
+		return nil, malformed("bulk: not a JSON array")
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(body, &raws); err != nil {
+		return nil, malformed("bulk: %v", err)
+	}
+	out := make([]item, n)
+	seen := make([]int, n)
+	for _, r := range raws {
+		var w personWire
+		if len(bytes.TrimSpace(r)) == 0 || bytes.TrimSpace(r)[0] != '{' || json.Unmarshal(r, &w) != nil {
+			continue // cannot tell which request it answers: that one ends up missing
+		}
+		var md map[string]json.RawMessage
+		var j int
+		if json.Unmarshal(w.Metadata, &md) != nil || json.Unmarshal(md[metadataKey], &j) != nil || j < 0 || j >= n {
+			continue
+		}
+		if seen[j]++; seen[j] > 1 {
+			continue
+		}
+		out[j] = decodeItem(w)
+	}
+	for j := range out {
+		switch {
+		case seen[j] == 0:
+			out[j] = item{err: unknownItem("missing_result", "the vendor's answer has no item for this request")}
+		case seen[j] > 1:
+			out[j] = item{err: unknownItem("duplicate_result", "the vendor's answer has several items for this request")}
+		}
+	}
+	return out, nil
+}
+
+// item is one bulk item: a match (billed), a no-match (free), or an error.
+type item struct {
+	found
+	billed bool // a 200: one credit
+	err    *enrich.Error
+}
+
+func decodeItem(w personWire) item {
+	var status int
+	if json.Unmarshal(w.Status, &status) != nil {
+		return item{err: unknownItem("malformed_result", "an item without a status")}
+	}
+	switch status {
+	case http.StatusOK:
+		f, err := decodeMatch(w)
+		if err != nil {
+			return item{billed: true, err: unknownItem("malformed_result", err.Error())}
+		}
+		return item{found: f, billed: true}
+	case http.StatusNotFound:
+		return item{}
+	}
+	return item{err: itemError(status, w.Error)}
+}
+
+// unknownItem is an item whose outcome is unknown: it may have been billed.
+func unknownItem(code, msg string) *enrich.Error {
+	return &enrich.Error{Class: enrich.ClassTransient, Endpoint: endpointBulk, Code: code, Message: msg, OutcomeUnknown: true}
+}
+
+// looseStr decodes a JSON string and leaves anything else "" (never an error).
+type looseStr string
+
+func (s *looseStr) UnmarshalJSON(b []byte) error {
+	var v string
+	if len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &v) == nil {
+		*s = looseStr(v)
+	}
+	return nil
+}
+
+// looseList decodes the non-blank string members of a JSON list, nil for
+// anything else (never an error).
+type looseList []string
+
+func (l *looseList) UnmarshalJSON(b []byte) error {
+	var list []looseStr
+	if len(b) == 0 || b[0] != '[' || json.Unmarshal(b, &list) != nil {
+		return nil
+	}
+	var out []string
+	for _, v := range list {
+		if strings.TrimSpace(string(v)) != "" {
+			out = append(out, string(v))
+		}
+	}
+	*l = out
+	return nil
+}
+
+// clip keeps at most n bytes of s's printable text, on one line.
+func clip(s string, n int) string {
+	s = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
+}

@@ -1,0 +1,160 @@
+package enrich
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/enrichq/enrichq/internal/domain"
+)
+
+// Seed is the seed's vendor (vendor-api.md, section 1) behind the [Vendor]
+// contract: a [*Client] under its configured name. The wire is the client's,
+// unchanged: a single Ask is one of /v1/profile, /v1/email or /v1/phone by
+// the question's stage; AskBulk is /v1/bulk with "include".
+type Seed struct {
+	name    string
+	c       *Client
+	honours domain.HonoursKeys
+}
+
+var _ Vendor = (*Seed)(nil)
+
+// NewSeed is the seed adapter named name over c. honoursKeys is the
+// configured Idempotency-Key behaviour ("" is auto).
+func NewSeed(name string, c *Client, honoursKeys domain.HonoursKeys) *Seed {
+	if honoursKeys == "" {
+		honoursKeys = domain.HonoursKeysAuto
+	}
+	return &Seed{name: name, c: c, honours: honoursKeys}
+}
+
+// Client is the client the adapter speaks through.
+func (s *Seed) Client() *Client { return s.c }
+
+// Name is the vendor's configured name.
+func (s *Seed) Name() string { return s.name }
+
+// Caps: every stage; a profile from any input kind, email and phone from a
+// profile URL; role searches; one stage per single call; bulk of
+// MaxBulkRows; profile searches billed hit or miss, emails and phones by
+// what is found; overage billed, never blocked.
+func (s *Seed) Caps() Caps {
+	return Caps{
+		Stages: []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone},
+		Inputs: map[domain.Stage][]domain.InputKind{
+			domain.StageProfile: {domain.InputProfileURL, domain.InputEmail, domain.InputNameCompany, domain.InputNameDomain},
+			domain.StageEmail:   {domain.InputProfileURL},
+			domain.StagePhone:   {domain.InputProfileURL},
+		},
+		RoleSearch: true,
+		MaxBulk:    MaxBulkRows,
+		Billing: Billing{
+			Rules: map[domain.Stage]BillingRule{
+				domain.StageProfile: BillPerCall,
+				domain.StageEmail:   BillPerField,
+				domain.StagePhone:   BillPerField,
+			},
+			ChargeHeader:  headerCreditsCharged,
+			BalanceHeader: headerCreditsRemaining,
+			HonoursKeys:   s.honours,
+		},
+	}
+}
+
+// Price is q's cost by the client's cost table. A profile lookup costs the
+// same hit or miss, and with it (a bulk row) the other stages cost what they
+// find; alone, an email or a phone lookup costs nothing when missed.
+func (s *Seed) Price(q Question) Price {
+	t := s.c.costs
+	if q.Asks(domain.StageProfile) {
+		c := t.ProfileCost(q.Query.Kind())
+		p := Price{Miss: c, Hit: c, Worst: c}
+		for _, st := range q.Stages {
+			if st != domain.StageProfile {
+				p.Hit += t.Best(st) // the profile found, this stage missed (or cheapest)
+				p.Worst += t.Worst(st)
+			}
+		}
+		return p
+	}
+	if len(q.Stages) != 1 {
+		return Price{}
+	}
+	switch st := q.Stages[0]; st {
+	case domain.StageEmail:
+		return Price{Miss: t.EmailMiss, Hit: min(t.EmailHit, t.EmailVerified), Worst: t.Worst(st)}
+	case domain.StagePhone:
+		return Price{Miss: t.PhoneMiss, Hit: min(t.PhoneHit, t.PhoneMobile), Worst: t.Worst(st)}
+	}
+	return Price{}
+}
+
+// Ask makes one single call for the one stage of q: /v1/profile with q's
+// input, or /v1/email or /v1/phone with its profile URL.
+func (s *Seed) Ask(ctx context.Context, q Question, idempotencyKey string) (Answer, error) {
+	if len(q.Stages) != 1 {
+		return Answer{}, refused(endpointOf(q), "one_stage_per_call", fmt.Sprintf("a single call answers one stage, %d asked", len(q.Stages)))
+	}
+	switch st := q.Stages[0]; st {
+	case domain.StageProfile:
+		r, err := s.c.Profile(ctx, q.Query, idempotencyKey)
+		return Answer{Profile: r.Profile, Charge: r.Charge, RateLimit: r.RateLimit}, err
+	case domain.StageEmail, domain.StagePhone:
+		if q.Query.Kind() != domain.InputProfileURL {
+			return Answer{}, refused(string(st), "invalid_query", "this vendor finds an "+string(st)+" from a profile URL only")
+		}
+		if st == domain.StageEmail {
+			r, err := s.c.Email(ctx, q.Query.ProfileURL, idempotencyKey)
+			return Answer{Email: r.Email, Charge: r.Charge, RateLimit: r.RateLimit}, err
+		}
+		r, err := s.c.Phone(ctx, q.Query.ProfileURL, idempotencyKey)
+		return Answer{Phones: r.Phones, Charge: r.Charge, RateLimit: r.RateLimit}, err
+	default:
+		return Answer{}, refused(endpointProfile, "invalid_stage", fmt.Sprintf("unknown stage %q", clip(string(st), 50)))
+	}
+}
+
+// AskBulk makes one /v1/bulk call: each question's input as a row, and the
+// stages other than the profile as "include". A bulk call finds each row's
+// profile first, so every question asks the profile stage, and the same
+// stages (one include list per call); otherwise the call is refused.
+func (s *Seed) AskBulk(ctx context.Context, qs []Question, idempotencyKey string) (BulkAnswer, error) {
+	rows := make([]ProfileQuery, len(qs))
+	var include []domain.Stage
+	for i, q := range qs {
+		if !q.Asks(domain.StageProfile) {
+			return BulkAnswer{}, refused(endpointBulk, "invalid_include", "a bulk call finds the profile first: every question asks the profile stage")
+		}
+		if i == 0 {
+			include = q.Stages
+		} else if !sameStages(include, q.Stages) {
+			return BulkAnswer{}, refused(endpointBulk, "mixed_stages", "every question of a bulk call must ask the same stages")
+		}
+		rows[i] = q.Query
+	}
+	r, err := s.c.Bulk(ctx, rows, include, idempotencyKey)
+	return BulkAnswer{Items: r.Items, Charge: r.Charge, RateLimit: r.RateLimit}, err
+}
+
+func sameStages(a, b []domain.Stage) bool {
+	for _, s := range a {
+		if !slices.Contains(b, s) {
+			return false
+		}
+	}
+	for _, s := range b {
+		if !slices.Contains(a, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// endpointOf names the endpoint a refused single question would have gone to.
+func endpointOf(q Question) string {
+	if len(q.Stages) == 1 && q.Stages[0].Valid() {
+		return string(q.Stages[0])
+	}
+	return endpointProfile
+}

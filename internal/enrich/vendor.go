@@ -1,0 +1,176 @@
+package enrich
+
+import (
+	"context"
+	"slices"
+
+	"github.com/enrichq/enrichq/internal/domain"
+)
+
+// Vendor is one enrichment vendor behind its adapter: the caller never sees
+// its wire (paths, headers, JSON shapes, status codes, how it pairs bulk
+// answers), only questions, answers, charges and classed errors.
+//
+// Like [Client], an adapter makes exactly one HTTP call per method call (or
+// none, when it refuses the input before the call) and never retries:
+// retries, backoff, rate limiting, reservations and the choice of the next
+// vendor belong to the caller. Its errors are [*Error] with their [Class].
+// An adapter is safe for concurrent use.
+type Vendor interface {
+	// Name is the vendor's configured name (the vendors file's `name`): it
+	// names the vendor in results, the ledger and idempotency keys. Two
+	// vendors of one kind have two names.
+	Name() string
+	// Caps says what the vendor answers and how it bills. It does not change
+	// over the adapter's life.
+	Caps() Caps
+	// Price is what one Ask of q can cost by the vendor's configured price
+	// list, in its own credits (not in budget units): what to reserve before
+	// the call (Worst) and what to expect of a match and of a miss. A bulk
+	// item costs what an Ask of its question would.
+	Price(q Question) Price
+	// Ask makes one call: a single lookup of one input for the stages of q.
+	// A no-match is an Answer with nil parts, not an error. A question the
+	// vendor cannot answer (see Caps) is refused before any call with a
+	// permanent error.
+	Ask(ctx context.Context, q Question, idempotencyKey string) (Answer, error)
+	// AskBulk makes one bulk call: Items[i] answers qs[i], paired by the
+	// adapter by the vendor's own means (the seed's "index", pdl's
+	// "metadata"), never by position in the vendor's answer. Only when
+	// Caps().MaxBulk > 0, with at most MaxBulk questions; more is refused
+	// before any call. The returned error is the whole call's (no item is
+	// then known); each item's own outcome is in its Err.
+	AskBulk(ctx context.Context, qs []Question, idempotencyKey string) (BulkAnswer, error)
+}
+
+// Caps is what a vendor can answer, and how it bills.
+type Caps struct {
+	// Stages are the stages it answers, in domain.Stages order.
+	Stages []domain.Stage
+	// Inputs are the input kinds it takes, per stage: the seed finds an
+	// email or a phone only from a profile URL (the one its profile stage
+	// found), pdl from any identity.
+	Inputs map[domain.Stage][]domain.InputKind
+	// RoleSearch: it answers "a role title at a company" (Question.Role):
+	// the seed does, pdl does not (a role is not an identity there).
+	RoleSearch bool
+	// FillsAll: one match answers every stage it has data for, for one
+	// charge (pdl: a person record carries the profile, the email and the
+	// phones). Without it one Ask answers exactly one stage.
+	FillsAll bool
+	// MaxBulk is the most questions one AskBulk takes; 0: no bulk endpoint.
+	MaxBulk int
+	// Billing is how it bills and what it does out of credits.
+	Billing Billing
+}
+
+// Answers reports whether the vendor can answer stage s for an input of
+// kind k (role says the input's name is a role title).
+func (c Caps) Answers(s domain.Stage, k domain.InputKind, role bool) bool {
+	if role && !c.RoleSearch {
+		return false
+	}
+	return slices.Contains(c.Stages, s) && slices.Contains(c.Inputs[s], k)
+}
+
+// BillingRule says which answers of a stage a vendor bills.
+type BillingRule string
+
+// The billing rules.
+const (
+	// BillPerCall: every answered lookup is billed, match or no match (the
+	// seed's profile search: the search was done).
+	BillPerCall BillingRule = "per_call"
+	// BillPerMatch: a match is billed, at one price whatever it holds; a
+	// no-match is free (pdl: 1 credit per 200, a 404 costs nothing).
+	BillPerMatch BillingRule = "per_match"
+	// BillPerField: only what is found is billed, priced by what it is (the
+	// seed's email and phone: a verified email or a mobile costs more, a
+	// miss nothing).
+	BillPerField BillingRule = "per_field"
+)
+
+// Billing is how a vendor bills, and how it says so.
+type Billing struct {
+	// Rules is the rule of each stage it answers.
+	Rules map[domain.Stage]BillingRule
+	// ChargeHeader is the response header carrying what a call cost
+	// (seed X-Credits-Charged, pdl X-Call-Credits-Spent): read into
+	// Charge.Credits with Charge.Reported set. Without it the adapter
+	// charges its price list.
+	ChargeHeader string
+	// BalanceHeader is the response header carrying the credits left on the
+	// key (seed X-Credits-Remaining, pdl X-TotalLimit-Remaining): read into
+	// Charge.Remaining; a witness that settles calls of unknown outcome.
+	BalanceHeader string
+	// BlocksAtZero: out of credits, the vendor refuses calls (pdl: 402,
+	// [ClassOutOfCredits], nothing billed) rather than billing overage (the
+	// seed: it keeps answering; only enrichq's budgets stop the spend).
+	BlocksAtZero bool
+	// HonoursKeys: whether the vendor honours Idempotency-Key, so that a
+	// resent call is replayed free (seed: as configured, auto learns it;
+	// pdl: false, it takes no key: a resent call is billed again).
+	HonoursKeys domain.HonoursKeys
+}
+
+// Rule is the billing rule of stage s ("" for a stage the vendor does not answer).
+func (b Billing) Rule(s domain.Stage) BillingRule { return b.Rules[s] }
+
+// Price is what one question costs at a vendor by its configured price
+// list, in the vendor's credits. The vendor's charge header, when sent, is
+// the truth of a call; these are for reservations and expectations.
+type Price struct {
+	// Miss is what a call that finds nothing costs (0 where misses are free).
+	Miss int64
+	// Hit is the least a call that finds something costs.
+	Hit int64
+	// Worst is the most the call can cost, whatever it finds: what to
+	// reserve before it.
+	Worst int64
+}
+
+// Question is what one Ask (or one item of an AskBulk) asks a vendor.
+type Question struct {
+	// Query is the row's identity (a profile URL, an email, a name with a
+	// company or a domain), or, for a later stage at a vendor that finds
+	// emails and phones by profile URL (the seed), the profile URL an
+	// earlier stage found. Normalised by the caller; sent as given.
+	Query ProfileQuery
+	// Stages are what this call should answer. Without Caps().FillsAll,
+	// exactly one stage per Ask; in an AskBulk every question asks the same
+	// stages (the profile is implied at the seed: its bulk finds the
+	// profile, then the stages included).
+	Stages []domain.Stage
+	// Role says Query.Name is a role title ("VP Sales"), not a person's name.
+	// Only a vendor with Caps().RoleSearch takes it.
+	Role bool
+}
+
+// Asks reports whether q asks stage s.
+func (q Question) Asks(s domain.Stage) bool { return slices.Contains(q.Stages, s) }
+
+// Answer is a vendor's answer to one Ask. A part is nil when it was not
+// found or not asked; a vendor that FillsAll may set parts it was not asked
+// for (its match held them, and they were paid for with it).
+type Answer struct {
+	Profile *Profile
+	Email   *Email
+	Phones  *Phones
+	// Charge is what the call cost, as the vendor's charge header said, or
+	// by the adapter's price list when it said nothing.
+	Charge Charge
+	// RateLimit is what the vendor said of its rate limit; nil when nothing.
+	RateLimit *RateLimit
+}
+
+// Found reports whether the answer holds anything.
+func (a Answer) Found() bool { return a.Profile != nil || a.Email != nil || a.Phones != nil }
+
+// BulkAnswer is a vendor's answer to one AskBulk: Items[i] answers the
+// i-th question. Each item's EstimatedCredits is its share of Charge by the
+// vendor's price list (worst case when its outcome is unknown).
+type BulkAnswer struct {
+	Items     []BulkItem
+	Charge    Charge
+	RateLimit *RateLimit
+}
