@@ -347,10 +347,19 @@ func TestInterruptedWait(t *testing.T) {
 	s := newStack(t, jobstest.Options{NoWorker: true}) // the job never moves
 	file := writeFile(t, "x.csv", "profile_url\nhttps://platform.example/in/a\n")
 	env := map[string]string{"ENRICHQ_API_URL": s.url, "ENRICHQ_API_KEY": apiKey}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	// The user interrupts once the job is submitted (its id on stdout), however
+	// long the submit took.
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"enrichq", "submit", file, "--wait", "--interval", "20ms"}, func(k string) string { return env[k] }, nil, &stdout, &stderr)
+	out := writerFunc(func(p []byte) (int, error) {
+		n, err := stdout.Write(p)
+		if strings.Contains(stdout.String(), "\n") {
+			cancel()
+		}
+		return n, err
+	})
+	err := run(ctx, []string{"enrichq", "submit", file, "--wait", "--interval", "20ms"}, func(k string) string { return env[k] }, nil, out, &stderr)
 	if exitCode(err) != 1 && exitCode(err) != 130 {
 		t.Fatalf("exit %d: %v", exitCode(err), err)
 	}
@@ -358,3 +367,8 @@ func TestInterruptedWait(t *testing.T) {
 		t.Fatalf("stdout %q, stderr:\n%s", stdout.String(), stderr.String())
 	}
 }
+
+// writerFunc is an io.Writer of a function.
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
