@@ -56,7 +56,7 @@ type errorJSON struct {
 // service's errors: *service.ForbiddenError 403 insufficient_scope,
 // service.ErrNoTenant 403 no_tenant, *service.InvalidError 400 (422 for
 // invalid_options), *service.ConflictError 409 with its code, ErrNotFound
-// 404, ErrConflict 409, ErrUnavailable 503; an upload over the byte
+// 404, ErrConflict 409, ErrUnavailable 503, ErrInvalidInput 400; an upload over the byte
 // limit 413; an upload that stopped sending 408; a server-side deadline 503;
 // anything else 500, with the detail logged and never sent.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -117,6 +117,10 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 		s.Log.WarnContext(r.Context(), "database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
 			Message: "the database is unavailable; nothing was stored; try again in a few seconds", header: http.Header{"Retry-After": {"5"}}}
+	case errors.Is(err, store.ErrInvalidInput):
+		// The doors refuse control characters first; this is the backstop.
+		s.Log.WarnContext(r.Context(), "a value Postgres refused as text", "method", r.Method, "path", r.URL.Path, "err", err)
+		return errorf(http.StatusBadRequest, "invalid_input", "a value of the request holds a character that cannot be stored (a control character such as U+0000)")
 	case errors.Is(err, store.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", "no such job")
 	case errors.Is(err, store.ErrConflict):
