@@ -134,9 +134,11 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk,
 			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
-		Keys:         httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
-		Limits:       limits,
-		MCPMaxBudget: cfg.MCPMaxBudget,
+		Keys:              httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
+		Limits:            limits,
+		MCPMaxBudget:      cfg.MCPMaxBudget,
+		MCPMaxDailyBudget: cfg.MCPMaxDailyBudget,
+		MCPAllowedOrigins: cfg.MCPAllowedOrigins,
 		Ready: []httpapi.ReadyCheck{{Name: "postgres", Ping: st.Ping}, {Name: "redis", Ping: func(ctx context.Context) error {
 			// asynq's Ping takes no context: do not wait for it past ctx.
 			pinged := make(chan error, 1)
