@@ -17,6 +17,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/openapitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/service"
 )
@@ -98,13 +99,18 @@ func (s *stack) post(t *testing.T, key, body string, header ...string) (*http.Re
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := (&http.Client{Transport: checked(t, nil)}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	return resp, data
+}
+
+// checked is next with every answer checked against openapi.json.
+func checked(t *testing.T, next http.RoundTripper) http.RoundTripper {
+	return openapitest.New(t, httpapi.OpenAPIDocument()).Transport(t, next)
 }
 
 // bearer adds an API key to every request.
@@ -121,7 +127,7 @@ func (s *stack) connect(t *testing.T, key string) *session {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-assistant", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.api.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{key}}, DisableStandaloneSSE: true}, nil)
+		HTTPClient: &http.Client{Transport: checked(t, bearer{key})}, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		t.Fatalf("connect with %s: %v", key, err)
 	}
