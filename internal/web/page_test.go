@@ -144,6 +144,14 @@ func TestPage(t *testing.T) {
 		p := s.person(t)
 		body := p.signIn(keyA)
 		token := csrf(t, body)
+		// A job its budget of 0 holds paused: its budget can still change (a
+		// finished job's cannot, below).
+		resp, created := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO&budget_credits=0", keyA, "text/csv", strings.NewReader(companiesCSV(2)))
+		var held struct{ ID string }
+		if resp.StatusCode != http.StatusCreated || json.Unmarshal(created, &held) != nil {
+			t.Fatalf("submit: %s %s", resp.Status, created)
+		}
+		jobA := held.ID
 		for _, form := range []url.Values{{}, {"csrf": {"forged"}}, {"csrf": {token + "x"}}} {
 			form.Set("budget_credits", "1")
 			resp, body := p.post("/ui/jobs/"+jobA+"/budget", form)
@@ -164,6 +172,14 @@ func TestPage(t *testing.T) {
 		}
 		if _, body := s.call(t, http.MethodGet, "/v1/jobs/"+jobA, keyA, "", nil); !strings.Contains(string(body), `"budget":777`) {
 			t.Fatalf("the budget did not change: %s", body)
+		}
+		// A canceled job's budget cannot change: the page says why, as the API does (409).
+		if resp, _ := p.post("/ui/jobs/"+jobA+"/cancel", url.Values{"csrf": {token}}); resp.StatusCode != http.StatusOK {
+			t.Fatalf("cancel: %s", resp.Status)
+		}
+		if resp, body := p.post("/ui/jobs/"+jobA+"/budget", url.Values{"csrf": {token}, "budget_credits": {"900"}}); resp.StatusCode != http.StatusConflict ||
+			!strings.Contains(body, "already canceled") {
+			t.Fatalf("budget form of a canceled job: %s", resp.Status)
 		}
 	})
 
