@@ -49,7 +49,7 @@ func (t *tools) raiseBudget(ctx context.Context, _ *mcp.CallToolRequest, in rais
 	var conflict *service.ConflictError
 	switch {
 	case errors.As(err, &conflict) && conflict.Code == "budget_not_raised":
-		return nil, nil, refusef("budget_not_raised: budget_credits %s; raise_budget only raises (cancel_job stops a job)", conflict.Message)
+		return nil, nil, refusef("budget_not_raised: %s; raise_budget only raises (cancel_job stops a job)", conflict.Message)
 	case err != nil:
 		return nil, nil, t.toolError(ctx, "raise_budget", dailyRefusal(err, fmt.Sprintf("raising the budget to %d", *in.BudgetCredits)))
 	}

@@ -39,9 +39,9 @@ type BudgetNotRaisedError struct {
 
 func (e *BudgetNotRaisedError) Error() string {
 	if e.Current == nil {
-		return "the job has no budget of its own to raise"
+		return "the job has no budget of its own (the account's limits bound it): there is nothing to raise"
 	}
-	return fmt.Sprintf("%d is not above the job's budget of %d", e.Asked, *e.Current)
+	return fmt.Sprintf("budget_credits %d is not above the job's budget of %d", e.Asked, *e.Current)
 }
 func (e *BudgetNotRaisedError) Unwrap() error { return ErrConflict }
 
