@@ -16,13 +16,16 @@ import (
 )
 
 const keysUsage = `usage:
-  api keys create --tenant T [--name N] [--scope read,submit,admin] [--mcp-max-budget N]
+  api keys create --tenant T [--name N] [--scope read,submit,admin] [--mcp-max-budget N] [--mcp-max-daily-budget N]
                                           create a key; it is printed once and only its hash is stored.
                                           --scope: what the key may do (default read,submit; read alone
                                           makes an ETL key that cannot spend; see docs/api.md, "Scopes").
                                           --mcp-max-budget: the most a job submitted or raised through MCP
                                           with this key may have as its budget (default ENRICHQ_MCP_MAX_BUDGET;
                                           0: none; docs/mcp.md)
+                                          --mcp-max-daily-budget: the most this key may commit through MCP in a
+                                          UTC day, budgets submitted and increases raised (default
+                                          ENRICHQ_MCP_MAX_DAILY_BUDGET, else 5 times its MCP budget ceiling)
   api keys list [--tenant T]              list keys and their scopes (never the keys themselves)
   api keys revoke ID                      revoke a key at once`
 
@@ -37,6 +40,7 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 	name := fs.String("name", "", "a name to recognise the key by")
 	scope := fs.String("scope", "read,submit", "the key's scopes, comma-separated: read, submit, admin")
 	mcpMax := fs.Int64("mcp-max-budget", -1, "the key's MCP budget ceiling in credits (default: ENRICHQ_MCP_MAX_BUDGET)")
+	mcpDaily := fs.Int64("mcp-max-daily-budget", -1, "what the key may commit through MCP in a UTC day, in credits (default: ENRICHQ_MCP_MAX_DAILY_BUDGET, else 5 times its MCP budget ceiling)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -71,6 +75,12 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 		} else if *mcpMax != -1 {
 			return fmt.Errorf("api keys create: --mcp-max-budget %d: want a whole number of credits >= 0", *mcpMax)
 		}
+		if *mcpDaily >= 0 {
+			nk.MCPMaxDailyBudget = mcpDaily
+			ceiling += fmt.Sprintf(", a daily MCP ceiling of %d credits", *mcpDaily)
+		} else if *mcpDaily != -1 {
+			return fmt.Errorf("api keys create: --mcp-max-daily-budget %d: want a whole number of credits >= 0", *mcpDaily)
+		}
 		k, key, err := st.NewAPIKey(ctx, nk)
 		if err != nil {
 			return err
@@ -89,13 +99,10 @@ func keysCommand(ctx context.Context, args []string, getenv func(string) string,
 			return err
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tSCOPES\tMCP MAX BUDGET\tCREATED\tLAST USED\tREVOKED")
+		fmt.Fprintln(tw, "ID\tTENANT\tNAME\tPREFIX\tSCOPES\tMCP MAX BUDGET\tMCP MAX DAILY\tCREATED\tLAST USED\tREVOKED")
 		for _, k := range keys {
-			mcpMax := "default"
-			if k.MCPMaxBudget != nil {
-				mcpMax = fmt.Sprint(*k.MCPMaxBudget)
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, k.Prefix, scopeList(k.Scopes), mcpMax,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s…\t%s\t%s\t%s\t%s\t%s\t%s\n", k.ID, k.Tenant, k.Name, k.Prefix, scopeList(k.Scopes),
+				orDefault(k.MCPMaxBudget), orDefault(k.MCPMaxDailyBudget),
 				k.CreatedAt.Format("2006-01-02 15:04"), when(k.LastUsedAt), when(k.RevokedAt))
 		}
 		return tw.Flush()
@@ -129,4 +136,12 @@ func when(t *time.Time) string {
 		return "-"
 	}
 	return t.Format("2006-01-02 15:04")
+}
+
+// orDefault is a key's own ceiling, or "default".
+func orDefault(v *int64) string {
+	if v == nil {
+		return "default"
+	}
+	return fmt.Sprint(*v)
 }

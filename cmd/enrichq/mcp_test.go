@@ -170,7 +170,7 @@ func TestMCPStdioAPIGone(t *testing.T) {
 	cs, wait := stdioSession(t, s.url, nil)
 	s.api.Close()
 	res := callTool(t, cs, "list_jobs", map[string]any{}, nil)
-	if !res.IsError || !strings.Contains(toolText(res), "unavailable: the enrichq API did not answer") {
+	if !res.IsError || !strings.Contains(toolText(res), "unavailable: the enrichq API at "+s.url+" did not answer") {
 		t.Fatalf("list_jobs with the API gone: %s", toolText(res))
 	}
 	if err := cs.Ping(context.Background(), nil); err != nil {
@@ -235,4 +235,44 @@ func (s *syncBuf) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// The relay says what went wrong in an assistant's words: a key the API
+// refuses at start is named as refused (not "cannot reach the API"); a key
+// revoked mid-session makes each call a tool error saying so, not the
+// SDK's "rejected by transport"; the relay promises no listChanged.
+func TestMCPStdioRefusedKey(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true})
+	k, key, err := b.Store.CreateAPIKey(context.Background(), "acme", "assistant", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log,
+		Keys: httpapi.NewStoreKeys(nil, b.Store), MCPMaxBudget: mcpCeiling}))
+	t.Cleanup(api.Close)
+
+	// A wrong key: enrichq mcp stops at once, saying the key was refused.
+	env := map[string]string{"ENRICHQ_API_URL": api.URL, "ENRICHQ_API_KEY": "eq_not_a_key_of_this_api"}
+	var stdout, stderr bytes.Buffer
+	err = run(context.Background(), []string{"enrichq", "mcp"}, func(k string) string { return env[k] }, strings.NewReader(""), &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "refused the key") || strings.Contains(err.Error(), "cannot reach") || stdout.Len() != 0 {
+		t.Fatalf("a wrong key: %v; stdout %q", err, stdout.String())
+	}
+
+	cs, wait := stdioSessionKey(t, api.URL, key, nil)
+	caps := cs.InitializeResult().Capabilities
+	if caps.Tools == nil || caps.Tools.ListChanged || caps.Resources == nil || caps.Resources.ListChanged {
+		t.Errorf("relay capabilities: tools %+v, resources %+v", caps.Tools, caps.Resources)
+	}
+	if err := b.Store.RevokeAPIKey(context.Background(), k.ID); err != nil {
+		t.Fatal(err)
+	}
+	res := callTool(t, cs, "list_jobs", map[string]any{}, nil)
+	if msg := toolText(res); !res.IsError || !strings.HasPrefix(msg, "unauthorized: the enrichq API at "+api.URL+" refused the key") || strings.Contains(msg, "transport") {
+		t.Fatalf("a call with the key revoked: %s", msg)
+	}
+	if err, stderr := wait(); err != nil {
+		t.Fatalf("enrichq mcp: %v; stderr %s", err, stderr)
+	}
 }

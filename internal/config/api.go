@@ -51,6 +51,17 @@ type API struct {
 	// own (`api keys create --mcp-max-budget`) (ENRICHQ_MCP_MAX_BUDGET,
 	// default 1000 credits; 0: such keys cannot spend through MCP).
 	MCPMaxBudget int64
+	// MCPMaxDailyBudget caps what a key without a daily ceiling of its own
+	// (`api keys create --mcp-max-daily-budget`) commits through MCP in a
+	// UTC day: budgets submitted and increases raised
+	// (ENRICHQ_MCP_MAX_DAILY_BUDGET; default nil: 5 times the key's
+	// per-job ceiling; 0: such keys cannot spend through MCP).
+	MCPMaxDailyBudget *int64
+	// MCPAllowedOrigins are the browser origins whose pages may call /mcp
+	// (ENRICHQ_MCP_ALLOWED_ORIGINS, comma-separated, like
+	// https://assistant.example.com; default none). A request with an Origin
+	// header not listed is a 403; one without (no browser) passes.
+	MCPAllowedOrigins []string
 	// ErasureKey keys the HMAC that replaces an erased person's inputs in
 	// the suppression list and the credit ledger (ENRICHQ_ERASURE_KEY, at
 	// least 32 characters; default none: erasures are refused). A secret:
@@ -116,6 +127,8 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 		r.str("ENRICHQ_VENDOR_KEY", &vendorKey)
 		c.VendorAccount = VendorAccount(vendorKey)
 		r.int64("ENRICHQ_MCP_MAX_BUDGET", &c.MCPMaxBudget)
+		r.optionalInt64("ENRICHQ_MCP_MAX_DAILY_BUDGET", &c.MCPMaxDailyBudget)
+		r.origins("ENRICHQ_MCP_ALLOWED_ORIGINS", &c.MCPAllowedOrigins)
 		c.Webhooks.read(r)
 		c.Platform.read(r)
 		r.str("ENRICHQ_ERASURE_KEY", &c.ErasureKey)
@@ -135,6 +148,7 @@ func (c API) validate() error {
 		inRange("ENRICHQ_MAX_ROWS", c.MaxRows, 1, 100_000_000),
 		inRange("ENRICHQ_VENDOR_RPS", c.VendorRPS, 0.01, 100000),
 		inRange("ENRICHQ_MCP_MAX_BUDGET", c.MCPMaxBudget, 0, 1<<53),
+		optionalInRange("ENRICHQ_MCP_MAX_DAILY_BUDGET", c.MCPMaxDailyBudget, 0, 1<<53),
 		c.Platform.validate(),
 	}
 	if c.Addr == "" {

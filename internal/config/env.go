@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -153,4 +154,47 @@ func inRange[T int | int64 | float64](name string, v, lo, hi T) error {
 		return fmt.Errorf("%s=%v: want a value from %v to %v", name, v, lo, hi)
 	}
 	return nil
+}
+
+// optionalInt64 is int64 for a field whose absence means something (nil).
+func (r *reader) optionalInt64(name string, dst **int64) {
+	if r.getenv(name) == "" {
+		return
+	}
+	var n int64
+	before := len(r.errs)
+	r.int64(name, &n)
+	if len(r.errs) == before {
+		*dst = &n
+	}
+}
+
+// origins reads a comma-separated list of web origins (scheme://host[:port],
+// as a browser sends them in Origin), lower-cased, without a trailing slash.
+func (r *reader) origins(name string, dst *[]string) {
+	v := r.getenv(name)
+	if v == "" {
+		return
+	}
+	var out []string
+	for _, o := range strings.Split(v, ",") {
+		o = strings.TrimSuffix(strings.TrimSpace(o), "/")
+		if o == "" {
+			continue
+		}
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			r.fail(name, o, "origins like https://assistant.example.com (a scheme, a host, a port if any; no path), comma-separated")
+			return
+		}
+		out = append(out, strings.ToLower(u.Scheme+"://"+u.Host))
+	}
+	*dst = out
+}
+
+func optionalInRange(name string, v *int64, lo, hi int64) error {
+	if v == nil {
+		return nil
+	}
+	return inRange(name, *v, lo, hi)
 }

@@ -44,7 +44,7 @@ func do(t *testing.T, method, u, ctype string, body []byte, out any) *http.Respo
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestUploadPollResults(t *testing.T) {
 			// Results, as ndjson: one line per lookup, every row terminal, extra columns echoed.
 			req, _ := http.NewRequest(http.MethodGet, api.URL+"/v1/jobs/"+st.ID+"/results?format=ndjson", nil)
 			req.Header.Set("Authorization", "Bearer "+apiKey)
-			res, err := http.DefaultClient.Do(req)
+			res, err := client(t).Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -39,7 +39,7 @@ func (r *privacyRig) call(t *testing.T, key, method, path, body string, out any)
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client(t).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,10 +288,20 @@ func testErasureRetentionAudit(t *testing.T, bulk bool) {
 		t.Error("after the lift the person was not looked up again")
 	}
 
-	// A budget change, a limit change, a retention window.
-	if code := r.call(t, apiKey, http.MethodPatch, "/v1/jobs/"+job2, `{"budget_credits": 900}`, nil); code != http.StatusOK {
+	// A budget change (of a job its budget paused; a finished job's budget
+	// cannot change, 409), a limit change, a retention window.
+	if code := r.call(t, apiKey, http.MethodPatch, "/v1/jobs/"+job2, `{"budget_credits": 900}`, nil); code != http.StatusConflict {
+		t.Fatalf("budget of a completed job: %d, want 409", code)
+	}
+	var paused status
+	if code := r.call(t, apiKey, http.MethodPost, "/v1/jobs", `{"name": "no budget", "budget_credits": 0, "rows": [{"ref": "b1", "profile_url": "https://platform.example/in/budget-check"}]}`, &paused); code != http.StatusCreated {
+		t.Fatalf("submit with budget 0: %d", code)
+	}
+	b.WaitJob(t, paused.ID, domain.JobPaused)
+	if code := r.call(t, apiKey, http.MethodPatch, "/v1/jobs/"+paused.ID, `{"budget_credits": 900}`, nil); code != http.StatusOK {
 		t.Fatalf("budget: %d", code)
 	}
+	b.WaitJob(t, paused.ID, domain.JobCompleted)
 	if code := r.call(t, apiKey, http.MethodPatch, "/v1/account", `{"monthly_allowance": 500000}`, nil); code != http.StatusOK {
 		t.Fatalf("allowance: %d", code)
 	}
@@ -328,8 +338,8 @@ func testErasureRetentionAudit(t *testing.T, bulk bool) {
 	if got := r.results(t, job1); len(got) != 0 {
 		t.Errorf("job 1 has %d results after the purge", len(got))
 	}
-	if jobsN, rowsN := storetest.JobsAndRows(t, b.Store); jobsN != 4 || rowsN != 0 {
-		t.Errorf("after the purge: %d jobs, %d rows; want 4 jobs, 0 rows", jobsN, rowsN)
+	if jobsN, rowsN := storetest.JobsAndRows(t, b.Store); jobsN != 5 || rowsN != 0 {
+		t.Errorf("after the purge: %d jobs, %d rows; want 5 jobs, 0 rows", jobsN, rowsN)
 	}
 	if dump := storetest.DumpData(t, b.Store); strings.Contains(dump, *others[0].Email) {
 		t.Errorf("the purge left %q", *others[0].Email)

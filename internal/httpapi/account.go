@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -26,8 +25,8 @@ func (s *server) getAccount(w http.ResponseWriter, r *http.Request) {
 // retention is checked before anything changes.
 func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 	var body map[string]json.RawMessage
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&body); err != nil {
-		s.writeError(w, r, errorf(http.StatusBadRequest, "malformed_json", "the body must be a JSON object: %v", err))
+	if err := readJSON(w, r, maxJSONBody, "malformed_json", &body); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	var l service.AccountLimits

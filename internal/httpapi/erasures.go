@@ -1,9 +1,7 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 
 	"github.com/enrichq/enrichq/internal/service"
@@ -14,11 +12,8 @@ import (
 // "company"} | {"name", "domain"}. 201 with the receipt.
 func (s *server) postErasure(w http.ResponseWriter, r *http.Request) {
 	var req service.ErasureRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		s.writeError(w, r, errorf(http.StatusBadRequest, "malformed_json",
-			`the body must be a JSON object naming one person: {"email"}, {"profile_url"}, {"name", "company"} or {"name", "domain"}: %v`, err))
+	if err := readJSON(w, r, maxJSONBody, "malformed_json", &req); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	e, err := s.svc.Erase(r.Context(), principalFrom(r.Context()), req)

@@ -59,8 +59,8 @@ type errorJSON struct {
 // service.ErrNoTenant 403 no_tenant, *service.InvalidError 400 (422 for
 // invalid_options and idempotency_key_reused, as store.ErrIdempotencyKeyReused),
 // *service.ConflictError 409 with its code, *service.TooManyUploadsError 429
-// with Retry-After, ErrNotFound
-// 404, ErrConflict 409, ErrUnavailable 503; an upload over the byte
+// with Retry-After, ErrNotFound 404, ErrConflict 409, ErrUnavailable 503,
+// ErrInvalidInput 400; an upload over the byte
 // limit 413; an upload that stopped sending 408; a server-side deadline 503;
 // anything else 500, with the detail logged and never sent.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -128,6 +128,10 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 	case errors.Is(err, store.ErrIdempotencyKeyReused): // a member sync's (jobs' come as *service.InvalidError)
 		return errorf(http.StatusUnprocessableEntity, service.CodeIdempotencyKeyReused,
 			"this Idempotency-Key was used before with another request: send a new key for a new request")
+	case errors.Is(err, store.ErrInvalidInput):
+		// The doors refuse control characters first; this is the backstop.
+		s.Log.WarnContext(r.Context(), "a value Postgres refused as text", "method", r.Method, "path", r.URL.Path, "err", err)
+		return errorf(http.StatusBadRequest, "invalid_input", "a value of the request holds a character that cannot be stored (a control character such as U+0000)")
 	case errors.Is(err, store.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", "no such job")
 	case errors.Is(err, store.ErrConflict):

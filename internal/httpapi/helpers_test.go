@@ -20,6 +20,7 @@ import (
 
 	"github.com/hibiken/asynq"
 
+	"github.com/enrichq/enrichq/internal/httpapi/openapitest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -36,11 +37,13 @@ const (
 // bundle is what a test needs: a server on a fresh database, with a real
 // enqueuer on a queue of its own.
 type bundle struct {
-	st    *store.Store
-	srv   *httptest.Server
-	queue string
-	insp  *asynq.Inspector
-	logs  *syncBuffer
+	st  *store.Store
+	srv *httptest.Server
+	// client checks every answer against openapi.json (openapitest).
+	client *http.Client
+	queue  string
+	insp   *asynq.Inspector
+	logs   *syncBuffer
 }
 
 func redisURL() string {
@@ -85,7 +88,8 @@ func setup(t *testing.T, opts ...func(*Deps)) *bundle {
 	}
 	srv := httptest.NewServer(NewServer(deps))
 	t.Cleanup(srv.Close)
-	return &bundle{st: st, srv: srv, queue: queue, insp: enq.Inspector, logs: logs}
+	client := &http.Client{Transport: openapitest.New(t, openAPIDoc).Transport(t, srv.Client().Transport)}
+	return &bundle{st: st, srv: srv, client: client, queue: queue, insp: enq.Inspector, logs: logs}
 }
 
 // call sends a request and returns the answer with its body read.
@@ -101,7 +105,7 @@ func (b *bundle) call(t *testing.T, method, path, key string, body io.Reader, he
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := b.srv.Client().Do(req)
+	resp, err := b.client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -11,7 +11,8 @@ import (
 // (internal/mcpserver), over the service the REST routes call. The SDK
 // answers the JSON-RPC; a tool's error is a tool result, not an HTTP status.
 func (s *server) mcpHandler() http.HandlerFunc {
-	h := mcpserver.Handler(mcpserver.Config{Service: s.svc, MaxBudget: s.MCPMaxBudget, Log: s.Log, Version: s.Version},
+	h := mcpserver.Handler(mcpserver.Config{Service: s.svc, MaxBudget: s.MCPMaxBudget, MaxDailyBudget: s.MCPMaxDailyBudget,
+		AllowedOrigins: s.MCPAllowedOrigins, Log: s.Log, Version: s.Version},
 		func(r *http.Request) (service.Principal, bool) {
 			p := principalFrom(r.Context())
 			return p, p.Tenant != ""

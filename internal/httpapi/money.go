@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
 	"strconv"
 )
@@ -11,9 +10,8 @@ import (
 // of a job paused by it resumes the job.
 func (s *server) patchJob(w http.ResponseWriter, r *http.Request) {
 	var body map[string]json.RawMessage
-	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<10))
-	if err := dec.Decode(&body); err != nil {
-		s.writeError(w, r, errorf(http.StatusBadRequest, "malformed_json", "the body must be a JSON object: %v", err))
+	if err := readJSON(w, r, maxJSONBody, "malformed_json", &body); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	raw, ok := body["budget_credits"]

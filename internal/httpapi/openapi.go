@@ -18,3 +18,7 @@ func (s *server) openAPI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	_, _ = w.Write(openAPIDoc)
 }
+
+// OpenAPIDocument is the OpenAPI document GET /openapi.json serves (a copy),
+// for tests that check answers against it (package openapitest).
+func OpenAPIDocument() []byte { return append([]byte(nil), openAPIDoc...) }

@@ -20,6 +20,7 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/jsonin"
 	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -351,8 +352,8 @@ func readSyncRequest(w http.ResponseWriter, r *http.Request) (platform.SyncReque
 		return platform.SyncRequest{}, &bodyError{err}
 	}
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(body, &fields); err != nil {
-		return platform.SyncRequest{}, errorf(http.StatusBadRequest, "invalid_json", "the body is not a JSON object: %s", clip(err.Error()))
+	if err := jsonError("invalid_json", jsonin.Decode(body, &fields)); err != nil {
+		return platform.SyncRequest{}, err
 	}
 	for _, k := range profileLookupParams {
 		if v, ok := fields[k]; ok {

@@ -71,6 +71,12 @@ type Deps struct {
 	// MCPMaxBudget is the MCP budget ceiling of a key without its own
 	// (config.API.MCPMaxBudget, mcp.go); 0: such keys spend nothing through MCP.
 	MCPMaxBudget int64
+	// MCPMaxDailyBudget is the daily MCP ceiling of a key without its own
+	// (config.API.MCPMaxDailyBudget); nil: 5 times the key's per-job ceiling.
+	MCPMaxDailyBudget *int64
+	// MCPAllowedOrigins are the browser origins /mcp serves besides its own
+	// (config.API.MCPAllowedOrigins); a request with another Origin is a 403.
+	MCPAllowedOrigins []string
 	// Version is the build's version, shown to MCP clients; "" is "dev".
 	Version string
 	// UploadsPerTenant and UploadsTotal cap the uploads received or parsed

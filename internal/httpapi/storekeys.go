@@ -55,7 +55,8 @@ func (k *StoreKeys) Principal(ctx context.Context, key string) (service.Principa
 		k.unknown.add(d)
 		return service.Principal{}, false, nil
 	}
-	return service.Principal{Tenant: ak.Tenant, KeyID: ak.ID, Scopes: ak.Scopes, MCPMaxBudget: ak.MCPMaxBudget}, true, nil
+	return service.Principal{Tenant: ak.Tenant, KeyID: ak.ID, Scopes: ak.Scopes, MCPMaxBudget: ak.MCPMaxBudget,
+		MCPMaxDailyBudget: ak.MCPMaxDailyBudget}, true, nil
 }
 
 // KeyLive implements Keys: a bootstrap key while it is among them, a

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/enrichq/enrichq/internal/jsonin"
 )
 
 // JobRequest is the JSON body of POST /v1/jobs. DecodeJSON fills it; its
@@ -78,6 +80,9 @@ func DecodeJSON(r io.Reader, lim Limits) (*JobRequest, error) {
 	if err != nil {
 		return nil, err
 	}
+	if errs := controlsIn(req); len(errs) > 0 {
+		return nil, &Error{Code: CodeMalformedJSON, Message: "the JSON body holds a control character", Details: errs}
+	}
 	switch {
 	case req.UploadID != "" && len(req.Rows) > 0:
 		return nil, &Error{Code: CodeInvalidOptions, Message: "invalid job options", Details: []FieldError{{Column: "upload_id",
@@ -86,6 +91,33 @@ func DecodeJSON(r io.Reader, lim Limits) (*JobRequest, error) {
 		return nil, emptyUpload(`the job has no rows ("rows": [...], or "upload_id" of a stored upload)`)
 	}
 	return req, nil
+}
+
+// controlsIn refuses a control character in the job's own strings, as
+// jsonin refuses them in every other JSON body (the rows' values are checked
+// cell by cell, checkCell).
+func controlsIn(req *JobRequest) []FieldError {
+	var errs []FieldError
+	check := func(col, v string) {
+		if msg := jsonin.CheckString(v); msg != "" {
+			errs = append(errs, FieldError{Column: col, Message: col + " " + msg})
+		}
+	}
+	check("name", req.Name)
+	check("max_age", req.MaxAge)
+	check("callback_url", req.CallbackURL)
+	check("upload_id", req.UploadID)
+	for i, v := range req.Roles {
+		check(fmt.Sprintf("roles[%d]", i), v)
+	}
+	for i, v := range req.Lookups {
+		check(fmt.Sprintf("lookups[%d]", i), v)
+	}
+	for _, f := range slices.Sorted(maps.Keys(req.Columns)) {
+		check("columns", f)
+		check("columns."+clip(f), req.Columns[f])
+	}
+	return errs
 }
 
 type jsonDecoder struct {

@@ -43,6 +43,9 @@ func (t *tools) toolError(ctx context.Context, tool string, err error) error {
 	case errors.Is(err, service.ErrUnavailable):
 		t.log.WarnContext(ctx, "database unavailable", "tool", tool, "err", err)
 		return errors.New("unavailable: the database is unavailable; nothing was stored; try again in a few seconds")
+	case errors.Is(err, service.ErrInvalidInput):
+		t.log.WarnContext(ctx, "a value Postgres refused as text", "tool", tool, "err", err)
+		return errors.New("invalid_input: a value holds a character that cannot be stored (a control character such as U+0000)")
 	case errors.Is(err, service.ErrNotFound):
 		return errors.New("not_found: no such job")
 	case errors.Is(err, service.ErrConflict):

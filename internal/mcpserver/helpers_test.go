@@ -4,16 +4,20 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/openapitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/service"
 )
@@ -26,9 +30,16 @@ const (
 	keySmall     = "mcp-key-acme-small"
 	keyNoCeiling = "mcp-key-acme-zero"
 	keyBeta      = "mcp-key-beta-all"
+	keySubmit    = "mcp-key-acme-submit"
+	keyDaily     = "mcp-key-acme-daily"
 
 	defaultCeiling = 5000
 	smallCeiling   = 100
+	// dailyCeiling is keyDaily's own daily ceiling, its per-job one smallCeiling.
+	dailyCeiling = 250
+
+	// allowedOrigin is the one web origin the test API lets call /mcp.
+	allowedOrigin = "https://assistant.example.com"
 )
 
 type keys map[string]service.Principal
@@ -55,6 +66,8 @@ func testKeys() keys {
 		keySmall:     {Tenant: "acme", KeyID: "small", Scopes: rs, MCPMaxBudget: new(int64(smallCeiling))},
 		keyNoCeiling: {Tenant: "acme", KeyID: "zero", Scopes: rs, MCPMaxBudget: new(int64(0))},
 		keyBeta:      {Tenant: "beta", KeyID: "beta", Scopes: rs},
+		keySubmit:    {Tenant: "acme", KeyID: "submit", Scopes: []domain.Scope{domain.ScopeSubmit}},
+		keyDaily:     {Tenant: "acme", KeyID: "daily", Scopes: rs, MCPMaxBudget: new(int64(smallCeiling)), MCPMaxDailyBudget: new(int64(dailyCeiling))},
 	}
 }
 
@@ -67,12 +80,46 @@ type stack struct {
 
 func newStack(t *testing.T, o ...jobstest.Options) *stack {
 	t.Helper()
-	b := jobstest.New(t, append(o, jobstest.Options{})[0])
-	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
-		Store: b.Store, Submitter: b.Submitter, Log: b.Log, Keys: testKeys(), MCPMaxBudget: defaultCeiling,
-	}))
+	return newStackWith(t, append(o, jobstest.Options{})[0], nil)
+}
+
+// newStackWith is newStack with deps adjusted (a clock, ceilings).
+func newStackWith(t *testing.T, o jobstest.Options, adjust func(*httpapi.Deps)) *stack {
+	t.Helper()
+	b := jobstest.New(t, o)
+	deps := httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log, Keys: testKeys(), MCPMaxBudget: defaultCeiling,
+		MCPAllowedOrigins: []string{allowedOrigin}}
+	if adjust != nil {
+		adjust(&deps)
+	}
+	api := httptest.NewServer(httpapi.NewServer(deps))
 	t.Cleanup(api.Close)
 	return &stack{b: b, api: api}
+}
+
+// post sends one JSON-RPC message to /mcp as key, with extra headers, and
+// returns the answer and its body.
+func (s *stack) post(t *testing.T, key, body string, header ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.api.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+key)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := (&http.Client{Transport: checked(t, nil)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp, data
+}
+
+// checked is next with every answer checked against openapi.json.
+func checked(t *testing.T, next http.RoundTripper) http.RoundTripper {
+	return openapitest.New(t, httpapi.OpenAPIDocument()).Transport(t, next)
 }
 
 // bearer adds an API key to every request.
@@ -89,7 +136,7 @@ func (s *stack) connect(t *testing.T, key string) *session {
 	t.Helper()
 	c := mcp.NewClient(&mcp.Implementation{Name: "test-assistant", Version: "1"}, nil)
 	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: s.api.URL + "/mcp",
-		HTTPClient: &http.Client{Transport: bearer{key}}, DisableStandaloneSSE: true}, nil)
+		HTTPClient: &http.Client{Transport: checked(t, bearer{key})}, DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		t.Fatalf("connect with %s: %v", key, err)
 	}
@@ -224,4 +271,32 @@ func text(res *mcp.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// clock is a settable clock for the API's Now.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock(rfc3339 string) *clock {
+	c := &clock{}
+	c.Set(rfc3339)
+	return c
+}
+
+func (c *clock) Set(rfc3339 string) {
+	t, err := time.Parse(time.RFC3339, rfc3339)
+	if err != nil {
+		panic(err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
 }

@@ -31,6 +31,15 @@ type Config struct {
 	// MaxBudget is the budget ceiling of a key without one of its own
 	// (config.API.MCPMaxBudget); 0 lets such keys spend nothing through MCP.
 	MaxBudget int64
+	// MaxDailyBudget is the daily ceiling of a key without one of its own
+	// (config.API.MCPMaxDailyBudget): what it may commit through MCP in a UTC
+	// day. nil: DailyCeilingFactor times the key's per-job ceiling.
+	MaxDailyBudget *int64
+	// AllowedOrigins are the browser origins (scheme://host[:port], lower
+	// case, as config.API.MCPAllowedOrigins has them) whose
+	// pages may call Handler; a request with another Origin header is a
+	// 403. A request without one (no browser) passes.
+	AllowedOrigins []string
 	// Log receives what the tools log, and the SDK's warnings and errors
 	// (its info lines come with every request); default slog.Default().
 	Log *slog.Logger
@@ -59,8 +68,8 @@ func New(cfg Config, p service.Principal) *mcp.Server {
 		cfg.Version = "dev"
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "enrichq: bulk enrichment within a budget", Version: cfg.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(cfg.Log), Capabilities: &mcp.ServerCapabilities{}, SchemaCache: schemas})
-	t := &tools{svc: cfg.Service, p: p, defaultCeiling: cfg.MaxBudget, log: cfg.Log}
+		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(cfg.Log), Capabilities: capabilities(p)})
+	t := &tools{svc: cfg.Service, p: p, defaultCeiling: cfg.MaxBudget, defaultDaily: cfg.MaxDailyBudget, log: cfg.Log}
 	if p.Has(domain.ScopeSubmit) {
 		t.addSubmitTools(s)
 	}
@@ -75,40 +84,57 @@ func New(cfg Config, p service.Principal) *mcp.Server {
 	return s
 }
 
-// schemas keeps the tools' JSON schemas, inferred from their Go types once
-// per process rather than once per request (New runs for every request).
-var schemas = mcp.NewSchemaCache()
+// capabilities are what the server of p offers: tools (every scope has
+// some) and, with read, the results resources. None promises listChanged:
+// the lists of a key never change within a session, and a stateless server
+// has no stream to push a notification on. (The SDK's default, when tools
+// or resources are added, is to promise it.)
+func capabilities(p service.Principal) *mcp.ServerCapabilities {
+	c := &mcp.ServerCapabilities{}
+	if p.Has(domain.ScopeRead) || p.Has(domain.ScopeSubmit) {
+		c.Tools = &mcp.ToolCapabilities{}
+	}
+	if p.Has(domain.ScopeRead) {
+		c.Resources = &mcp.ResourceCapabilities{}
+	}
+	return c
+}
 
 // tools carries what every tool handler needs: the service and the caller.
 type tools struct {
 	svc            *service.Service
 	p              service.Principal
 	defaultCeiling int64
+	defaultDaily   *int64
 	log            *slog.Logger
 }
 
 // Handler serves MCP over Streamable HTTP for the callers principal finds
 // (the API's bearer-key authentication has run before; ok false answers
-// 400). It is stateless: each request gets the server of its own key, so no
-// session outlives a revoked key or crosses from one key to another, and
+// 400). It is stateless: each request gets the server of its own key, so
+// no session outlives a revoked key or crosses from one key to another, and
 // any API replica can answer any request.
 //
-// The SDK's DNS-rebinding guard (a request reaching a loopback address with
-// another Host is refused) is off: it protects servers that trust whoever
-// reaches them, and every request here carries a bearer key a rebinding
-// page cannot know; with it on, an API behind a reverse proxy on the same
-// host would refuse every MCP request.
+// In front of the SDK: the Origin check (transport.go; a foreign Origin is
+// a 403), and a JSON-RPC -32601 for an unknown method. The SDK's own
+// DNS-rebinding guard (a request reaching a loopback address with another
+// Host is refused) is off: with it on, an API behind a reverse proxy on the
+// same host would refuse every MCP request; the Origin check is the rule
+// the spec asks for, and every request carries a bearer key a rebinding
+// page cannot know.
 func Handler(cfg Config, principal func(*http.Request) (service.Principal, bool)) http.Handler {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+	sdk := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		p, ok := principal(r)
 		if !ok {
 			return nil
 		}
 		return New(cfg, p)
-	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: sdkLogger(cfg.Log), DisableLocalhostProtection: true})
+	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: sdkLogger(cfg.Log), DisableLocalhostProtection: true,
+		MaxRequestBodyBytes: MaxRequestBytes})
+	return originGuard{allowed: cfg.AllowedOrigins, next: methodNotFound{next: sdk}}
 }
 
 // sdkLogger passes the SDK's warnings and errors to log. A stateless server

@@ -2,8 +2,12 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/enrichq/enrichq/internal/service"
 )
 
 type raiseIn struct {
@@ -12,18 +16,18 @@ type raiseIn struct {
 }
 
 func (t *tools) addControlTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:  "cancel_job",
 		Title: "Cancel a job",
 		Description: "Stops a job: rows not yet started are skipped and cost nothing; rows being looked up finish. " +
 			"What was found stays readable. Canceling a canceled job changes nothing; a finished job cannot be canceled.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(true), IdempotentHint: true, OpenWorldHint: new(false)},
 	}, t.cancelJob)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:  "raise_budget",
 		Title: "Raise a job's budget (spends credits)",
 		Description: "Raises a job's budget, at most to this key's MCP ceiling; a job paused because its budget ran out goes on. " +
-			"The budget can only go up here.",
+			"The budget can only go up here, and not once the job has finished. The increase counts toward this key's daily MCP ceiling.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), IdempotentHint: true, OpenWorldHint: new(true)},
 	}, t.raiseBudget)
 }
@@ -40,19 +44,27 @@ func (t *tools) raiseBudget(ctx context.Context, _ *mcp.CallToolRequest, in rais
 	if err := t.checkBudget("raise_budget", in.BudgetCredits); err != nil {
 		return nil, nil, err
 	}
-	st, err := t.svc.JobStatus(ctx, t.p, in.JobID)
-	if err != nil {
-		return nil, nil, t.toolError(ctx, "raise_budget", err)
+	daily := t.dailyCeiling()
+	st, spend, err := t.svc.RaiseBudget(ctx, t.p, in.JobID, *in.BudgetCredits, &daily)
+	var conflict *service.ConflictError
+	switch {
+	case errors.As(err, &conflict) && conflict.Code == "budget_not_raised":
+		return nil, nil, refusef("budget_not_raised: %s; raise_budget only raises (cancel_job stops a job)", conflict.Message)
+	case err != nil:
+		return nil, nil, t.toolError(ctx, "raise_budget", dailyRefusal(err, fmt.Sprintf("raising the budget to %d", *in.BudgetCredits)))
 	}
-	switch cur := st.Credits.Budget; {
-	case cur == nil:
-		return nil, nil, refusef("budget_not_raised: job %s has no budget of its own (the account's limits bound it); there is nothing to raise", st.ID)
-	case *in.BudgetCredits <= *cur:
-		return nil, nil, refusef("budget_not_raised: budget_credits %d is not above the job's budget of %d; raise_budget only raises (cancel_job stops a job)", *in.BudgetCredits, *cur)
-	}
-	st, err = t.svc.SetBudget(ctx, t.p, in.JobID, in.BudgetCredits)
-	if err != nil {
-		return nil, nil, t.toolError(ctx, "raise_budget", err)
-	}
-	return nil, statusOf(st), nil
+	return nil, t.paid(st, *spend), nil
+}
+
+// paidOut is the answer of a tool that commits credits: the job's status
+// and what this key may still commit through MCP today.
+type paidOut struct {
+	statusView
+	MCPBudget budgets `json:"mcp_budget"`
+}
+
+func (t *tools) paid(st service.JobStatus, spend service.MCPSpend) paidOut {
+	out := paidOut{statusView: statusOf(st), MCPBudget: t.budgets(spend)}
+	out.Summary += fmt.Sprintf("; this key may commit %d more credits through MCP today (daily ceiling %d)", spend.Left, spend.Ceiling)
+	return out
 }

@@ -46,7 +46,7 @@ type resultsOut struct {
 }
 
 func (t *tools) addResultTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:  "get_results",
 		Title: "A page of a job's results",
 		Description: "What a job found, row by row, in row order: a small page (default 20) of the fields asked for; " +

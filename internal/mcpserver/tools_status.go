@@ -28,14 +28,14 @@ const (
 )
 
 func (t *tools) addStatusTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:  "job_status",
 		Title: "A job's status",
 		Description: "A job's state (queued, running, paused, completed, canceled, failed) and why, its rows by state, " +
 			"credits (budget, reserved, spent), progress from 0 to 1 and the seconds left, when known.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
 	}, t.jobStatus)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:        "list_jobs",
 		Title:       "List jobs",
 		Description: "This account's jobs, newest first, each with its status; next_cursor pages on.",

@@ -51,20 +51,21 @@ type submitIn struct {
 }
 
 func (t *tools) addSubmitTools(s *mcp.Server) {
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:  "estimate_job",
 		Title: "Estimate a job",
 		Description: "What enriching a list would cost and take, without storing or spending anything: lookups, " +
 			"how many the cache already answers, vendor calls, credits from-to (min: every email and phone lookup misses; " +
-			"max: every lookup hits) and seconds at the vendor's rate, and this key's budget ceiling. " +
+			"max: every lookup hits) and seconds at the vendor's rate, and this key's budget ceilings (per job, and what is left today). " +
 			"Give the list inline (rows) or by upload_id.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},
 	}, t.estimateJob)
-	mcp.AddTool(s, &mcp.Tool{
+	addTool(s, &mcp.Tool{
 		Name:  "submit_job",
 		Title: "Submit a job (spends credits)",
 		Description: "Starts enriching a list at the paid vendor. Spends up to budget_credits, which is required and " +
-			"may not exceed this key's MCP ceiling (estimate_job shows both). Returns the job's status; follow it with job_status.",
+			"may not exceed this key's MCP ceiling, nor what is left of its daily MCP ceiling (estimate_job shows both). " +
+			"Returns the job's status; follow it with job_status.",
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: new(false), OpenWorldHint: new(true)},
 	}, t.submitJob)
 }
@@ -73,8 +74,11 @@ func (t *tools) addSubmitTools(s *mcp.Server) {
 type estimateOut struct {
 	jobs.Estimate
 	service.UploadFields
-	BudgetCeiling int64  `json:"budget_ceiling"`
-	Summary       string `json:"summary"`
+	// BudgetCeiling is the most budget_credits submit_job takes now: the
+	// per-job ceiling, or what is left of today's if less.
+	BudgetCeiling int64   `json:"budget_ceiling"`
+	MCPBudget     budgets `json:"mcp_budget"`
+	Summary       string  `json:"summary"`
 }
 
 func (t *tools) estimateJob(ctx context.Context, _ *mcp.CallToolRequest, in estimateIn) (*mcp.CallToolResult, any, error) {
@@ -86,9 +90,13 @@ func (t *tools) estimateJob(ctx context.Context, _ *mcp.CallToolRequest, in esti
 	if err != nil {
 		return nil, nil, t.toolError(ctx, "estimate_job", err)
 	}
-	out := estimateOut{Estimate: est, UploadFields: service.UploadFieldsOf(up.upload()), BudgetCeiling: t.ceiling()}
-	out.Summary = fmt.Sprintf("%d lookups (%d distinct, %d answered by the cache): %d to %d credits, about %s; this key may submit with a budget of at most %d credits",
-		est.Rows, est.Distinct, est.Cached, est.Credits.Min, est.Credits.Max, seconds(est.Seconds), out.BudgetCeiling)
+	mb, err := t.spendToday(ctx)
+	if err != nil {
+		return nil, nil, t.toolError(ctx, "estimate_job", err)
+	}
+	out := estimateOut{Estimate: est, UploadFields: service.UploadFieldsOf(up.upload()), BudgetCeiling: min(t.ceiling(), mb.Left), MCPBudget: mb}
+	out.Summary = fmt.Sprintf("%d lookups (%d distinct, %d answered by the cache): %d to %d credits, about %s; this key may submit with a budget of at most %d credits (%d left of today's MCP ceiling of %d)",
+		est.Rows, est.Distinct, est.Cached, est.Credits.Min, est.Credits.Max, seconds(est.Seconds), out.BudgetCeiling, mb.Left, mb.Ceiling)
 	return nil, out, nil
 }
 
@@ -101,11 +109,19 @@ func (t *tools) submitJob(ctx context.Context, _ *mcp.CallToolRequest, in submit
 		return nil, nil, t.toolError(ctx, "submit_job", err)
 	}
 	sub.IdempotencyKey = in.IdempotencyKey
+	// The budget counts toward today's ceiling before the job is made, in
+	// one statement with the check: two submits at once cannot both take
+	// the last room. A job not made gives it back.
+	_, undo, err := t.svc.CommitMCPSpend(ctx, t.p, *in.BudgetCredits, t.dailyCeiling())
+	if err != nil {
+		return nil, nil, t.toolError(ctx, "submit_job", dailyRefusal(err, fmt.Sprintf("budget_credits %d", *in.BudgetCredits)))
+	}
 	st, created, err := t.svc.Submit(ctx, t.p, sub)
+	spend := undo(created, err)
 	if err != nil {
 		return nil, nil, t.toolError(ctx, "submit_job", err)
 	}
-	out := statusOf(st)
+	out := t.paid(st, spend)
 	if !created {
 		out.Summary = "idempotency_key used before: this is the first job, nothing new was submitted. " + out.Summary
 	}

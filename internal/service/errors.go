@@ -20,6 +20,9 @@ var (
 	ErrUnavailable = store.ErrUnavailable
 	// ErrNoTenant: the principal has no tenant; nothing is read or made.
 	ErrNoTenant = store.ErrNoTenant
+	// ErrInvalidInput: a value Postgres cannot store as text (U+0000)
+	// slipped past the checks of the door; nothing was stored.
+	ErrInvalidInput = store.ErrInvalidInput
 )
 
 // ForbiddenError: the key lacks the scope the operation needs.

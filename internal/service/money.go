@@ -8,7 +8,8 @@ import (
 )
 
 // SetBudget sets the budget of the tenant's job id (scope submit): budget
-// nil removes it. Raising the budget of a job paused by it resumes the job.
+// nil removes it. Raising the budget of a job paused by it resumes the job;
+// a finished job's budget cannot change (a *ConflictError job_finished).
 func (s *Service) SetBudget(ctx context.Context, p Principal, id string, budget *int64) (JobStatus, error) {
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return JobStatus{}, err
@@ -19,7 +20,7 @@ func (s *Service) SetBudget(ctx context.Context, p Principal, id string, budget 
 	job, err := s.store.UpdateBudget(ctx, p.Tenant, id, budget)
 	s.statuses.drop(p.Tenant, id)
 	if err != nil {
-		return JobStatus{}, err
+		return JobStatus{}, budgetError(err)
 	}
 	if err := s.audit(ctx, p, store.AuditBudget, job.ID, 1); err != nil {
 		return JobStatus{}, err

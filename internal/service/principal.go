@@ -20,6 +20,9 @@ type Principal struct {
 	// MCPMaxBudget is the key's own ceiling on the budget of a job submitted
 	// or raised through MCP; nil: the operator's default applies.
 	MCPMaxBudget *int64
+	// MCPMaxDailyBudget is the key's own ceiling on what it commits
+	// through MCP in a UTC day; nil: the operator's default applies.
+	MCPMaxDailyBudget *int64
 }
 
 // Has reports whether the principal holds scope.

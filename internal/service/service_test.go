@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,7 +224,8 @@ func TestScopes(t *testing.T) {
 		"budget": {domain.ScopeSubmit, func(p service.Principal) error { _, err := svc.SetBudget(ctx, p, job.ID, &budget); return err }},
 		"cancel": {domain.ScopeSubmit, func(p service.Principal) error { _, err := svc.Cancel(ctx, p, job.ID); return err }},
 	}
-	for name, op := range ops {
+	for _, name := range slices.Sorted(maps.Keys(ops)) { // budget before cancel: a canceled job's budget cannot change
+		op := ops[name]
 		for _, p := range []service.Principal{acmeRead, acmeSpend, {Tenant: "acme", Scopes: []domain.Scope{domain.ScopeAdmin}}} {
 			err := op.call(p)
 			var fe *service.ForbiddenError

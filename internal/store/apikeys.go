@@ -29,6 +29,9 @@ type APIKey struct {
 	// MCPMaxBudget caps the budget of a job submitted or raised through
 	// MCP with this key; nil: the operator's default (config.API.MCPMaxBudget).
 	MCPMaxBudget *int64
+	// MCPMaxDailyBudget caps what this key commits through MCP in a UTC day
+	// (budgets submitted, increases raised); nil: the operator's default.
+	MCPMaxDailyBudget *int64
 }
 
 // APIKeyPrefix starts every generated key, so a leaked one is recognisable.
@@ -48,6 +51,8 @@ type NewAPIKey struct {
 	Name         string
 	Scopes       []domain.Scope // none: domain.DefaultKeyScopes
 	MCPMaxBudget *int64         // >= 0; nil: the operator's default
+	// MCPMaxDailyBudget: >= 0; nil: the operator's default.
+	MCPMaxDailyBudget *int64
 }
 
 // NewAPIKey is CreateAPIKey with every field of a key.
@@ -67,21 +72,26 @@ func (s *Store) NewAPIKey(ctx context.Context, nk NewAPIKey) (APIKey, string, er
 	if nk.MCPMaxBudget != nil && *nk.MCPMaxBudget < 0 {
 		return APIKey{}, "", fmt.Errorf("store: a key's MCP budget ceiling is %d; it must be >= 0", *nk.MCPMaxBudget)
 	}
+	if nk.MCPMaxDailyBudget != nil && *nk.MCPMaxDailyBudget < 0 {
+		return APIKey{}, "", fmt.Errorf("store: a key's daily MCP budget ceiling is %d; it must be >= 0", *nk.MCPMaxDailyBudget)
+	}
 	var b [20]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return APIKey{}, "", err
 	}
 	key := APIKeyPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 	sum := sha256.Sum256([]byte(key))
-	k := APIKey{Tenant: tenant, Name: name, Prefix: key[:len(APIKeyPrefix)+6], Scopes: scopes, MCPMaxBudget: nk.MCPMaxBudget}
+	k := APIKey{Tenant: tenant, Name: name, Prefix: key[:len(APIKeyPrefix)+6], Scopes: scopes, MCPMaxBudget: nk.MCPMaxBudget,
+		MCPMaxDailyBudget: nk.MCPMaxDailyBudget}
 	// The key's line of the audit log goes in with it (the operator's command makes keys).
 	err := s.pool.QueryRow(ctx, `WITH t AS (INSERT INTO tenants (id) VALUES (@tenant) ON CONFLICT (id) DO NOTHING),
-		k AS (INSERT INTO api_keys (tenant, name, prefix, key_sha256, scopes, mcp_max_budget) VALUES (@tenant, @name, @prefix, @sha, @scopes, @mcp)
+		k AS (INSERT INTO api_keys (tenant, name, prefix, key_sha256, scopes, mcp_max_budget, mcp_max_daily_budget)
+			VALUES (@tenant, @name, @prefix, @sha, @scopes, @mcp, @mcpdaily)
 			RETURNING id, created_at),
 		a AS (INSERT INTO audit_log (tenant, key_id, action, subject, rows) SELECT @tenant, @actor, @action, k.id::text, 1 FROM k)
 		SELECT id::text, created_at FROM k`,
 		pgx.StrictNamedArgs{"tenant": tenant, "name": name, "prefix": k.Prefix, "sha": sum[:], "scopes": scopeStrings(scopes),
-			"mcp": nk.MCPMaxBudget, "actor": ActorOperator, "action": AuditKeyCreated}).
+			"mcp": nk.MCPMaxBudget, "mcpdaily": nk.MCPMaxDailyBudget, "actor": ActorOperator, "action": AuditKeyCreated}).
 		Scan(&k.ID, &k.CreatedAt)
 	if err != nil {
 		return APIKey{}, "", interpretError(err)
@@ -108,7 +118,8 @@ func (s *Store) LiveAPIKey(ctx context.Context, key string) (k APIKey, ok bool, 
 			UPDATE api_keys a SET last_used_at = now() FROM k
 			WHERE a.id = k.id AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute')
 			RETURNING a.id, a.last_used_at)
-		SELECT k.id::text, k.tenant, k.name, k.prefix, k.created_at, coalesce(stamp.last_used_at, k.last_used_at), k.revoked_at, k.scopes, k.mcp_max_budget
+		SELECT k.id::text, k.tenant, k.name, k.prefix, k.created_at, coalesce(stamp.last_used_at, k.last_used_at), k.revoked_at, k.scopes, k.mcp_max_budget,
+			k.mcp_max_daily_budget
 		FROM k LEFT JOIN stamp ON stamp.id = k.id`, sum[:])
 	if err != nil {
 		return APIKey{}, false, interpretError(err)
@@ -139,7 +150,7 @@ func (s *Store) APIKeyLive(ctx context.Context, tenant, id string) (bool, error)
 }
 
 // apiKeyColumns are APIKey's fields, in order.
-const apiKeyColumns = `id::text, tenant, name, prefix, created_at, last_used_at, revoked_at, scopes, mcp_max_budget`
+const apiKeyColumns = `id::text, tenant, name, prefix, created_at, last_used_at, revoked_at, scopes, mcp_max_budget, mcp_max_daily_budget`
 
 // RevokeAPIKey revokes a key by id, and ends the web sessions signed in
 // with it; ErrNotFound when there is no live key with that id.

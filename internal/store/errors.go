@@ -31,6 +31,11 @@ var (
 	// It is refused, never read as "every tenant" (internal callers that
 	// work across tenants have methods of their own, such as JobByID).
 	ErrNoTenant = errors.New("no tenant given")
+	// ErrInvalidInput: Postgres refused a value as text (U+0000, which no
+	// text column can hold, or bytes not in the database's encoding). Callers
+	// check their input before; this is the backstop that keeps such a value
+	// a client's error instead of an internal one.
+	ErrInvalidInput = errors.New("invalid input: a value Postgres cannot store as text")
 )
 
 // needTenant refuses an empty tenant.
@@ -54,6 +59,8 @@ func interpretError(err error) error {
 		switch pgErr.Code {
 		case "23505": // unique_violation
 			return fmt.Errorf("%w: %s", ErrConflict, pgErr.ConstraintName)
+		case "22021", "22P05": // character_not_in_repertoire (U+0000), untranslatable_character
+			return fmt.Errorf("%w: %s", ErrInvalidInput, pgErr.Message)
 		}
 	}
 	if isUnavailable(err) {

@@ -129,7 +129,7 @@ func (u *UI) RaiseBudget(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := u.svc.SetBudget(r.Context(), sessionFrom(r.Context()).Principal, id, &n); err != nil {
-		u.fail(w, r, err)
+		u.failOnJob(w, r, err) // a finished job's budget: 409, saying its state
 		return
 	}
 	http.Redirect(w, r, "/ui/jobs/"+id+"?done=budget", http.StatusSeeOther)

@@ -145,6 +145,16 @@ func TestPage(t *testing.T) {
 		p := s.person(t)
 		body := p.signIn(keyA)
 		token := csrf(t, body)
+		// A job its budget of 0 holds paused (companies of its own: no cached
+		// answer is free to it): its budget can still change (a finished
+		// job's cannot, below).
+		resp, created := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO&budget_credits=0", keyA, "text/csv",
+			strings.NewReader("company\nHeld Back Ltd\nKept Waiting plc\n"))
+		var held struct{ ID string }
+		if resp.StatusCode != http.StatusCreated || json.Unmarshal(created, &held) != nil {
+			t.Fatalf("submit: %s %s", resp.Status, created)
+		}
+		jobA := held.ID
 		for _, form := range []url.Values{{}, {"csrf": {"forged"}}, {"csrf": {token + "x"}}} {
 			form.Set("budget_credits", "1")
 			resp, body := p.post("/ui/jobs/"+jobA+"/budget", form)
@@ -165,6 +175,15 @@ func TestPage(t *testing.T) {
 		}
 		if _, body := s.call(t, http.MethodGet, "/v1/jobs/"+jobA, keyA, "", nil); !strings.Contains(string(body), `"budget":777`) {
 			t.Fatalf("the budget did not change: %s", body)
+		}
+		// A finished job's budget cannot change: the page says why, as the API
+		// does (409). Canceled now, or completed already on its raised budget.
+		if resp, _ := p.post("/ui/jobs/"+jobA+"/cancel", url.Values{"csrf": {token}}); resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusConflict {
+			t.Fatalf("cancel: %s", resp.Status)
+		}
+		if resp, body := p.post("/ui/jobs/"+jobA+"/budget", url.Values{"csrf": {token}, "budget_credits": {"900"}}); resp.StatusCode != http.StatusConflict ||
+			!strings.Contains(body, "the job is already") {
+			t.Fatalf("budget form of a finished job: %s", resp.Status)
 		}
 	})
 
