@@ -1,0 +1,188 @@
+-- enrichq's schema changes since 0.1.0 (00001_schema.sql), one file until
+-- the next release: an unreleased change edits this file; a released one is
+-- never edited again. Sections, in the order they apply.
+
+-- +goose Up
+
+------------------------------------------------------------------------------
+-- Idempotency keys scoped to their kind of request
+------------------------------------------------------------------------------
+
+-- Idempotency keys are scoped to the kind of request: a key of POST /v1/jobs
+-- (and MCP's submit_job, the web page's submit: the same request) never
+-- answers POST /v1/platform/sync, nor the other way round. Beside the key, a
+-- digest of the request (its options and rows, or its members) refuses the
+-- key sent again with another request; NULL for jobs made before it (their
+-- keys replay as before).
+ALTER TABLE jobs
+    ADD COLUMN idempotency_scope text CONSTRAINT jobs_idempotency_scope_check CHECK (idempotency_scope IN ('jobs', 'platform_sync')),
+    ADD COLUMN request_sha256    bytea;
+UPDATE jobs SET idempotency_scope = CASE WHEN source_format = 'platform' THEN 'platform_sync' ELSE 'jobs' END
+    WHERE idempotency_key IS NOT NULL;
+ALTER TABLE jobs ADD CONSTRAINT jobs_idempotency_scoped CHECK ((idempotency_key IS NULL) = (idempotency_scope IS NULL));
+DROP INDEX jobs_tenant_idempotency_key;
+CREATE UNIQUE INDEX jobs_tenant_idempotency_key ON jobs (tenant, idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL;
+
+------------------------------------------------------------------------------
+-- MCP spend per key and UTC day
+------------------------------------------------------------------------------
+
+-- The budgets an AI assistant committed through MCP, per API key and UTC
+-- day (docs/mcp.md, "The daily ceiling"): a job's budget at submit_job, the
+-- increase of a raise_budget. The per-job ceiling (api_keys.mcp_max_budget) bounds one call;
+-- this bounds the day's sum, so that four submits at the ceiling do not
+-- commit four times it. One row per key and day, grown in the statement
+-- that checks it against the ceiling (store.CommitMCPSpend), so that two
+-- concurrent submits cannot both pass.
+--
+-- key_id is the principal's KeyID: a stored key's id, or "env:" and a digest
+-- prefix for a key of ENRICHQ_API_KEYS (which has no api_keys row), hence
+-- no foreign key.
+CREATE TABLE mcp_daily_spend (
+    tenant     text        NOT NULL CONSTRAINT mcp_daily_spend_tenant_check CHECK (tenant <> ''),
+    key_id     text        NOT NULL,
+    day        date        NOT NULL,
+    credits    bigint      NOT NULL CONSTRAINT mcp_daily_spend_credits_check CHECK (credits >= 0),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (tenant, key_id, day)
+);
+
+-- A key's own daily ceiling, set with `api keys create --mcp-max-daily-budget`;
+-- NULL: ENRICHQ_MCP_MAX_DAILY_BUDGET, else 5 times the key's per-job ceiling.
+ALTER TABLE api_keys
+    ADD COLUMN mcp_max_daily_budget bigint CONSTRAINT api_keys_mcp_max_daily_budget_check CHECK (mcp_max_daily_budget >= 0);
+
+------------------------------------------------------------------------------
+-- Stored uploads searchable by an erasure
+------------------------------------------------------------------------------
+
+-- The people a stored upload names, searchable by an erasure however the
+-- file wrote them (any case, a URL with www. or a trailing slash, inside an
+-- .xlsx's zip or a UTF-16 file): the keyed hashes (HMAC-SHA256 under the
+-- erasure key, their first 16 bytes) of each row's normalised identities,
+-- concatenated. NULL: stored while no erasure key was set; an erasure then
+-- searches the file's bytes only.
+ALTER TABLE uploads ADD COLUMN person_hashes bytea;
+
+------------------------------------------------------------------------------
+-- Surviving a failover; a leader through a transaction pooler
+------------------------------------------------------------------------------
+
+-- What a failover (or any cut connection) needs to be survived without a
+-- guess, and what leader election needs to work through a transaction pooler.
+--
+-- commit_marks: a statement that must not be applied twice (a credit
+-- reservation, a chunk's save, a submitted job) writes a mark of its own, a
+-- token made by the client, in its own transaction. When the answer to its
+-- commit is lost, the client inserts the same token with fenced = true: the
+-- insert waits for the first transaction if it still runs, and then either
+-- finds its mark (it committed: ids is what it wrote) or stands in its place
+-- (it did not, and now never can). Marks older than a day are pruned.
+--
+-- leader_leases: one row per leadership (the scheduler's sweeps). The holder
+-- renews it by bumping version; another process takes it once it has seen
+-- the same version, unchanged, for ttl_ms by its own clock. No session state:
+-- it works through PgBouncer's transaction pooling, unlike a session advisory
+-- lock.
+CREATE TABLE commit_marks (
+    token   uuid        PRIMARY KEY,
+    ids     bigint[],                       -- what the marked statement wrote (ledger id, row ids)
+    fenced  boolean     NOT NULL DEFAULT false, -- written by the client that lost the answer: the marked statement did not commit
+    made_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX commit_marks_made_at ON commit_marks (made_at);
+
+CREATE TABLE leader_leases (
+    name       text        PRIMARY KEY,
+    holder     text        NOT NULL,
+    version    bigint      NOT NULL,
+    ttl_ms     bigint      NOT NULL CHECK (ttl_ms > 0),
+    renewed_at timestamptz NOT NULL DEFAULT now() -- for people: the database's clock decides nothing
+);
+
+------------------------------------------------------------------------------
+-- Prices learned from the vendor
+------------------------------------------------------------------------------
+
+-- What the vendor charges, learned from its own answers, per vendor key; and
+-- the ledger's marks of prices inferred and charges the balance witness
+-- settled.
+--
+-- vendor_prices: one row per vendor key (vendor_accounts) and price class
+-- (enrich.PriceClass: "profile/name_company/no_match", "email/miss"...).
+-- credits is the price the vendor's last fresh answer of the class showed
+-- (X-Credits-Charged), answers how many fresh answers agree with it,
+-- highest the most it has ever charged for the class (a reservation never
+-- holds less), previous and changed_at the price before the last change.
+-- credit_ledger.replay_class: the call was answered as a replay of an answer
+-- of that class (the billed earlier send is priced by the class's learned
+-- price, which may come later). credit_ledger.witnessed_at: the vendor's
+-- balance readings (X-Credits-Remaining) around the call pinned its charge,
+-- and it was settled to them then.
+CREATE TABLE vendor_prices (
+    account      text        NOT NULL REFERENCES vendor_accounts (account) ON DELETE CASCADE,
+    class        text        NOT NULL CHECK (class <> ''),
+    credits      bigint      NOT NULL CHECK (credits >= 0),
+    highest      bigint      NOT NULL CHECK (highest >= credits),
+    answers      bigint      NOT NULL DEFAULT 1 CHECK (answers >= 1),
+    previous     bigint      CHECK (previous >= 0),
+    learned_from bigint,                                 -- the ledger id of the answer that showed credits
+    learned_at   timestamptz NOT NULL DEFAULT now(),     -- first seen
+    changed_at   timestamptz,                            -- when credits last changed
+    seen_at      timestamptz NOT NULL DEFAULT now(),     -- the last agreeing answer counted
+    PRIMARY KEY (account, class)
+);
+
+ALTER TABLE credit_ledger
+    ADD COLUMN replay_class text,
+    ADD COLUMN witnessed_at timestamptz;
+
+-- enrichq_resettle corrects the charge of a settled call (the balance
+-- witness pinned it): the job's and the account's spent move by the
+-- difference, the tenant's by the ledger's update trigger. It returns
+-- false when the call is not settled.
+-- +goose StatementBegin
+CREATE FUNCTION enrichq_resettle(p_id bigint, p_charged bigint, p_error text) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE
+    l record;
+BEGIN
+    SELECT c.id, c.job_id, coalesce(c.charged, 0) AS charged, c.account, c.account_month INTO l
+    FROM credit_ledger c WHERE c.id = p_id AND c.status = 'settled' FOR UPDATE;
+    IF NOT FOUND THEN
+        RETURN false;
+    END IF;
+    UPDATE credit_ledger c SET charged = p_charged, charge_reported = false, error = p_error, witnessed_at = now()
+    WHERE c.id = p_id;
+    UPDATE jobs j SET credits_spent = j.credits_spent + p_charged - l.charged, updated_at = now() WHERE j.id = l.job_id;
+    IF l.account IS NOT NULL THEN
+        UPDATE account_usage a SET spent = a.spent + p_charged - l.charged, updated_at = now()
+        WHERE a.account = l.account AND a.month = l.account_month;
+    END IF;
+    RETURN true;
+END
+$$;
+-- +goose StatementEnd
+
+-- +goose Down
+
+DROP FUNCTION enrichq_resettle(bigint, bigint, text);
+ALTER TABLE credit_ledger DROP COLUMN replay_class, DROP COLUMN witnessed_at;
+DROP TABLE vendor_prices;
+
+DROP TABLE leader_leases;
+DROP TABLE commit_marks;
+
+ALTER TABLE uploads DROP COLUMN person_hashes;
+
+ALTER TABLE api_keys DROP COLUMN mcp_max_daily_budget;
+DROP TABLE mcp_daily_spend;
+
+DROP INDEX jobs_tenant_idempotency_key;
+ALTER TABLE jobs DROP CONSTRAINT jobs_idempotency_scoped;
+-- Keys of one tenant used by both kinds of request: the older keeps its key.
+UPDATE jobs j SET idempotency_key = NULL
+    WHERE idempotency_key IS NOT NULL AND EXISTS (SELECT 1 FROM jobs o WHERE o.tenant = j.tenant
+        AND o.idempotency_key = j.idempotency_key AND (o.created_at, o.id) < (j.created_at, j.id));
+CREATE UNIQUE INDEX jobs_tenant_idempotency_key ON jobs (tenant, idempotency_key) WHERE idempotency_key IS NOT NULL;
+ALTER TABLE jobs DROP COLUMN request_sha256, DROP COLUMN idempotency_scope;
