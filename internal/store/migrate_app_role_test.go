@@ -69,13 +69,13 @@ func TestMigrateAsTheOwnerGrantsTheAppRole(t *testing.T) {
 	_, _ = rand.Read(b[:])
 	name := "enrichq_test_" + hex.EncodeToString(b[:])
 	admin := storetest.ServerURL(t, "postgres")
-	if err := store.CreateDatabase(ctx, admin, name, ""); err != nil {
+	if err := storetest.CreateDatabase(ctx, admin, name, ""); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if err := store.DropDatabase(ctx, admin, name); err != nil {
+		if err := storetest.DropDatabase(ctx, admin, name); err != nil {
 			t.Error(err)
 		}
 	})

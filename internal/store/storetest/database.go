@@ -1,4 +1,7 @@
-package store
+// Databases made and dropped by name on a server, for the tests, the bench and
+// the chaos rig; the services never create or drop a database.
+
+package storetest
 
 import (
 	"context"
