@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,14 +70,6 @@ type Erasure struct {
 	LiftedAt  *time.Time       `json:"lifted_at"`
 }
 
-// normText is normName of internal/jobs: lower case, spaces collapsed.
-func normText(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
-
-// nameNorm is normText of internal/jobs in SQL: lower case, spaces collapsed.
-func nameNorm(col string) string {
-	return `lower(regexp_replace(btrim(coalesce(` + col + `, '')), '\s+', ' ', 'g'))`
-}
-
 // Erase removes every stored trace of one person of a tenant in one
 // transaction and returns the receipt: the person's rows (every row whose
 // input or found profile, email, name and company name them, then every row
@@ -112,18 +102,6 @@ func (s *Store) Erase(ctx context.Context, req EraseRequest) (Erasure, error) {
 		})
 	})
 	return out, err
-}
-
-func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return interpretError(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return interpretError(tx.Commit(ctx))
 }
 
 func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (Erasure, error) {
@@ -404,25 +382,6 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 	return out, nil
 }
 
-// lockRows locks rows of job_rows (in id order) until the transaction ends.
-func lockRows(ctx context.Context, tx pgx.Tx, ids []int64) error {
-	_, err := tx.Exec(ctx, `SELECT 1 FROM job_rows WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
-	return interpretError(err)
-}
-
-// kindOf is the input kind an erasure's identity would be uploaded as.
-func kindOf(identity string) domain.InputKind {
-	switch identity {
-	case "email":
-		return domain.InputEmail
-	case "profile_url":
-		return domain.InputProfileURL
-	case "name_domain":
-		return domain.InputNameDomain
-	}
-	return domain.InputNameCompany
-}
-
 // Erasures lists a tenant's erasures, newest first.
 func (s *Store) Erasures(ctx context.Context, tenant string) ([]Erasure, error) {
 	if err := needTenant(tenant); err != nil {
@@ -470,34 +429,4 @@ func (s *Store) LiftErasure(ctx context.Context, tenant, keyID, id string) (Eras
 	})
 	out.CreatedAt = out.CreatedAt.UTC()
 	return out, err
-}
-
-// collect runs a query of one column and returns its values.
-func collect[T any](ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]T, error) {
-	rows, err := tx.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[T])
-	if out == nil {
-		out = []T{}
-	}
-	return out, interpretError(err)
-}
-
-// exec runs a statement and returns the rows it touched.
-func exec(ctx context.Context, tx pgx.Tx, sql string, args ...any) (int64, error) {
-	tag, err := tx.Exec(ctx, sql, args...)
-	if err != nil {
-		return 0, fmt.Errorf("store: %w", interpretError(err))
-	}
-	return tag.RowsAffected(), nil
-}
-
-func setList(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

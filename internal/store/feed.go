@@ -6,8 +6,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // Kinds of results feed lines.

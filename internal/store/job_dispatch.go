@@ -13,48 +13,6 @@ type ChunkRef struct {
 	Chunk int
 }
 
-// ReclaimExpiredLeases returns rows whose lease expired (their worker was
-// lost) to pending, counting a failed attempt; a row that reaches
-// maxAttempts this way ends failed. It returns the chunks that got work back.
-func (s *Store) ReclaimExpiredLeases(ctx context.Context, maxAttempts, limit int) ([]ChunkRef, error) {
-	rows, err := s.pool.Query(ctx, `
-		UPDATE job_rows r SET
-			attempts = r.attempts + 1,
-			state = CASE WHEN r.attempts + 1 >= $1 THEN 'failed' ELSE 'pending' END,
-			state_reason = CASE WHEN r.attempts + 1 >= $1 THEN 'attempts exhausted: ' || coalesce(nullif(r.last_error, ''), 'lease expired') ELSE '' END,
-			last_error = 'lease expired: the worker holding the row was lost',
-			finished_at = CASE WHEN r.attempts + 1 >= $1 THEN now() END,
-			lease_until = NULL, lease_token = NULL, updated_at = now()
-		FROM (
-			-- The chunks with rows in flight, from their counts
-			-- (job_chunk_counts_in_flight), then their rows (job_rows_chunk):
-			-- job_rows has no index on the lease, so that claims and saves
-			-- update rows in place (migrations/00001_schema.sql).
-			SELECT r.id FROM job_chunk_counts k
-			JOIN job_rows r ON r.job_id = k.job_id AND r.chunk = k.chunk
-			WHERE k.in_flight > 0 AND r.state = 'in_flight' AND r.lease_until < now()
-			ORDER BY r.lease_until LIMIT $2 FOR UPDATE OF r SKIP LOCKED) x
-		WHERE r.id = x.id
-		RETURNING r.job_id::text, r.chunk`, maxAttempts, limit)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	refs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[ChunkRef])
-	return dedupChunks(refs), interpretError(err)
-}
-
-func dedupChunks(refs []ChunkRef) []ChunkRef {
-	seen := make(map[ChunkRef]bool, len(refs))
-	out := refs[:0]
-	for _, r := range refs {
-		if !seen[r] {
-			seen[r] = true
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // ForgetEnqueued clears the enqueued stamp of every chunk of a queued or
 // running job, so that the next ChunksToEnqueue hands them all again: the
 // queue they were handed to is gone. It returns how many it cleared.
@@ -187,9 +145,11 @@ var nextDueSQL = `SELECT min(next_attempt_at) FROM job_rows
 	WHERE job_id = $1 AND chunk = $2 AND state = 'retry_wait'
 	  AND EXISTS (SELECT 1 FROM job_chunk_counts WHERE job_id = $1 AND chunk = $2 AND retry_wait > 0)`
 
-// Now returns the database's clock, the one leases and due times are compared against.
-func (s *Store) Now(ctx context.Context) (time.Time, error) {
-	var t time.Time
-	err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&t)
+// NextAttempt returns the earliest due time of a job's retry_wait rows; nil when none waits.
+func (s *Store) NextAttempt(ctx context.Context, jobID string) (*time.Time, error) {
+	var t *time.Time
+	err := s.pool.QueryRow(ctx, `SELECT min(r.next_attempt_at) FROM job_chunk_counts k
+		JOIN job_rows r ON r.job_id = k.job_id AND r.chunk = k.chunk
+		WHERE k.job_id = $1 AND k.retry_wait > 0 AND r.state = 'retry_wait'`, jobID).Scan(&t)
 	return t, interpretError(err)
 }

@@ -2,14 +2,17 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // Ledger statuses.
@@ -200,190 +203,19 @@ func (s *Store) Available(ctx context.Context, jobID string) (credits int64, ok 
 	return max(0, *avail), true, nil
 }
 
-// Settlement is what a call turned out to cost.
-type Settlement struct {
-	Charged   int64
-	Reported  bool   // the vendor said so (X-Credits-Charged)
-	Remaining *int64 // X-Credits-Remaining
-	Error     string
-	// StageCredits splits a bulk call's charge by stage, by the cost table.
-	StageCredits map[domain.Stage]int64
-	// ReplayPrice, when set, says the call was answered as a replay of an
-	// answer priced at that many credits (ExplainJob reads it).
-	ReplayPrice *int64
-	// ReplayClass, when set, is the price class of the replayed answer
-	// (enrich.PriceClass): ExplainJob prices the billed earlier send by the
-	// class's learned price, which may come after the replay. Set without
-	// ReplayPrice: a repeat charged 0 whose price was not known yet.
-	ReplayClass *string
-}
-
-// Settle records the actual charge of a reserved call and moves the job's
-// credits from reserved to spent. Settling a reservation the scheduler
-// already counted as spent (unknown) corrects the job's spend.
-func (s *Store) Settle(ctx context.Context, ledgerID int64, st Settlement) error {
-	var split any
-	if len(st.StageCredits) > 0 {
-		b, err := json.Marshal(st.StageCredits)
-		if err != nil {
-			return err
-		}
-		split = string(b)
+// tenantBudgetError reads the refusal of the tenant's allowance that the
+// credit ledger's trigger raises (SQLSTATE EQ001, DETAIL
+// "spent,reserved,allowance"); nil for any other error.
+func tenantBudgetError(err error, wanted int64) *BudgetError {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "EQ001" {
+		return nil
 	}
-	if st.ReplayPrice != nil || st.ReplayClass != nil {
-		if err := s.markReplay(ctx, ledgerID, st.ReplayPrice, st.ReplayClass); err != nil {
-			return err
-		}
+	be := &BudgetError{Scope: "tenant", Wanted: wanted}
+	if f := strings.Split(pgErr.Detail, ","); len(f) == 3 {
+		be.Spent, _ = strconv.ParseInt(f[0], 10, 64)
+		be.Reserved, _ = strconv.ParseInt(f[1], 10, 64)
+		be.Budget, _ = strconv.ParseInt(f[2], 10, 64)
 	}
-	return s.closeReservation(ctx, ledgerID, LedgerSettled, &st.Charged, st.Reported, st.Remaining, st.Error, split)
-}
-
-// Release records that a reserved call never left: nothing was spent.
-func (s *Store) Release(ctx context.Context, ledgerID int64, reason string) error {
-	var zero int64
-	return s.closeReservation(ctx, ledgerID, LedgerReleased, &zero, false, nil, reason, nil)
-}
-
-// MarkUnknown records a call whose outcome is unknown (timeout after send):
-// the reservation is counted as spent until the vendor's ledger says otherwise.
-func (s *Store) MarkUnknown(ctx context.Context, ledgerID int64, reason string) error {
-	return s.closeReservation(ctx, ledgerID, LedgerUnknown, nil, false, nil, reason, nil)
-}
-
-// closeReservation moves a ledger row from reserved (or unknown) to status.
-// charged nil means "the reservation". It locks the ledger row, then the
-// job's, then the account's (Reserve's order), and is run again after a
-// conflict or while the database is unavailable, until ctx ends: it is
-// idempotent (a reservation already closed is left alone), and a
-// settlement that is lost leaves the call counted at its worst case.
-func (s *Store) closeReservation(ctx context.Context, id int64, status string, charged *int64, reported bool, remaining *int64, errText string, split any) error {
-	return s.retry(ctx, true, func() error {
-		_, err := s.pool.Exec(ctx, `SELECT enrichq_close_reservation(@id, @status, @charged, @reported, @remaining, @error, @split::jsonb)`,
-			pgx.StrictNamedArgs{"id": id, "status": status, "charged": charged, "reported": reported, "remaining": remaining,
-				"error": errText, "split": split})
-		return err
-	})
-}
-
-// ReconcileReplay settles the earlier sends of a call that the vendor has
-// answered as a replay (call by, under the same Idempotency-Key, not yet
-// settled): one send of the key was billed, and the answers of the earlier
-// ones were lost (a killed worker, a timeout, a reset), so they were
-// counted at their reservation. When none of them was settled with a
-// charge, the oldest still open (unknown or reserved) is settled at credits,
-// the cost table's price of the replayed answer, and the others at 0; else
-// all of them at 0. When none was billed and none is open, and by itself was
-// sent twice (resent: http.Transport's own retry), by's first send is the
-// billed one: chargeBy says so, and by is to be settled at credits, else
-// at 0. n is how many earlier sends it settled.
-func (s *Store) ReconcileReplay(ctx context.Context, jobID, key string, by, credits int64, resent bool) (n int, chargeBy bool, err error) {
-	if key == "" {
-		return 0, resent, nil
-	}
-	open, billed, err := s.earlierSends(ctx, jobID, key, by)
-	if err != nil {
-		return 0, false, err
-	}
-	first := credits
-	if billed {
-		first = 0
-	}
-	n, err = s.settleEarlier(ctx, open, first, fmt.Sprintf("reconciled by call %d: the vendor replayed this Idempotency-Key's answer", by))
-	return n, err == nil && !billed && len(open) == 0 && resent, err
-}
-
-// ReconcileFresh settles at 0 the earlier sends of a call (by) that the
-// vendor answered afresh, not as a replay: with a vendor known to honour
-// Idempotency-Key (it replays a key's first answer for 24 h), a fresh answer
-// proves that no earlier send of the key was billed (it never arrived, or
-// was cut before the work). Those sends were counted at their reservation (unknown,
-// or still reserved by a worker that is gone). It returns how many it
-// settled.
-func (s *Store) ReconcileFresh(ctx context.Context, jobID, key string, by int64) (int, error) {
-	if key == "" {
-		return 0, nil
-	}
-	open, _, err := s.earlierSends(ctx, jobID, key, by)
-	if err != nil {
-		return 0, err
-	}
-	return s.settleEarlier(ctx, open, 0,
-		fmt.Sprintf("reconciled by call %d: the vendor answered this Idempotency-Key afresh, so this send was not billed", by))
-}
-
-// earlierSends reads the sends of key in the job before call by, within the
-// vendor's 24 h replay window: those still open (unknown or reserved),
-// oldest first, and whether one was settled with a charge.
-func (s *Store) earlierSends(ctx context.Context, jobID, key string, by int64) (open []int64, billed bool, err error) {
-	err = s.retry(ctx, true, func() error {
-		return s.pool.QueryRow(ctx, `
-		SELECT coalesce(array_agg(id ORDER BY id) FILTER (WHERE status IN ('unknown', 'reserved')), '{}'),
-			coalesce(bool_or(status = 'settled' AND charged > 0), false)
-		FROM credit_ledger WHERE job_id = $1 AND idempotency_key = $2 AND id < $3
-		  AND reserved_at > now() - interval '23 hours'`, jobID, key, by).Scan(&open, &billed)
-	})
-	return open, billed, err
-}
-
-// settleEarlier settles the sends ids, the first at first credits and the
-// others at 0, as not reported by the vendor, with reason; it returns how
-// many it settled.
-func (s *Store) settleEarlier(ctx context.Context, ids []int64, first int64, reason string) (int, error) {
-	for i, id := range ids {
-		charged := int64(0)
-		if i == 0 {
-			charged = first
-		}
-		if err := s.closeReservation(ctx, id, LedgerSettled, &charged, false, nil, reason, nil); err != nil {
-			return i, err
-		}
-	}
-	return len(ids), nil
-}
-
-// ExpireReservations closes reservations older than their expiry (a worker
-// died holding them): one whose call was sent (MarkSent) is counted as spent
-// at its worst case, one never sent is released. It returns how many it closed.
-func (s *Store) ExpireReservations(ctx context.Context, limit int) (int, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, sent_at IS NOT NULL FROM credit_ledger WHERE status = 'reserved' AND expires_at < now() ORDER BY id LIMIT $1`, limit)
-	if err != nil {
-		return 0, interpretError(err)
-	}
-	type open struct {
-		id   int64
-		sent bool
-	}
-	var opens []open
-	var o open
-	if _, err := pgx.ForEachRow(rows, []any{&o.id, &o.sent}, func() error { opens = append(opens, o); return nil }); err != nil {
-		return 0, interpretError(err)
-	}
-	for _, o := range opens {
-		if !o.sent {
-			err = s.releaseUnsent(ctx, o.id, "reservation expired: the worker holding it was lost before the call left")
-		} else {
-			err = s.MarkUnknown(ctx, o.id, "reservation expired: the worker holding it was lost")
-		}
-		if err != nil {
-			return 0, err
-		}
-	}
-	return len(opens), nil
-}
-
-// LedgerTotals sums a job's ledger.
-type LedgerTotals struct {
-	Calls    int
-	Reserved int64 // still held
-	Charged  int64 // settled and unknown
-}
-
-// JobLedger sums the ledger of one job.
-func (s *Store) JobLedger(ctx context.Context, jobID string) (LedgerTotals, error) {
-	var t LedgerTotals
-	err := s.pool.QueryRow(ctx, `SELECT count(*),
-			coalesce(sum(reserved) FILTER (WHERE status = 'reserved'), 0),
-			coalesce(sum(charged) FILTER (WHERE status IN ('settled', 'unknown')), 0)
-		FROM credit_ledger WHERE job_id = $1`, jobID).Scan(&t.Calls, &t.Reserved, &t.Charged)
-	return t, interpretError(err)
+	return be
 }

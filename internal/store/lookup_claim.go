@@ -2,110 +2,12 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
-
-// BudgetPausePrefix starts the state reason of a job paused by a budget.
-const BudgetPausePrefix = "budget exhausted"
-
-// UpdateBudget sets a job's budget (nil: none). A job paused because its
-// budget ran out resumes when the new budget leaves room for more calls.
-func (s *Store) UpdateBudget(ctx context.Context, tenant, id string, budget *int64) (Job, error) {
-	j, err := s.GetJob(ctx, tenant, id)
-	if err != nil {
-		return Job{}, err
-	}
-	if _, err := s.pool.Exec(ctx, `UPDATE jobs SET budget_credits = $2, updated_at = now() WHERE id = $1`, id, budget); err != nil {
-		return Job{}, interpretError(err)
-	}
-	room := budget == nil || *budget > j.CreditsSpent+j.CreditsReserved
-	if j.State == domain.JobPaused && room {
-		// Only a pause by the job's own budget: an allowance still spent, or
-		// a key the vendor refuses, is not cured by a budget.
-		cause, err := s.pauseCause(ctx, id)
-		if err != nil {
-			return Job{}, err
-		}
-		if cause == domain.PausedByJobBudget {
-			if err := s.ResumeJob(ctx, id); err != nil {
-				return Job{}, err
-			}
-		}
-	}
-	return s.GetJob(ctx, tenant, id)
-}
-
-// StageCost is what one stage of a job cost.
-type StageCost struct {
-	Calls   int   `json:"calls"`
-	Credits int64 `json:"credits"`
-}
-
-// JobCosts answers "what did job J cost, by stage". A bulk call's charge is
-// split by stage with the cost table's figures recorded on its ledger row;
-// what the split does not explain is reported as stage domain.StageBulk.
-func (s *Store) JobCosts(ctx context.Context, jobID string) (map[domain.Stage]StageCost, error) {
-	rows, err := s.pool.Query(ctx, `SELECT stage, coalesce(charged, 0), coalesce(stage_credits::text, '') FROM credit_ledger
-		WHERE job_id = $1 AND status IN ('settled', 'unknown')`, jobID)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	out := map[domain.Stage]StageCost{}
-	var stage domain.Stage
-	var split string
-	var charged int64
-	_, err = pgx.ForEachRow(rows, []any{&stage, &charged, &split}, func() error {
-		if stage != domain.StageBulk || split == "" {
-			c := out[stage]
-			c.Calls++
-			c.Credits += charged
-			out[stage] = c
-			return nil
-		}
-		var m map[domain.Stage]int64
-		if err := json.Unmarshal([]byte(split), &m); err != nil {
-			return err
-		}
-		rest := charged
-		for st, n := range m {
-			n = min(n, rest)
-			rest -= n
-			c := out[st]
-			c.Credits += n
-			out[st] = c
-		}
-		c := out[domain.StageBulk]
-		c.Calls++
-		c.Credits += rest
-		out[domain.StageBulk] = c
-		return nil
-	})
-	return out, interpretError(err)
-}
-
-// AccountUsage is a vendor key's credits in one month.
-type AccountUsage struct {
-	Account          string
-	Month            time.Time
-	Reserved, Spent  int64
-	CreditsRemaining *int64 // the vendor's last X-Credits-Remaining
-	Calls            int
-}
-
-// AccountMonth answers "what did this key spend this month" (month: any day of it, UTC).
-func (s *Store) AccountMonth(ctx context.Context, account string, month time.Time) (AccountUsage, error) {
-	u := AccountUsage{Account: account}
-	m := time.Date(month.UTC().Year(), month.UTC().Month(), 1, 0, 0, 0, 0, time.UTC)
-	err := s.pool.QueryRow(ctx, `SELECT $2::date, coalesce(a.reserved, 0), coalesce(a.spent, 0), a.credits_remaining,
-			(SELECT count(*) FROM credit_ledger WHERE account = $1 AND account_month = $2::date)
-		FROM (SELECT 1) one LEFT JOIN account_usage a ON a.account = $1 AND a.month = $2::date`, account, m).
-		Scan(&u.Month, &u.Reserved, &u.Spent, &u.CreditsRemaining, &u.Calls)
-	return u, interpretError(err)
-}
 
 // ClaimLookups claims the right to buy the answers of keys (tenant, stage):
 // it returns the keys this token won. A key held by another live claim is

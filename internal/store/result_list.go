@@ -5,8 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 
-	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // Result is one line of a job's results: the input, the state and what was found.
@@ -120,3 +121,21 @@ const rowBytes = 512
 
 // errPageFull stops reading the rows of a page.
 var errPageFull = errors.New("store: page full")
+
+// MaxResultExtraKeys caps ResultExtraKeys: ingest caps a job's distinct
+// extra keys at as many (a CSV export's columns).
+const MaxResultExtraKeys = 256
+
+// ResultExtraKeys returns the keys of the extra columns of a job's rows,
+// sorted, optionally only of rows in state; at most MaxResultExtraKeys.
+func (s *Store) ResultExtraKeys(ctx context.Context, jobID string, state domain.RowState) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT DISTINCT k FROM job_input_extras x, jsonb_object_keys(x.extra) AS k
+		WHERE x.job_id = $1
+		  AND ($2 = '' OR EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = x.job_id AND r.input_row = x.input_row AND r.state = $2))
+		ORDER BY k LIMIT $3`, jobID, state, MaxResultExtraKeys)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return keys, interpretError(err)
+}

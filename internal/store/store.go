@@ -189,3 +189,10 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 	}
 	return nil
 }
+
+// Now returns the database's clock, the one leases and due times are compared against.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&t)
+	return t, interpretError(err)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -140,16 +139,4 @@ func (s *Store) PruneCommitMarks(ctx context.Context, age time.Duration, limit i
 		SELECT token FROM commit_marks WHERE made_at < now() - $1 * interval '1 millisecond' ORDER BY made_at LIMIT $2)`,
 		age.Milliseconds(), limit)
 	return tag.RowsAffected(), interpretError(err)
-}
-
-// sleepJittered waits about d (between d/2 and d); false when ctx ended first.
-func sleepJittered(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d/2 + rand.N(d/2+1))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
