@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -60,4 +61,69 @@ func mustGet(t *testing.T, st *store.Store, id string) store.Job {
 		t.Fatal(err)
 	}
 	return j
+}
+
+func TestCreateJobIdempotentAndAtomic(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	ctx := context.Background()
+	job := createJob(t, st, store.NewJob{IdempotencyKey: "k1"}, 25)
+	if job.TotalRows != 25 || job.ChunkCount != 3 || job.State != domain.JobQueued {
+		t.Fatalf("job = %+v", job)
+	}
+	// The same rows under the key: the first job (the feed is read to compare, nothing stored).
+	feed := func(n int, company string) func(add func(store.NewRow) error) error {
+		return func(add func(store.NewRow) error) error {
+			for i := range n {
+				if err := add(store.NewRow{InputRow: i + 1, Ref: fmt.Sprint("r", i), Kind: domain.InputNameCompany, Name: "VP Sales",
+					Company: fmt.Sprint(company, i), Extra: map[string]string{"crm": "x"}}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	again, created, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10, IdempotencyKey: "k1"},
+		feed(25, "Co "))
+	if err != nil || created || again.ID != job.ID {
+		t.Fatalf("replay: id=%s created=%v err=%v, want %s", again.ID, created, err, job.ID)
+	}
+	// Other rows, or other options, under the key: refused.
+	if _, _, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10, IdempotencyKey: "k1"},
+		feed(25, "Other ")); !errors.Is(err, store.ErrIdempotencyKeyReused) {
+		t.Fatalf("other rows under the key: %v", err)
+	}
+	if _, _, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10, IdempotencyKey: "k1",
+		RequestOptions: []byte(`{"budget": 5}`)}, feed(25, "Co ")); !errors.Is(err, store.ErrIdempotencyKeyReused) {
+		t.Fatalf("other options under the key: %v", err)
+	}
+	// Another tenant with the same key gets its own job.
+	other := createJob(t, st, store.NewJob{Tenant: "beta", IdempotencyKey: "k1"}, 1)
+	if other.ID == job.ID {
+		t.Fatal("tenants share idempotency keys")
+	}
+	if _, err := st.GetJob(ctx, "beta", job.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("other tenant's job: err = %v, want ErrNotFound", err)
+	}
+	// A feed that fails stores nothing.
+	boom := errors.New("row 7 is bad")
+	_, _, err = st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10, IdempotencyKey: "k2"},
+		func(add func(store.NewRow) error) error {
+			for i := range 6000 { // more than one COPY batch
+				if err := add(store.NewRow{InputRow: i + 1, Kind: domain.InputEmail, Email: "a@b.c"}); err != nil {
+					return err
+				}
+			}
+			return boom
+		})
+	if !errors.Is(err, boom) {
+		t.Fatalf("err = %v, want %v", err, boom)
+	}
+	var jobs, rows int
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT (SELECT count(*) FROM jobs), (SELECT count(*) FROM job_rows)`).Scan(&jobs, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if jobs != 2 || rows != 26 {
+		t.Fatalf("after a failed feed: %d jobs, %d rows; want 2 and 26", jobs, rows)
+	}
 }
