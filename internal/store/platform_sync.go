@@ -50,13 +50,7 @@ func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job
 	}
 	var sum []byte
 	if ns.IdempotencyKey != "" {
-		d := newRequestDigest(scopePlatformSync)
-		d.field(ns.Name)
-		d.field(strconv.FormatBool(ns.All))
-		for _, m := range ns.Members {
-			d.field(m)
-		}
-		sum = d.sum()
+		sum = ns.digest()
 		j, err := s.syncOfKey(ctx, ns.Tenant, ns.IdempotencyKey, sum)
 		if err == nil || !errors.Is(err, ErrNotFound) {
 			return j, false, err
@@ -68,68 +62,12 @@ func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
 
-	type member struct{ id, memberID, name, email string }
-	var members []member
-	if ns.All {
-		rows, err := tx.Query(ctx, `SELECT id::text, member_id, name, email FROM platform_members WHERE tenant = $1 ORDER BY connected_at, id`, ns.Tenant)
-		if err != nil {
-			return Job{}, false, interpretError(err)
-		}
-		var m member
-		if _, err := pgx.ForEachRow(rows, []any{&m.id, &m.memberID, &m.name, &m.email}, func() error {
-			members = append(members, m)
-			return nil
-		}); err != nil {
-			return Job{}, false, interpretError(err)
-		}
-		if len(members) == 0 {
-			return Job{}, false, ErrNoMembers
-		}
-	} else {
-		rows, err := tx.Query(ctx, `SELECT id::text, member_id, name, email FROM platform_members
-			WHERE tenant = $1 AND (id::text = ANY($2) OR member_id = ANY($2))`, ns.Tenant, ns.Members)
-		if err != nil {
-			return Job{}, false, interpretError(err)
-		}
-		byRef := map[string]member{}
-		var m member
-		if _, err := pgx.ForEachRow(rows, []any{&m.id, &m.memberID, &m.name, &m.email}, func() error {
-			byRef[m.id], byRef[m.memberID] = m, m
-			return nil
-		}); err != nil {
-			return Job{}, false, interpretError(err)
-		}
-		seen := map[string]bool{}
-		var unknown []string
-		for _, ref := range ns.Members {
-			m, ok := byRef[ref]
-			switch {
-			case !ok:
-				unknown = append(unknown, ref)
-			case !seen[m.id]:
-				seen[m.id] = true
-				members = append(members, m)
-			}
-		}
-		if len(unknown) > 0 {
-			return Job{}, false, &UnknownMembersError{Refs: unknown}
-		}
-		if len(members) == 0 {
-			return Job{}, false, ErrNoMembers
-		}
-	}
-
-	var idem *string
-	if ns.IdempotencyKey != "" {
-		idem = &ns.IdempotencyKey
+	members, err := syncMembers(ctx, tx, ns)
+	if err != nil {
+		return Job{}, false, err
 	}
 	chunks := (len(members) + ns.ChunkSize - 1) / ns.ChunkSize
-	var jobID string
-	err = tx.QueryRow(ctx, `
-		INSERT INTO jobs (tenant, name, lookups, source_format, idempotency_key, idempotency_scope, request_sha256, total_rows, chunk_count, max_age_seconds)
-		VALUES ($1, $2, '{profile}', 'platform', $3, CASE WHEN $3::text IS NOT NULL THEN 'platform_sync' END, $4, $5, $6, 0)
-		ON CONFLICT (tenant, idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-		RETURNING id::text`, ns.Tenant, ns.Name, idem, sum, len(members), chunks).Scan(&jobID)
+	jobID, err := insertSyncJob(ctx, tx, ns, sum, len(members), chunks)
 	if errors.Is(err, pgx.ErrNoRows) {
 		_ = tx.Rollback(ctx)
 		j, err := s.syncOfKey(ctx, ns.Tenant, ns.IdempotencyKey, sum)
@@ -138,16 +76,8 @@ func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job
 	if err != nil {
 		return Job{}, false, interpretError(err)
 	}
-	rows := make([][]any, len(members))
-	for i, m := range members {
-		rows[i] = []any{jobID, i / ns.ChunkSize, i + 1, m.memberID, domain.InputMember, nullIfEmpty(m.name), nullIfEmpty(m.email), m.id}
-	}
-	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_rows"},
-		[]string{"job_id", "chunk", "input_row", "ref", "input_kind", "name", "email", "platform_member"}, pgx.CopyFromRows(rows)); err != nil {
-		return Job{}, false, fmt.Errorf("store: copy member rows: %w", interpretError(err))
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO platform_sync_chunks (job_id, chunk) SELECT $1, generate_series(0, $2 - 1)`, jobID, chunks); err != nil {
-		return Job{}, false, interpretError(err)
+	if err := addSyncRows(ctx, tx, jobID, ns.ChunkSize, chunks, members); err != nil {
+		return Job{}, false, err
 	}
 	job, err = scanJob(tx.QueryRow(ctx, `SELECT `+jobColumns+` FROM jobs WHERE id = $1`, jobID))
 	if err != nil {
@@ -157,6 +87,109 @@ func (s *Store) CreatePlatformSync(ctx context.Context, ns NewPlatformSync) (job
 		return Job{}, false, interpretError(err)
 	}
 	return job, true, nil
+}
+
+// digest is the request digest of the sync kept beside its idempotency key.
+func (ns NewPlatformSync) digest() []byte {
+	d := newRequestDigest(scopePlatformSync)
+	d.field(ns.Name)
+	d.field(strconv.FormatBool(ns.All))
+	for _, m := range ns.Members {
+		d.field(m)
+	}
+	return d.sum()
+}
+
+// syncMember is a member of the tenant as a sync row names it.
+type syncMember struct{ id, memberID, name, email string }
+
+// syncMembers reads the members a sync names: every member of the tenant in
+// the order they connected (All), else those of ns.Members in the order
+// given, duplicates once; an *UnknownMembersError for refs that are no
+// member of the tenant, ErrNoMembers for none.
+func syncMembers(ctx context.Context, tx pgx.Tx, ns NewPlatformSync) ([]syncMember, error) {
+	var members []syncMember
+	if ns.All {
+		rows, err := tx.Query(ctx, `SELECT id::text, member_id, name, email FROM platform_members WHERE tenant = $1 ORDER BY connected_at, id`, ns.Tenant)
+		if err != nil {
+			return nil, interpretError(err)
+		}
+		var m syncMember
+		if _, err := pgx.ForEachRow(rows, []any{&m.id, &m.memberID, &m.name, &m.email}, func() error {
+			members = append(members, m)
+			return nil
+		}); err != nil {
+			return nil, interpretError(err)
+		}
+		if len(members) == 0 {
+			return nil, ErrNoMembers
+		}
+		return members, nil
+	}
+	rows, err := tx.Query(ctx, `SELECT id::text, member_id, name, email FROM platform_members
+		WHERE tenant = $1 AND (id::text = ANY($2) OR member_id = ANY($2))`, ns.Tenant, ns.Members)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	byRef := map[string]syncMember{}
+	var m syncMember
+	if _, err := pgx.ForEachRow(rows, []any{&m.id, &m.memberID, &m.name, &m.email}, func() error {
+		byRef[m.id], byRef[m.memberID] = m, m
+		return nil
+	}); err != nil {
+		return nil, interpretError(err)
+	}
+	seen := map[string]bool{}
+	var unknown []string
+	for _, ref := range ns.Members {
+		m, ok := byRef[ref]
+		switch {
+		case !ok:
+			unknown = append(unknown, ref)
+		case !seen[m.id]:
+			seen[m.id] = true
+			members = append(members, m)
+		}
+	}
+	if len(unknown) > 0 {
+		return nil, &UnknownMembersError{Refs: unknown}
+	}
+	if len(members) == 0 {
+		return nil, ErrNoMembers
+	}
+	return members, nil
+}
+
+// insertSyncJob inserts the sync's job and returns its id; pgx.ErrNoRows
+// when the tenant used its idempotency key on a member sync before.
+func insertSyncJob(ctx context.Context, tx pgx.Tx, ns NewPlatformSync, sum []byte, rows, chunks int) (string, error) {
+	var idem *string
+	if ns.IdempotencyKey != "" {
+		idem = &ns.IdempotencyKey
+	}
+	var jobID string
+	err := tx.QueryRow(ctx, `
+		INSERT INTO jobs (tenant, name, lookups, source_format, idempotency_key, idempotency_scope, request_sha256, total_rows, chunk_count, max_age_seconds)
+		VALUES ($1, $2, '{profile}', 'platform', $3, CASE WHEN $3::text IS NOT NULL THEN 'platform_sync' END, $4, $5, $6, 0)
+		ON CONFLICT (tenant, idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING id::text`, ns.Tenant, ns.Name, idem, sum, rows, chunks).Scan(&jobID)
+	return jobID, err
+}
+
+// addSyncRows stores the sync's rows, one per member, and its chunks.
+func addSyncRows(ctx context.Context, tx pgx.Tx, jobID string, chunkSize, chunks int, members []syncMember) error {
+	rows := make([][]any, len(members))
+	for i, m := range members {
+		rows[i] = []any{jobID, i / chunkSize, i + 1, m.memberID, domain.InputMember, nullIfEmpty(m.name), nullIfEmpty(m.email), m.id}
+	}
+	if _, err := tx.CopyFrom(ctx, pgx.Identifier{"job_rows"},
+		[]string{"job_id", "chunk", "input_row", "ref", "input_kind", "name", "email", "platform_member"}, pgx.CopyFromRows(rows)); err != nil {
+		return fmt.Errorf("store: copy member rows: %w", interpretError(err))
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO platform_sync_chunks (job_id, chunk) SELECT $1, generate_series(0, $2 - 1)`, jobID, chunks); err != nil {
+		return interpretError(err)
+	}
+	return nil
 }
 
 // syncOfKey is the member sync of a tenant's idempotency key when it was

@@ -134,6 +134,37 @@ func (s *Store) SavePlatformOutcomes(ctx context.Context, token string, outs []S
 	if len(outs) == 0 {
 		return nil, nil
 	}
+	args, err := syncOutcomeArgs(token, outs)
+	if err != nil {
+		return nil, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
+	rows, err := tx.Query(ctx, savePlatformRowsSQL, args)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	written, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	if batch := platformResults(outs, written); batch.Len() > 0 {
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return nil, fmt.Errorf("store: save platform results: %w", interpretError(err))
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return nil, interpretError(err)
+	}
+	return written, nil
+}
+
+// syncOutcomeArgs are savePlatformRowsSQL's arguments, one array per column.
+// An outcome must be a state the row lifecycle lets a claimed row move to.
+func syncOutcomeArgs(token string, outs []SyncOutcome) (pgx.StrictNamedArgs, error) {
 	n := len(outs)
 	ids := make([]int64, n)
 	states := make([]string, n)
@@ -156,12 +187,13 @@ func (s *Store) SavePlatformOutcomes(ctx context.Context, token string, outs []S
 		}
 		matched[i] = o.Profile != nil
 	}
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck
-	rows, err := tx.Query(ctx, `
+	return pgx.StrictNamedArgs{"ids": ids, "states": states, "reasons": reasons, "last_errors": lastErrors,
+		"next_at": next, "inc": inc, "matched": matched, "token": token}, nil
+}
+
+// savePlatformRowsSQL moves the member rows held under @token to their
+// outcome's state and returns the ids it wrote.
+var savePlatformRowsSQL = `
 		UPDATE job_rows r SET
 			state = u.state,
 			state_reason = CASE WHEN u.state IN ('failed', 'skipped') THEN u.reason ELSE '' END,
@@ -177,15 +209,11 @@ func (s *Store) SavePlatformOutcomes(ctx context.Context, token string, outs []S
 				@matched::bool[])
 			AS u(id, state, reason, last_error, next_at, inc, matched)
 		WHERE r.id = u.id AND r.lease_token = @token AND r.state = 'in_flight'
-		RETURNING r.id`, pgx.StrictNamedArgs{"ids": ids, "states": states, "reasons": reasons, "last_errors": lastErrors,
-		"next_at": next, "inc": inc, "matched": matched, "token": token})
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	written, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, interpretError(err)
-	}
+		RETURNING r.id`
+
+// platformResults is the batch that stores the profiles of the rows written,
+// each also kept on its member (profile, name, headline, last_synced_at).
+func platformResults(outs []SyncOutcome, written []int64) *pgx.Batch {
 	owned := make(map[int64]bool, len(written))
 	for _, id := range written {
 		owned[id] = true
@@ -211,15 +239,7 @@ func (s *Store) SavePlatformOutcomes(ctx context.Context, token string, outs []S
 				WHERE id = $1`, o.MemberID, jsonOrEmpty(p.Raw), p.Name, p.Headline, o.FetchedAt)
 		}
 	}
-	if batch.Len() > 0 {
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return nil, fmt.Errorf("store: save platform results: %w", interpretError(err))
-		}
-	}
-	if err := tx.Commit(ctx); err != nil {
-		return nil, interpretError(err)
-	}
-	return written, nil
+	return batch
 }
 
 // StoredProfile is where a row's stored profile came from and when it was
