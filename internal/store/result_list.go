@@ -46,7 +46,35 @@ func (s *Store) ListResults(ctx context.Context, jobID string, state domain.RowS
 // rows (extras, phones) stays bounded in memory. more says whether rows
 // follow the last one returned.
 func (s *Store) ListResultsWithin(ctx context.Context, jobID string, state domain.RowState, afterID int64, limit int, maxBytes int64) (out []Result, more bool, err error) {
-	rows, err := s.pool.Query(ctx, `
+	rows, err := s.pool.Query(ctx, listResultsSQL, jobID, afterID, state, limit+1)
+	if err != nil {
+		return nil, false, interpretError(err)
+	}
+	var size int64
+	var sc resultScan
+	_, err = pgx.ForEachRow(rows, sc.dest(), func() error {
+		if len(out) == limit || (maxBytes > 0 && size >= maxBytes) {
+			more = true
+			return errPageFull
+		}
+		size += sc.bytes()
+		r, err := sc.result()
+		if err != nil {
+			return err
+		}
+		out = append(out, r)
+		return nil
+	})
+	if errors.Is(err, errPageFull) {
+		err = nil
+	}
+	return out, more, interpretError(err)
+}
+
+// listResultsSQL reads a page of a job's results: rows of job $1 after row
+// id $2, of state $3 (” any), up to $4, with their extras, what was found
+// and the stages that found nothing.
+const listResultsSQL = `
 		SELECT r.id, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''), coalesce(r.company, ''),
 			coalesce(r.domain, ''), coalesce(r.email, ''), coalesce(r.role, ''), coalesce(x.extra::text, ''), r.state, r.state_reason, r.last_error, r.attempts,
 			p.profile_url, coalesce(p.name, ''), coalesce(p.headline, ''), coalesce(p.company, ''), coalesce(p.role, ''),
@@ -61,58 +89,58 @@ func (s *Store) ListResultsWithin(ctx context.Context, jobID string, state domai
 		LEFT JOIN phone_results ph ON ph.row_id = r.id
 		WHERE r.job_id = $1 AND r.id > $2 AND ($3 = '' OR r.state = $3)
 		ORDER BY r.id
-		LIMIT $4`, jobID, afterID, state, limit+1)
-	if err != nil {
-		return nil, false, interpretError(err)
+		LIMIT $4`
+
+// resultScan is where a row of listResultsSQL scans to.
+type resultScan struct {
+	res                              Result
+	extra                            string
+	pURL, eAddr, phones              *string
+	pName, pHead, pComp, pRole, pLoc string
+	pSize, pInd, phNum, phType       string
+	tech                             []string
+	conf                             float64
+	verified                         bool
+}
+
+func (sc *resultScan) dest() []any {
+	res := &sc.res
+	return []any{&res.RowID, &res.InputRow, &res.Ref, &res.Kind, &res.ProfileURL, &res.Name, &res.Company,
+		&res.Domain, &res.Email, &res.Role, &sc.extra, &res.State, &res.StateReason, &res.LastError, &res.Attempts,
+		&sc.pURL, &sc.pName, &sc.pHead, &sc.pComp, &sc.pRole, &sc.pLoc, &sc.pSize, &sc.pInd, &sc.tech,
+		&sc.eAddr, &sc.conf, &sc.verified, &sc.phones, &sc.phNum, &sc.phType, &res.NoMatches}
+}
+
+// bytes is about what the row scanned holds (see rowBytes).
+func (sc *resultScan) bytes() int64 {
+	n := rowBytes + int64(len(sc.extra))
+	if sc.phones != nil {
+		n += int64(len(*sc.phones))
 	}
-	var size int64
-	var (
-		res                              Result
-		extra                            string
-		pURL, eAddr, phones              *string
-		pName, pHead, pComp, pRole, pLoc string
-		pSize, pInd, phNum, phType       string
-		tech                             []string
-		conf                             float64
-		verified                         bool
-	)
-	_, err = pgx.ForEachRow(rows, []any{&res.RowID, &res.InputRow, &res.Ref, &res.Kind, &res.ProfileURL, &res.Name, &res.Company,
-		&res.Domain, &res.Email, &res.Role, &extra, &res.State, &res.StateReason, &res.LastError, &res.Attempts,
-		&pURL, &pName, &pHead, &pComp, &pRole, &pLoc, &pSize, &pInd, &tech,
-		&eAddr, &conf, &verified, &phones, &phNum, &phType, &res.NoMatches}, func() error {
-		if len(out) == limit || (maxBytes > 0 && size >= maxBytes) {
-			more = true
-			return errPageFull
+	return n
+}
+
+// result is the row scanned as a Result; the scan is made ready for the next row.
+func (sc *resultScan) result() (Result, error) {
+	r := sc.res
+	if sc.extra != "" {
+		if err := json.Unmarshal([]byte(sc.extra), &r.Extra); err != nil {
+			return Result{}, err
 		}
-		size += rowBytes + int64(len(extra))
-		if phones != nil {
-			size += int64(len(*phones))
-		}
-		r := res
-		if extra != "" {
-			if err := json.Unmarshal([]byte(extra), &r.Extra); err != nil {
-				return err
-			}
-		}
-		if pURL != nil {
-			r.Profile = &ProfileResult{ProfileURL: *pURL, Name: pName, Headline: pHead, Company: pComp, Role: pRole,
-				Location: pLoc, CompanySize: pSize, Industry: pInd, Technographics: tech}
-		}
-		if eAddr != nil {
-			r.FoundEmail = &EmailResult{Email: *eAddr, Confidence: conf, Verified: verified}
-		}
-		if phones != nil {
-			r.FoundPhones = &PhoneResult{Phones: []byte(*phones), PrimaryNumber: phNum, PrimaryType: phType}
-		}
-		out = append(out, r)
-		res = Result{}
-		tech = nil
-		return nil
-	})
-	if errors.Is(err, errPageFull) {
-		err = nil
 	}
-	return out, more, interpretError(err)
+	if sc.pURL != nil {
+		r.Profile = &ProfileResult{ProfileURL: *sc.pURL, Name: sc.pName, Headline: sc.pHead, Company: sc.pComp, Role: sc.pRole,
+			Location: sc.pLoc, CompanySize: sc.pSize, Industry: sc.pInd, Technographics: sc.tech}
+	}
+	if sc.eAddr != nil {
+		r.FoundEmail = &EmailResult{Email: *sc.eAddr, Confidence: sc.conf, Verified: sc.verified}
+	}
+	if sc.phones != nil {
+		r.FoundPhones = &PhoneResult{Phones: []byte(*sc.phones), PrimaryNumber: sc.phNum, PrimaryType: sc.phType}
+	}
+	sc.res = Result{}
+	sc.tech = nil
+	return r, nil
 }
 
 // rowBytes is what a result row holds besides its extras and phones, about:
