@@ -110,14 +110,35 @@ type Explained struct {
 // is to be weighed; price may be nil.
 func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() bool, price func(class string) (int64, bool)) (Explained, error) {
 	var ex Explained
-	type open struct {
-		id, replayBy int64
-		replayPrice  *int64
-		replayClass  *string
-		status, key  string
-		fresh, sent  bool
+	opens, err := s.explainableCalls(ctx, jobID)
+	if err != nil {
+		return ex, err
 	}
-	var opens []open
+	e := explaining{jobID: jobID, price: price, replays: map[int64]bool{}, honours: honours}
+	for _, o := range opens {
+		if err := s.explainCall(ctx, &e, o, &ex); err != nil {
+			return ex, err
+		}
+	}
+	n, err := s.releaseUnsentOfEndedJob(ctx, jobID)
+	ex.Unsent += n
+	return ex, err
+}
+
+// explainableCall is an open call of a job that a later answered send of
+// its key explains: by a replay (replayBy), or by a fresh answer (fresh).
+type explainableCall struct {
+	id, replayBy int64
+	replayPrice  *int64
+	replayClass  *string
+	status, key  string
+	fresh, sent  bool
+}
+
+// explainableCalls reads the open calls of a job, within the vendor's
+// replay window, that a later answered send of their key explains.
+func (s *Store) explainableCalls(ctx context.Context, jobID string) ([]explainableCall, error) {
+	var opens []explainableCall
 	err := s.retry(ctx, true, func() error {
 		rows, err := s.pool.Query(ctx, `
 			SELECT o.id, o.status, o.idempotency_key, coalesce(r.id, 0), r.replay_price, r.replay_class,
@@ -133,7 +154,7 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() boo
 			return err
 		}
 		opens = opens[:0]
-		var o open
+		var o explainableCall
 		_, err = pgx.ForEachRow(rows, []any{&o.id, &o.status, &o.key, &o.replayBy, &o.replayPrice, &o.replayClass, &o.fresh, &o.sent}, func() error {
 			if o.replayBy != 0 || o.fresh {
 				opens = append(opens, o)
@@ -143,65 +164,75 @@ func (s *Store) ExplainJob(ctx context.Context, jobID string, honours func() boo
 		return err
 	})
 	if err != nil {
-		return ex, interpretError(err)
+		return nil, interpretError(err)
 	}
-	replays := map[int64]bool{}
-	var honouring *bool
-	knownToHonour := func() bool {
-		if honouring == nil {
-			h := honours()
-			honouring = &h
+	return opens, nil
+}
+
+// explaining is what ExplainJob carries from one call to the next.
+type explaining struct {
+	jobID   string
+	price   func(class string) (int64, bool)
+	replays map[int64]bool // replays whose earlier sends are settled
+	honours func() bool
+	// honouring is honours' answer, asked once, when first needed.
+	honouring *bool
+}
+
+func (e *explaining) knownToHonour() bool {
+	if e.honouring == nil {
+		h := e.honours()
+		e.honouring = &h
+	}
+	return *e.honouring
+}
+
+// explainCall closes call o as what explains it says, and counts it in ex.
+func (s *Store) explainCall(ctx context.Context, e *explaining, o explainableCall, ex *Explained) error {
+	switch {
+	case o.status == LedgerReserved && !o.sent:
+		if err := s.releaseUnsent(ctx, o.id, "never sent: its worker was lost before the call left, and a later send of its Idempotency-Key was answered"); err != nil {
+			return err
 		}
-		return *honouring
-	}
-	for _, o := range opens {
-		switch {
-		case o.status == LedgerReserved && !o.sent:
-			if err := s.releaseUnsent(ctx, o.id, "never sent: its worker was lost before the call left, and a later send of its Idempotency-Key was answered"); err != nil {
-				return ex, err
-			}
-			ex.Unsent++
-		case o.replayBy != 0:
-			if replays[o.replayBy] {
-				continue // settled with the replay's other earlier sends
-			}
-			credits, ok := replayedPrice(o.replayPrice, o.replayClass, price)
-			if !ok {
-				// Not priced yet: counted at its worst case until it is.
-				if o.status == LedgerReserved {
-					if err := s.MarkUnknown(ctx, o.id, "a later send of this Idempotency-Key was answered charged 0, and the vendor has not shown that answer's price yet: counted at its worst case"); err != nil {
-						return ex, err
-					}
-					ex.Unknown++
+		ex.Unsent++
+	case o.replayBy != 0:
+		if e.replays[o.replayBy] {
+			return nil // settled with the replay's other earlier sends
+		}
+		credits, ok := replayedPrice(o.replayPrice, o.replayClass, e.price)
+		if !ok {
+			// Not priced yet: counted at its worst case until it is.
+			if o.status == LedgerReserved {
+				if err := s.MarkUnknown(ctx, o.id, "a later send of this Idempotency-Key was answered charged 0, and the vendor has not shown that answer's price yet: counted at its worst case"); err != nil {
+					return err
 				}
-				ex.Unpriced++
-				continue
+				ex.Unknown++
 			}
-			replays[o.replayBy] = true
-			n, _, err := s.ReconcileReplay(ctx, jobID, o.key, o.replayBy, credits, false)
-			ex.ByReplay += n
-			if err != nil {
-				return ex, err
-			}
-		case knownToHonour():
-			charged := int64(0)
-			err := s.closeReservation(ctx, o.id, LedgerSettled, &charged, false, nil,
-				"explained: a later send of this Idempotency-Key was answered afresh by a vendor known to honour keys, so this send was not billed", nil)
-			if err != nil {
-				return ex, err
-			}
-			ex.ByFresh++
-		case o.status == LedgerReserved:
-			err := s.MarkUnknown(ctx, o.id, "a later send of this Idempotency-Key was answered afresh, but the vendor is not known to honour keys: counted at its worst case")
-			if err != nil {
-				return ex, err
-			}
-			ex.Unknown++
+			ex.Unpriced++
+			return nil
 		}
+		e.replays[o.replayBy] = true
+		n, _, err := s.ReconcileReplay(ctx, e.jobID, o.key, o.replayBy, credits, false)
+		ex.ByReplay += n
+		if err != nil {
+			return err
+		}
+	case e.knownToHonour():
+		charged := int64(0)
+		err := s.closeReservation(ctx, o.id, LedgerSettled, &charged, false, nil,
+			"explained: a later send of this Idempotency-Key was answered afresh by a vendor known to honour keys, so this send was not billed", nil)
+		if err != nil {
+			return err
+		}
+		ex.ByFresh++
+	case o.status == LedgerReserved:
+		err := s.MarkUnknown(ctx, o.id, "a later send of this Idempotency-Key was answered afresh, but the vendor is not known to honour keys: counted at its worst case")
+		if err != nil {
+			return err
+		}
+		ex.Unknown++
 	}
-	n, err := s.releaseUnsentOfEndedJob(ctx, jobID)
-	ex.Unsent += n
-	return ex, err
+	return nil
 }
 
 // replayedPrice is what the billed send of a replayed answer cost: its

@@ -150,36 +150,70 @@ type pin struct {
 // calls of the job (sameJob) whose charge was inferred and that the readings
 // pin exactly. why, when not "", says why the readings cannot be used.
 func pinCharges(calls []witnessCall, honoursKeys bool) (pins []pin, why string) {
-	var readings []witnessCall
-	var lost []witnessCall
+	readings, lost, why := sortCalls(calls)
+	if why != "" {
+		return nil, why
+	}
+	if len(readings) < 2 {
+		return nil, "fewer than two readings"
+	}
+	pos, gaps, why := billedGaps(readings)
+	if why != "" {
+		return nil, why
+	}
+	wins := lostWindows(calls, readings, lost, pos, len(gaps), honoursKeys)
+	// Every missing credit must be some lost call's: else calls enrichq does
+	// not know of share the key, and the readings prove nothing.
+	covered := make([]bool, len(gaps))
+	for _, w := range wins {
+		for k := w.lo; k <= w.hi; k++ {
+			covered[k] = true
+		}
+	}
+	for k, g := range gaps {
+		if g > 0 && !covered[k] {
+			return nil, "credits billed to calls enrichq has no lost call for (another user of the key?)"
+		}
+	}
+	return alonePins(wins, gaps), ""
+}
+
+// sortCalls sorts calls into the readings (calls that carried
+// X-Credits-Remaining) and the lost calls (sent, and their charge not
+// reported); why, when not "", says why the readings cannot be used.
+func sortCalls(calls []witnessCall) (readings, lost []witnessCall, why string) {
 	for _, c := range calls {
 		switch {
 		case c.remaining != nil && !c.reported && c.charged > 0:
-			return nil, "a reading without its charge"
+			return nil, nil, "a reading without its charge"
 		case c.remaining != nil:
 			readings = append(readings, c)
 		case c.sentAt == nil:
 			// never left: nothing billed
 		case c.reported && c.charged > 0:
-			return nil, "a charge without its reading"
+			return nil, nil, "a charge without its reading"
 		case c.reported:
 			// answered, charged 0
 		default:
 			lost = append(lost, c)
 		}
 	}
-	if len(readings) < 2 {
-		return nil, "fewer than two readings"
-	}
-	// The vendor's order: by the balance before each call, then after.
+	return readings, lost, ""
+}
+
+// billedGaps puts readings in the vendor's order (by the balance before
+// each call, then after) and returns each reading's place in it (by ledger
+// id) and the gaps: gaps[k] is what was billed unread between readings k and
+// k+1. why, when not "", says why the readings cannot be used.
+func billedGaps(readings []witnessCall) (pos map[int64]int, gaps []int64, why string) {
 	slices.SortStableFunc(readings, func(a, b witnessCall) int {
 		if d := (*b.remaining + b.charged) - (*a.remaining + a.charged); d != 0 {
 			return sign(d)
 		}
 		return sign(*b.remaining - *a.remaining)
 	})
-	pos := make(map[int64]int, len(readings))
-	gaps := make([]int64, len(readings)-1) // gaps[k]: billed unread between readings k and k+1
+	pos = make(map[int64]int, len(readings))
+	gaps = make([]int64, len(readings)-1)
 	for k, r := range readings {
 		pos[r.id] = k
 		if k == 0 {
@@ -187,20 +221,29 @@ func pinCharges(calls []witnessCall, honoursKeys bool) (pins []pin, why string) 
 		}
 		g := *readings[k-1].remaining - (*r.remaining + r.charged)
 		if g < 0 {
-			return nil, "the readings rise (a top-up, or a reading out of step)"
+			return nil, nil, "the readings rise (a top-up, or a reading out of step)"
 		}
 		gaps[k-1] = g
 	}
-	// Each lost call's window of gaps: after the last reading answered
-	// before it left, before the next answered send of its key.
-	type window struct {
-		lo, hi  int // gaps lo..hi
-		bounded bool
-		call    witnessCall
-	}
-	var wins []window
+	return pos, gaps, ""
+}
+
+// witnessWindow is the gaps lo..hi in which a lost call may have been billed.
+type witnessWindow struct {
+	lo, hi int
+	// bounded: by a reading answered before the call left, and by a later
+	// answered send of its key.
+	bounded bool
+	call    witnessCall
+}
+
+// lostWindows is each lost call's window of gaps: after the last reading
+// answered before it left, before the next answered send of its key (known
+// only when the vendor honours keys).
+func lostWindows(calls, readings, lost []witnessCall, pos map[int64]int, gaps int, honoursKeys bool) []witnessWindow {
+	var wins []witnessWindow
 	for _, l := range lost {
-		w := window{lo: -1, hi: len(gaps) - 1, call: l}
+		w := witnessWindow{lo: -1, hi: gaps - 1, call: l}
 		for _, r := range readings {
 			if r.settledAt != nil && r.settledAt.Before(*l.sentAt) {
 				w.lo = max(w.lo, pos[r.id])
@@ -220,20 +263,13 @@ func pinCharges(calls []witnessCall, honoursKeys bool) (pins []pin, why string) 
 		w.hi = max(w.hi, w.lo)
 		wins = append(wins, w)
 	}
-	// Every missing credit must be some lost call's: else calls enrichq does
-	// not know of share the key, and the readings prove nothing.
-	covered := make([]bool, len(gaps))
-	for _, w := range wins {
-		for k := w.lo; k <= w.hi; k++ {
-			covered[k] = true
-		}
-	}
-	for k, g := range gaps {
-		if g > 0 && !covered[k] {
-			return nil, "credits billed to calls enrichq has no lost call for (another user of the key?)"
-		}
-	}
-	// A lost call alone in its window: no other lost call's window meets it.
+	return wins
+}
+
+// alonePins pins the charge of each bounded lost call of the job alone in its
+// window (no other lost call's window meets it) to the gaps of its window.
+func alonePins(wins []witnessWindow, gaps []int64) []pin {
+	var pins []pin
 	for i, w := range wins {
 		if !w.bounded || !w.call.sameJob || w.call.status == LedgerReserved {
 			continue
@@ -254,7 +290,7 @@ func pinCharges(calls []witnessCall, honoursKeys bool) (pins []pin, why string) 
 		}
 		pins = append(pins, pin{id: w.call.id, status: w.call.status, charged: w.call.charged, pinned: sum})
 	}
-	return pins, ""
+	return pins
 }
 
 func sign(d int64) int {
