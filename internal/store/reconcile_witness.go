@@ -69,37 +69,9 @@ func (s *Store) WitnessJob(ctx context.Context, jobID, account string, honoursKe
 	if account == "" {
 		return w, nil
 	}
-	// Only once every row has ended: a cheap look at the job's chunks first,
-	// then its inferred calls.
-	var open bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM job_chunk_counts WHERE job_id = $1 AND pending + in_flight + retry_wait > 0)`,
-		jobID).Scan(&open)
-	if err != nil || open {
-		return w, interpretError(err)
-	}
-	var first *time.Time
-	err = s.pool.QueryRow(ctx, `SELECT min(sent_at) FROM credit_ledger
-		WHERE job_id = $1 AND account = $2 AND sent_at IS NOT NULL AND credits_remaining IS NULL
-		  AND status IN ('settled', 'unknown') AND NOT charge_reported AND witnessed_at IS NULL`,
-		jobID, account).Scan(&first)
-	if err != nil || first == nil {
-		return w, interpretError(err)
-	}
-	rows, err := s.pool.Query(ctx, `SELECT id, job_id::text, idempotency_key, status, sent_at, settled_at, coalesce(charged, 0),
-			charge_reported, credits_remaining, job_id = $3, status = 'settled' AND (error = '' OR charged > 0)
-		FROM credit_ledger WHERE account = $1 AND reserved_at >= $2 AND status <> 'released' ORDER BY id LIMIT $4`,
-		account, first.Add(-witnessLead), jobID, witnessMaxCalls+1)
-	if err != nil {
-		return w, interpretError(err)
-	}
-	var calls []witnessCall
-	var c witnessCall
-	_, err = pgx.ForEachRow(rows, []any{&c.id, &c.job, &c.key, &c.status, &c.sentAt, &c.settledAt, &c.charged, &c.reported, &c.remaining, &c.sameJob, &c.explains}, func() error {
-		calls = append(calls, c)
-		return nil
-	})
-	if err != nil {
-		return w, interpretError(err)
+	calls, err := s.witnessCalls(ctx, jobID, account)
+	if err != nil || calls == nil {
+		return w, err
 	}
 	if len(calls) > witnessMaxCalls {
 		w.Skipped = fmt.Sprintf("more than %d calls of the key since the job's first lost call", witnessMaxCalls)
@@ -115,28 +87,71 @@ func (s *Store) WitnessJob(ctx context.Context, jobID, account string, honoursKe
 			w.Confirmed++
 			continue
 		}
-		reason := fmt.Sprintf("settled by the balance witness: the vendor's X-Credits-Remaining readings around this call show %d credits billed to it alone (it was counted %d)", p.pinned, p.charged)
-		if p.status == LedgerUnknown {
-			err = s.closeReservation(ctx, p.id, LedgerSettled, &p.pinned, false, nil, reason, nil)
-			if err == nil {
-				err = s.retry(ctx, true, func() error {
-					_, err := s.pool.Exec(ctx, `UPDATE credit_ledger SET witnessed_at = now() WHERE id = $1`, p.id)
-					return err
-				})
-			}
-		} else {
-			err = s.retry(ctx, true, func() error {
-				_, err := s.pool.Exec(ctx, `SELECT enrichq_resettle($1, $2, $3)`, p.id, p.pinned, reason)
-				return err
-			})
-		}
-		if err != nil {
+		if err := s.settlePinned(ctx, p); err != nil {
 			return w, interpretError(err)
 		}
 		w.Settled++
 		w.Credits += p.pinned - p.charged
 	}
 	return w, nil
+}
+
+// witnessCalls reads the vendor key's calls from witnessLead before the
+// job's first lost call on (at most witnessMaxCalls+1), once every row of
+// the job has ended: a cheap look at the job's chunks first, then its
+// inferred calls. Nil when the job has rows open or no lost call.
+func (s *Store) witnessCalls(ctx context.Context, jobID, account string) ([]witnessCall, error) {
+	var open bool
+	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM job_chunk_counts WHERE job_id = $1 AND pending + in_flight + retry_wait > 0)`,
+		jobID).Scan(&open)
+	if err != nil || open {
+		return nil, interpretError(err)
+	}
+	var first *time.Time
+	err = s.pool.QueryRow(ctx, `SELECT min(sent_at) FROM credit_ledger
+		WHERE job_id = $1 AND account = $2 AND sent_at IS NOT NULL AND credits_remaining IS NULL
+		  AND status IN ('settled', 'unknown') AND NOT charge_reported AND witnessed_at IS NULL`,
+		jobID, account).Scan(&first)
+	if err != nil || first == nil {
+		return nil, interpretError(err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT id, job_id::text, idempotency_key, status, sent_at, settled_at, coalesce(charged, 0),
+			charge_reported, credits_remaining, job_id = $3, status = 'settled' AND (error = '' OR charged > 0)
+		FROM credit_ledger WHERE account = $1 AND reserved_at >= $2 AND status <> 'released' ORDER BY id LIMIT $4`,
+		account, first.Add(-witnessLead), jobID, witnessMaxCalls+1)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	calls := []witnessCall{}
+	var c witnessCall
+	_, err = pgx.ForEachRow(rows, []any{&c.id, &c.job, &c.key, &c.status, &c.sentAt, &c.settledAt, &c.charged, &c.reported, &c.remaining, &c.sameJob, &c.explains}, func() error {
+		calls = append(calls, c)
+		return nil
+	})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	return calls, nil
+}
+
+// settlePinned settles call p to the charge the readings pin, and marks it
+// witnessed.
+func (s *Store) settlePinned(ctx context.Context, p pin) error {
+	reason := fmt.Sprintf("settled by the balance witness: the vendor's X-Credits-Remaining readings around this call show %d credits billed to it alone (it was counted %d)", p.pinned, p.charged)
+	if p.status == LedgerUnknown {
+		err := s.closeReservation(ctx, p.id, LedgerSettled, &p.pinned, false, nil, reason, nil)
+		if err != nil {
+			return err
+		}
+		return s.retry(ctx, true, func() error {
+			_, err := s.pool.Exec(ctx, `UPDATE credit_ledger SET witnessed_at = now() WHERE id = $1`, p.id)
+			return err
+		})
+	}
+	return s.retry(ctx, true, func() error {
+		_, err := s.pool.Exec(ctx, `SELECT enrichq_resettle($1, $2, $3)`, p.id, p.pinned, reason)
+		return err
+	})
 }
 
 // pin is one call whose charge the readings pin.

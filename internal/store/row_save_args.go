@@ -98,66 +98,71 @@ func (a *saveArgs) rows(outs []Outcome) {
 		a.found[i] = o.FoundProfileURL
 		a.stages[i] = joinStages(o.StagesDone)
 		a.anyMatch[i] = o.AnyMatch
+		a.results(o)
+	}
+}
 
-		src := o.Prov.Source
-		if src == "" {
-			src = "vendor"
+// results takes what o found: its results by kind, its person's hashes and
+// its no-match markers, each by the row's id.
+func (a *saveArgs) results(o Outcome) {
+	src := o.Prov.Source
+	if src == "" {
+		src = "vendor"
+	}
+	if p := o.Profile; p != nil {
+		var tech *string
+		if p.Technographics != nil {
+			b, _ := json.Marshal(p.Technographics)
+			t := string(b)
+			tech = &t
 		}
-		if p := o.Profile; p != nil {
-			var tech *string
-			if p.Technographics != nil {
-				b, _ := json.Marshal(p.Technographics)
-				t := string(b)
-				tech = &t
-			}
-			a.p.rowID = append(a.p.rowID, o.RowID)
-			a.p.source = append(a.p.source, src)
-			a.p.fromCache = append(a.p.fromCache, o.Prov.FromCache)
-			a.p.url = append(a.p.url, p.ProfileURL)
-			a.p.name = append(a.p.name, p.Name)
-			a.p.headline = append(a.p.headline, p.Headline)
-			a.p.company = append(a.p.company, p.Company)
-			a.p.role = append(a.p.role, p.Role)
-			a.p.location = append(a.p.location, p.Location)
-			a.p.size = append(a.p.size, p.CompanySize)
-			a.p.industry = append(a.p.industry, p.Industry)
-			a.p.tech = append(a.p.tech, tech)
-			a.p.raw = append(a.p.raw, string(jsonOrEmpty(p.Raw)))
-			a.p.fetched = append(a.p.fetched, o.Prov.FetchedAt)
-		}
-		if e := o.Email; e != nil {
-			a.e.rowID = append(a.e.rowID, o.RowID)
-			a.e.source = append(a.e.source, src)
-			a.e.fromCache = append(a.e.fromCache, o.Prov.FromCache)
-			a.e.url = append(a.e.url, e.ProfileURL)
-			a.e.email = append(a.e.email, e.Email)
-			a.e.confidence = append(a.e.confidence, e.Confidence)
-			a.e.verified = append(a.e.verified, e.Verified)
-			a.e.raw = append(a.e.raw, string(jsonOrEmpty(e.Raw)))
-			a.e.fetched = append(a.e.fetched, o.Prov.FetchedAt)
-		}
-		if p := o.Phone; p != nil {
-			a.ph.rowID = append(a.ph.rowID, o.RowID)
-			a.ph.source = append(a.ph.source, src)
-			a.ph.fromCache = append(a.ph.fromCache, o.Prov.FromCache)
-			a.ph.url = append(a.ph.url, p.ProfileURL)
-			a.ph.phones = append(a.ph.phones, string(jsonOrArray(p.Phones)))
-			a.ph.primaryNumber = append(a.ph.primaryNumber, p.PrimaryNumber)
-			a.ph.primaryType = append(a.ph.primaryType, p.PrimaryType)
-			a.ph.raw = append(a.ph.raw, string(jsonOrEmpty(p.Raw)))
-			a.ph.fetched = append(a.ph.fetched, o.Prov.FetchedAt)
-		}
-		for _, h := range o.PersonHashes {
-			a.s.rowID = append(a.s.rowID, o.RowID)
-			a.s.hash = append(a.s.hash, h)
-		}
-		for _, st := range o.NoMatches {
-			a.n.rowID = append(a.n.rowID, o.RowID)
-			a.n.stage = append(a.n.stage, string(st))
-			a.n.source = append(a.n.source, src)
-			a.n.fromCache = append(a.n.fromCache, o.Prov.FromCache)
-			a.n.checked = append(a.n.checked, o.Prov.FetchedAt)
-		}
+		a.p.rowID = append(a.p.rowID, o.RowID)
+		a.p.source = append(a.p.source, src)
+		a.p.fromCache = append(a.p.fromCache, o.Prov.FromCache)
+		a.p.url = append(a.p.url, p.ProfileURL)
+		a.p.name = append(a.p.name, p.Name)
+		a.p.headline = append(a.p.headline, p.Headline)
+		a.p.company = append(a.p.company, p.Company)
+		a.p.role = append(a.p.role, p.Role)
+		a.p.location = append(a.p.location, p.Location)
+		a.p.size = append(a.p.size, p.CompanySize)
+		a.p.industry = append(a.p.industry, p.Industry)
+		a.p.tech = append(a.p.tech, tech)
+		a.p.raw = append(a.p.raw, string(jsonOrEmpty(p.Raw)))
+		a.p.fetched = append(a.p.fetched, o.Prov.FetchedAt)
+	}
+	if e := o.Email; e != nil {
+		a.e.rowID = append(a.e.rowID, o.RowID)
+		a.e.source = append(a.e.source, src)
+		a.e.fromCache = append(a.e.fromCache, o.Prov.FromCache)
+		a.e.url = append(a.e.url, e.ProfileURL)
+		a.e.email = append(a.e.email, e.Email)
+		a.e.confidence = append(a.e.confidence, e.Confidence)
+		a.e.verified = append(a.e.verified, e.Verified)
+		a.e.raw = append(a.e.raw, string(jsonOrEmpty(e.Raw)))
+		a.e.fetched = append(a.e.fetched, o.Prov.FetchedAt)
+	}
+	if p := o.Phone; p != nil {
+		a.ph.rowID = append(a.ph.rowID, o.RowID)
+		a.ph.source = append(a.ph.source, src)
+		a.ph.fromCache = append(a.ph.fromCache, o.Prov.FromCache)
+		a.ph.url = append(a.ph.url, p.ProfileURL)
+		a.ph.phones = append(a.ph.phones, string(jsonOrArray(p.Phones)))
+		a.ph.primaryNumber = append(a.ph.primaryNumber, p.PrimaryNumber)
+		a.ph.primaryType = append(a.ph.primaryType, p.PrimaryType)
+		a.ph.raw = append(a.ph.raw, string(jsonOrEmpty(p.Raw)))
+		a.ph.fetched = append(a.ph.fetched, o.Prov.FetchedAt)
+	}
+	for _, h := range o.PersonHashes {
+		a.s.rowID = append(a.s.rowID, o.RowID)
+		a.s.hash = append(a.s.hash, h)
+	}
+	for _, st := range o.NoMatches {
+		a.n.rowID = append(a.n.rowID, o.RowID)
+		a.n.stage = append(a.n.stage, string(st))
+		a.n.source = append(a.n.source, src)
+		a.n.fromCache = append(a.n.fromCache, o.Prov.FromCache)
+		a.n.checked = append(a.n.checked, o.Prov.FetchedAt)
 	}
 }
 
