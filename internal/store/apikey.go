@@ -144,7 +144,7 @@ const apiKeyColumns = `id::text, tenant, name, prefix, created_at, last_used_at,
 // RevokeAPIKey revokes a key by id, and ends the web sessions signed in
 // with it; ErrNotFound when there is no live key with that id.
 func (s *Store) RevokeAPIKey(ctx context.Context, id string) error {
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `WITH k AS (UPDATE api_keys SET revoked_at = now() WHERE id::text = $1 AND revoked_at IS NULL RETURNING id, tenant)
 			INSERT INTO audit_log (tenant, key_id, action, subject, rows) SELECT k.tenant, $2, $3, k.id::text, 1 FROM k`,
 			id, ActorOperator, AuditKeyRevoked)

@@ -60,7 +60,7 @@ func (s *Store) LearnPrice(ctx context.Context, account, class string, credits, 
 		return l, nil
 	}
 	err := s.retry(ctx, true, func() error {
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return s.inTx(ctx, func(tx pgx.Tx) error {
 			if _, err := tx.Exec(ctx, `INSERT INTO vendor_accounts (account) VALUES ($1) ON CONFLICT DO NOTHING`, account); err != nil {
 				return err
 			}

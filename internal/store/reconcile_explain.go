@@ -50,7 +50,7 @@ func (s *Store) SentBefore(ctx context.Context, jobID, key string, by int64) (bo
 // sent under a released reservation (it would be billed and counted 0).
 func (s *Store) releaseUnsent(ctx context.Context, id int64, reason string) error {
 	return s.retry(ctx, true, func() error {
-		return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return s.inTx(ctx, func(tx pgx.Tx) error {
 			var unsent bool
 			err := tx.QueryRow(ctx, `SELECT true FROM credit_ledger WHERE id = $1 AND status = 'reserved' AND sent_at IS NULL FOR UPDATE`, id).Scan(&unsent)
 			if errors.Is(err, pgx.ErrNoRows) {

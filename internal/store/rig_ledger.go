@@ -6,6 +6,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// The reads of this file are the chaos rig's and the tests' (internal/chaos's
+// checks, dev/chaos's faults): a job's ledger line by line, the whole ledger
+// summed, the reservations still open, the jobs of an Idempotency-Key. No
+// service calls them. They stay in the store, not in storetest, because the
+// rig reads through a store it opened itself (store.Open), with its pool.
+
 // LedgerEntry is one vendor call in the credit ledger.
 type LedgerEntry struct {
 	ID             int64

@@ -27,7 +27,7 @@ type TenantSettings struct {
 	MonthlyAllowance       *int64
 	WebhookSecretRotatedAt time.Time
 	// Retention is how long the tenant's rows, results, markers, cache
-	// entries and feed lines are kept (retention.go); nil: until erased.
+	// entries and feed lines are kept (retention_purge.go); nil: until erased.
 	Retention *time.Duration
 }
 

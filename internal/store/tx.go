@@ -9,6 +9,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// inTx runs fn in a transaction of the pool and commits it; an error of fn
+// rolls it back and is returned as it is, errors of Begin and Commit mapped
+// (interpretError). It does not run fn again: wrap it in retry for that.
 func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -63,12 +66,8 @@ func (s *Store) retry(ctx context.Context, idempotent bool, fn func() error) err
 		if !again || ctx.Err() != nil || attempt >= 100 {
 			return interpretError(err)
 		}
-		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepJittered(ctx, wait) {
 			return interpretError(err)
-		case <-t.C:
 		}
 		wait = min(2*wait, time.Second)
 	}

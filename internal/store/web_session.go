@@ -36,7 +36,7 @@ func (s *Store) CreateWebSession(ctx context.Context, token string, ws WebSessio
 		return errors.New("store: a web session needs a token and a CSRF token")
 	}
 	sum := sha256.Sum256([]byte(token))
-	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `DELETE FROM web_sessions WHERE expires_at <= $1 OR idle_until <= $1`, ws.CreatedAt); err != nil {
 			return interpretError(err)
 		}
