@@ -8,7 +8,6 @@ import (
 	"io"
 	"testing"
 
-	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
@@ -19,10 +18,10 @@ func TestMigrateCommand(t *testing.T) {
 	ctx := context.Background()
 	name := "enrichq_migrate_" + randomSuffix(t)
 	admin := storetest.ServerURL(t, "postgres")
-	if err := store.CreateDatabase(ctx, admin, name, ""); err != nil {
+	if err := storetest.CreateDatabase(ctx, admin, name, ""); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = store.DropDatabase(context.WithoutCancel(ctx), admin, name) })
+	t.Cleanup(func() { _ = storetest.DropDatabase(context.WithoutCancel(ctx), admin, name) })
 	env := map[string]string{"DATABASE_URL": storetest.ServerURL(t, name)}
 	for range 2 {
 		var out bytes.Buffer

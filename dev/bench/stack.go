@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 // The benchmark runs the real binaries from -bin (the fake vendor, the API,
@@ -296,13 +296,13 @@ func (b *bench) createDatabase(ctx context.Context, name string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	if err := store.CreateDatabase(ctx, admin, name, b.opts.locale); err != nil {
+	if err := storetest.CreateDatabase(ctx, admin, name, b.opts.locale); err != nil {
 		return "", fmt.Errorf("Postgres at %s (run `make services`): %w", redact(admin), err)
 	}
 	// Every run starts from a checkpoint, so that none pays for the dirty
 	// pages the run before it left. Best effort: CHECKPOINT needs superuser
 	// or pg_checkpoint.
-	if err := store.Checkpoint(ctx, admin); err != nil {
+	if err := storetest.Checkpoint(ctx, admin); err != nil {
 		b.logf("no CHECKPOINT before the run (%v): its figures may carry the last run's writes", err)
 	}
 	if waited := settle(ctx, b.opts.settle); waited > 2*time.Second {
@@ -318,7 +318,7 @@ func (b *bench) dropDatabase(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return store.DropDatabase(ctx, admin, name)
+	return storetest.DropDatabase(ctx, admin, name)
 }
 
 // redact hides a password in a URL.

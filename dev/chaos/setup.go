@@ -21,6 +21,7 @@ import (
 	"github.com/enrichq/enrichq/internal/chaos"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 const (
@@ -205,7 +206,7 @@ func (e *env) startWorker(ctx context.Context, i int) error {
 }
 
 func (e *env) createDatabase(ctx context.Context) error {
-	if err := store.CreateDatabase(ctx, e.adminDB, e.dbName, ""); err != nil {
+	if err := storetest.CreateDatabase(ctx, e.adminDB, e.dbName, ""); err != nil {
 		return fmt.Errorf("Postgres at DATABASE_URL's server (run `make services`): %w", err)
 	}
 	return nil
@@ -214,7 +215,7 @@ func (e *env) createDatabase(ctx context.Context) error {
 func (e *env) dropDatabase() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	return store.DropDatabase(ctx, e.adminDB, e.dbName)
+	return storetest.DropDatabase(ctx, e.adminDB, e.dbName)
 }
 
 // teardown stops everything it started, newest first.

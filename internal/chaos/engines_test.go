@@ -171,10 +171,10 @@ func TestPipelineThroughPgBouncer(t *testing.T) {
 	// A database of its own, empty, migrated over the direct URL while the
 	// store's own URL is PgBouncer's.
 	name := "enrichq_bouncer_" + strings.ReplaceAll(jobstest.RandomName(""), "-", "_")
-	if err := store.CreateDatabase(ctx, direct, name, ""); err != nil {
+	if err := storetest.CreateDatabase(ctx, direct, name, ""); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = store.DropDatabase(context.Background(), direct, name) })
+	t.Cleanup(func() { _ = storetest.DropDatabase(context.Background(), direct, name) })
 	pooled := bouncer.URL(name, "default_query_exec_mode=cache_describe")
 	migrate(t, pooled, storetest.ServerURL(t, name))
 	r := engineRig(t, pooled)

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 // The engine rigs run Postgres and PgBouncer from the Debian packages, on
@@ -230,7 +230,7 @@ func (s *PGServer) StartStandby(ctx context.Context, name string) (*PGServer, er
 // synchronous standby.
 func (s *PGServer) WaitSynchronous(ctx context.Context, name string) error {
 	for {
-		state, err := store.StandbyState(ctx, s.URL("postgres"), name)
+		state, err := storetest.StandbyState(ctx, s.URL("postgres"), name)
 		if err != nil {
 			return err
 		}
@@ -276,7 +276,7 @@ func (s *PGServer) Close() {
 
 // CreateDatabase creates database db on the server.
 func (s *PGServer) CreateDatabase(ctx context.Context, db string) error {
-	return store.CreateDatabase(ctx, s.URL("postgres"), db, "")
+	return storetest.CreateDatabase(ctx, s.URL("postgres"), db, "")
 }
 
 // MultiHostURL is the URL of database db on servers, in order, for pgx's

@@ -2,11 +2,8 @@ package store
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -72,14 +69,6 @@ type Erasure struct {
 	LiftedAt  *time.Time       `json:"lifted_at"`
 }
 
-// normText is normName of internal/jobs: lower case, spaces collapsed.
-func normText(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
-
-// nameNorm is normText of internal/jobs in SQL: lower case, spaces collapsed.
-func nameNorm(col string) string {
-	return `lower(regexp_replace(btrim(coalesce(` + col + `, '')), '\s+', ' ', 'g'))`
-}
-
 // Erase removes every stored trace of one person of a tenant in one
 // transaction and returns the receipt: the person's rows (every row whose
 // input or found profile, email, name and company name them, then every row
@@ -114,271 +103,43 @@ func (s *Store) Erase(ctx context.Context, req EraseRequest) (Erasure, error) {
 	return out, err
 }
 
-func (s *Store) inTx(ctx context.Context, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return interpretError(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return interpretError(tx.Commit(ctx))
-}
-
+// erase is Erase's transaction, step by step: find the person's rows and
+// lock them, read what they said, rewrite the ledger's keys, remove the
+// rows and what hangs on them, remove stored uploads, add the feed's
+// deleted lines, then record the erasure.
 func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (Erasure, error) {
-	p := req.Person
-	args := pgx.NamedArgs{"tenant": req.Tenant, "email": p.Email, "url": p.ProfileURL,
-		"name": normText(p.Name), "company": normText(p.Company), "domain": p.Domain}
+	ids, members, err := findPerson(ctx, tx, req)
+	if err != nil {
+		return Erasure{}, err
+	}
+	keys, err := readPersonKeys(ctx, tx, req, identity, ids)
+	if err != nil {
+		return Erasure{}, err
+	}
 	receipt := map[string]int64{}
-
-	// 1. Platform members of the person (by email or profile URL): their sync rows are the person's rows too.
-	members, err := collect[string](ctx, tx, `SELECT id::text FROM platform_members m
-		WHERE m.tenant = @tenant AND (
-			(@email <> '' AND lower(m.email) = @email)
-			OR (@url <> '' AND (m.profile->>'profile_url' = @url OR m.profile->>'url' = @url)))`, args)
+	if receipt["credit_ledger (rewritten)"], err = rewriteLedgerKeys(ctx, tx, req, ids); err != nil {
+		return Erasure{}, err
+	}
+	lines, err := deletePersonRows(ctx, tx, req.Tenant, ids, members, keys.cache, receipt)
 	if err != nil {
 		return Erasure{}, err
 	}
-	args["members"] = members
-
-	// 2. The rows that name the person, then those of the profiles and emails found for them.
-	match := `SELECT r.id FROM job_rows r JOIN jobs j ON j.id = r.job_id
-		LEFT JOIN profile_results p ON p.row_id = r.id
-		LEFT JOIN email_results e ON e.row_id = r.id
-		WHERE j.tenant = @tenant AND (
-			(@email <> '' AND (r.email = @email OR lower(e.email) = @email))
-			OR (@url <> '' AND (r.profile_url = @url OR r.found_profile_url = @url OR p.profile_url = @url))
-			OR (@company <> '' AND ((` + nameNorm("r.name") + ` = @name AND ` + nameNorm("r.company") + ` = @company)
-				OR (` + nameNorm("p.name") + ` = @name AND ` + nameNorm("p.company") + ` = @company)))
-			OR (@domain <> '' AND ` + nameNorm("r.name") + ` = @name AND r.domain = @domain)
-			OR r.platform_member = ANY(@members::uuid[]))`
-	ids, err := collect[int64](ctx, tx, match, args)
-	if err != nil {
-		return Erasure{}, err
-	}
-	// Hold the rows: a worker's save of one of them either committed before
-	// (what it wrote is read and removed below) or waits for this erasure and
-	// then finds the row gone (and writes nothing, cache included).
-	if err := lockRows(ctx, tx, ids); err != nil {
-		return Erasure{}, err
-	}
-	urls, err := collect[string](ctx, tx, `SELECT DISTINCT u FROM job_rows r
-		LEFT JOIN profile_results p ON p.row_id = r.id,
-		LATERAL (VALUES (r.found_profile_url), (p.profile_url)) AS x(u)
-		WHERE r.id = ANY(@ids) AND u IS NOT NULL`, pgx.NamedArgs{"ids": ids})
-	if err != nil {
-		return Erasure{}, err
-	}
-	emails, err := collect[string](ctx, tx, `SELECT DISTINCT lower(e.email) FROM email_results e WHERE e.row_id = ANY(@ids)`,
-		pgx.NamedArgs{"ids": ids})
-	if err != nil {
-		return Erasure{}, err
-	}
-	more, err := collect[int64](ctx, tx, `SELECT r.id FROM job_rows r JOIN jobs j ON j.id = r.job_id
-		LEFT JOIN profile_results p ON p.row_id = r.id
-		LEFT JOIN email_results e ON e.row_id = r.id
-		WHERE j.tenant = @tenant AND NOT r.id = ANY(@ids) AND (
-			r.profile_url = ANY(@urls) OR r.found_profile_url = ANY(@urls) OR p.profile_url = ANY(@urls)
-			OR r.email = ANY(@emails) OR lower(e.email) = ANY(@emails))`,
-		pgx.NamedArgs{"tenant": req.Tenant, "ids": ids, "urls": urls, "emails": emails})
-	if err != nil {
-		return Erasure{}, err
-	}
-	ids = append(ids, more...)
-	// Members by an email found for the person (a name alone could be someone else's), and their sync rows.
-	found, err := collect[string](ctx, tx, `SELECT id::text FROM platform_members m
-		WHERE m.tenant = @tenant AND lower(m.email) = ANY(@emails) AND NOT m.id = ANY(@members::uuid[])`,
-		pgx.NamedArgs{"tenant": req.Tenant, "emails": emails, "members": members})
-	if err != nil {
-		return Erasure{}, err
-	}
-	if len(found) > 0 {
-		members = append(members, found...)
-		syncRows, err := collect[int64](ctx, tx, `SELECT r.id FROM job_rows r WHERE r.platform_member = ANY(@members::uuid[]) AND NOT r.id = ANY(@ids)`,
-			pgx.NamedArgs{"members": found, "ids": ids})
-		if err != nil {
-			return Erasure{}, err
-		}
-		ids = append(ids, syncRows...)
-	}
-
-	if err := lockRows(ctx, tx, ids); err != nil {
-		return Erasure{}, err
-	}
-
-	// 3. What the rows said: the keys to remove from the cache and to suppress.
-	rows, err := tx.Query(ctx, `SELECT r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''), coalesce(r.company, ''),
-			coalesce(r.domain, ''), coalesce(r.email, ''), coalesce(r.role, ''), coalesce(r.found_profile_url, ''),
-			coalesce(p.name, ''), coalesce(p.company, ''), coalesce(e.email, '')
-		FROM job_rows r LEFT JOIN profile_results p ON p.row_id = r.id LEFT JOIN email_results e ON e.row_id = r.id
-		WHERE r.id = ANY($1)`, ids)
-	if err != nil {
-		return Erasure{}, interpretError(err)
-	}
-	var er ErasedRow
-	cacheKeys, suppress := map[string]bool{}, map[string]bool{}
-	// The person's emails and profile URLs, to find stored uploads that hold them as bytes
-	// (a name alone may be a namesake's: stored uploads name people by their hashes too).
-	values := map[string]bool{}
-	for _, v := range []string{p.Email, p.ProfileURL} {
-		if v != "" {
-			values[v] = true
-		}
-	}
-	_, err = pgx.ForEachRow(rows, []any{&er.Kind, &er.ProfileURL, &er.Name, &er.Company, &er.Domain, &er.Email, &er.Role,
-		&er.FoundProfileURL, &er.FoundName, &er.FoundComp, &er.FoundEmail}, func() error {
-		c, sup := req.Keys(er)
-		for _, k := range c {
-			cacheKeys[k] = true
-		}
-		for _, k := range sup {
-			suppress[k] = true
-		}
-		for _, v := range []string{er.FoundProfileURL, er.FoundEmail} {
-			if v != "" {
-				values[v] = true
-			}
-		}
-		if er.Kind != domain.InputNameCompany && er.Kind != domain.InputNameDomain || er.Role == "" {
-			for _, v := range []string{er.ProfileURL, er.Email} {
-				if v != "" {
-					values[v] = true
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return Erasure{}, interpretError(err)
-	}
-	// The request itself names the person whether or not a row was found.
-	c, sup := req.Keys(ErasedRow{Kind: kindOf(identity), ProfileURL: p.ProfileURL, Name: p.Name, Company: p.Company,
-		Domain: p.Domain, Email: p.Email})
-	for _, k := range c {
-		cacheKeys[k] = true
-	}
-	for _, k := range sup {
-		suppress[k] = true
-	}
-
-	// 4. The ledger keeps its money; the key derived from the input becomes a keyed hash.
-	// A bulk call's line names no row: every closed bulk line of the person's jobs is
-	// rewritten (its key digests the inputs of up to a hundred rows, theirs among them).
-	ledger, err := tx.Query(ctx, `SELECT l.id, l.idempotency_key FROM credit_ledger l
-		WHERE l.idempotency_key NOT LIKE 'erased-%' AND (l.row_id = ANY($1)
-			OR (l.row_id IS NULL AND l.status <> 'reserved' AND l.job_id IN (SELECT r.job_id FROM job_rows r WHERE r.id = ANY($1))))
-		FOR UPDATE`, ids)
-	if err != nil {
-		return Erasure{}, interpretError(err)
-	}
-	var lid int64
-	var lkey string
-	var lids []int64
-	var lkeys []string
-	if _, err := pgx.ForEachRow(ledger, []any{&lid, &lkey}, func() error {
-		lids = append(lids, lid)
-		lkeys = append(lkeys, "erased-"+hex.EncodeToString(req.Hash(lkey))[:40])
-		return nil
-	}); err != nil {
-		return Erasure{}, interpretError(err)
-	}
-	if n, err := exec(ctx, tx, `UPDATE credit_ledger l SET idempotency_key = u.k, error = ''
-		FROM unnest($1::bigint[], $2::text[]) AS u(id, k) WHERE l.id = u.id`, lids, lkeys); err != nil {
-		return Erasure{}, err
-	} else {
-		receipt["credit_ledger (rewritten)"] = n
-	}
-
-	// 5. Removals, table by table. Results and markers first, so that each is counted.
-	withdrawn, err := tx.Query(ctx, `DELETE FROM results_feed_log WHERE tenant = $1 AND row_id = ANY($2) AND kind <> 'deleted'
-		RETURNING seq, job_id::text, row_id, stage, source_seq`, req.Tenant, ids)
-	if err != nil {
-		return Erasure{}, interpretError(err)
-	}
-	type line struct {
-		seq, row, source int64
-		job, stage       string
-	}
-	var lines []line
-	var l line
-	if _, err := pgx.ForEachRow(withdrawn, []any{&l.seq, &l.job, &l.row, &l.stage, &l.source}, func() error {
-		lines = append(lines, l)
-		return nil
-	}); err != nil {
-		return Erasure{}, interpretError(err)
-	}
-	receipt["results_feed_log"] = int64(len(lines))
-	for _, table := range []string{"profile_results", "email_results", "phone_results", "no_matches"} {
-		n, err := exec(ctx, tx, `DELETE FROM `+table+` WHERE row_id = ANY($1)`, ids)
-		if err != nil {
-			return Erasure{}, err
-		}
-		receipt[table] = n
-	}
-	keys := setList(cacheKeys)
-	if receipt["lookup_cache"], err = exec(ctx, tx, `DELETE FROM lookup_cache WHERE tenant = $1 AND input_key = ANY($2)`, req.Tenant, keys); err != nil {
-		return Erasure{}, err
-	}
-	if _, err = exec(ctx, tx, `DELETE FROM lookup_claims WHERE tenant = $1 AND input_key = ANY($2)`, req.Tenant, keys); err != nil {
-		return Erasure{}, err
-	}
-	// An input row's extras go with its last row (job_input_extras: one line per input row).
-	if receipt["job_input_extras"], err = exec(ctx, tx, `DELETE FROM job_input_extras x
-		USING (SELECT DISTINCT job_id, input_row FROM job_rows WHERE id = ANY($1)) d
-		WHERE x.job_id = d.job_id AND x.input_row = d.input_row
-		  AND NOT EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = d.job_id AND r.input_row = d.input_row AND NOT r.id = ANY($1))`, ids); err != nil {
-		return Erasure{}, err
-	}
-	if receipt["job_rows"], err = exec(ctx, tx, `DELETE FROM job_rows WHERE id = ANY($1)`, ids); err != nil {
-		return Erasure{}, err
-	}
-	if receipt["platform_members"], err = exec(ctx, tx, `DELETE FROM platform_members WHERE id = ANY($1::uuid[])`, members); err != nil {
-		return Erasure{}, err
-	}
-	// A stored upload is the file as sent: one that holds the person goes whole. It is found
-	// by the keyed hashes of the identities its rows name (the suppression list's keys,
-	// normalised as rows are: UploadFile.PersonHashes), or by a value of the person as bytes
-	// of the file (an extra column; an upload stored without an erasure key). A hash is
-	// found at any offset: one straddling two others would need 128 bits to agree by chance.
-	var blobs, people [][]byte
-	for v := range values {
-		blobs = append(blobs, []byte(v))
-	}
-	for k := range suppress {
-		people = append(people, req.Hash(k)[:PersonHashBytes])
-	}
-	if receipt["uploads"], err = exec(ctx, tx, `DELETE FROM uploads u WHERE u.tenant = $1
-		AND (EXISTS (SELECT 1 FROM unnest($3::bytea[]) AS h(b) WHERE position(h.b IN u.person_hashes) > 0)
-			OR EXISTS (SELECT 1 FROM unnest($2::bytea[]) AS v(b) WHERE position(v.b IN u.body) > 0))`,
-		req.Tenant, blobs, people); err != nil {
+	if receipt["uploads"], err = deleteUploadsOf(ctx, tx, req, keys); err != nil {
 		return Erasure{}, err
 	}
 	// Webhook payloads are made at send time from a job's counts: none holds a person.
 	receipt["webhook_deliveries"] = 0
-
-	// 6. A deleted line for each line withdrawn, under the feed's turn (see results_feed_advance):
-	// positions handed out in the order they become visible.
 	if len(lines) > 0 {
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM results_feed_cursor WHERE singleton FOR UPDATE`); err != nil {
-			return Erasure{}, interpretError(err)
-		}
-		seqs, jobs, rws, stages, sources := make([]int64, len(lines)), make([]string, len(lines)), make([]int64, len(lines)),
-			make([]string, len(lines)), make([]int64, len(lines))
-		for i, l := range lines {
-			seqs[i], jobs[i], rws[i], stages[i], sources[i] = l.seq, l.job, l.row, l.stage, l.source
-		}
-		n, err := exec(ctx, tx, `INSERT INTO results_feed_log (tenant, job_id, row_id, kind, stage, source_seq, deleted_seq)
-			SELECT $1, u.job, u.row, 'deleted', u.stage, u.source, u.seq
-			FROM unnest($2::bigint[], $3::uuid[], $4::bigint[], $5::text[], $6::bigint[]) AS u(seq, job, row, stage, source)
-			ORDER BY u.seq`, req.Tenant, seqs, jobs, rws, stages, sources)
-		if err != nil {
+		if receipt["results_feed_log (deleted lines added)"], err = addDeletedLines(ctx, tx, req.Tenant, lines); err != nil {
 			return Erasure{}, err
 		}
-		receipt["results_feed_log (deleted lines added)"] = n
 	}
+	return recordErasure(ctx, tx, req, identity, receipt, keys.suppress)
+}
 
-	// 7. The erasure, its suppression list and its audit line.
+// recordErasure stores the erasure with its receipt, its suppression list
+// (the keyed hashes of suppress) and its audit line.
+func recordErasure(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string, receipt map[string]int64, suppress map[string]bool) (Erasure, error) {
 	body, err := json.Marshal(receipt)
 	if err != nil {
 		return Erasure{}, err
@@ -402,25 +163,6 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 	}
 	out.CreatedAt = out.CreatedAt.UTC()
 	return out, nil
-}
-
-// lockRows locks rows of job_rows (in id order) until the transaction ends.
-func lockRows(ctx context.Context, tx pgx.Tx, ids []int64) error {
-	_, err := tx.Exec(ctx, `SELECT 1 FROM job_rows WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
-	return interpretError(err)
-}
-
-// kindOf is the input kind an erasure's identity would be uploaded as.
-func kindOf(identity string) domain.InputKind {
-	switch identity {
-	case "email":
-		return domain.InputEmail
-	case "profile_url":
-		return domain.InputProfileURL
-	case "name_domain":
-		return domain.InputNameDomain
-	}
-	return domain.InputNameCompany
 }
 
 // Erasures lists a tenant's erasures, newest first.
@@ -470,34 +212,4 @@ func (s *Store) LiftErasure(ctx context.Context, tenant, keyID, id string) (Eras
 	})
 	out.CreatedAt = out.CreatedAt.UTC()
 	return out, err
-}
-
-// collect runs a query of one column and returns its values.
-func collect[T any](ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]T, error) {
-	rows, err := tx.Query(ctx, sql, args...)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	out, err := pgx.CollectRows(rows, pgx.RowTo[T])
-	if out == nil {
-		out = []T{}
-	}
-	return out, interpretError(err)
-}
-
-// exec runs a statement and returns the rows it touched.
-func exec(ctx context.Context, tx pgx.Tx, sql string, args ...any) (int64, error) {
-	tag, err := tx.Exec(ctx, sql, args...)
-	if err != nil {
-		return 0, fmt.Errorf("store: %w", interpretError(err))
-	}
-	return tag.RowsAffected(), nil
-}
-
-func setList(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }

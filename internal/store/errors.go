@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -109,35 +107,4 @@ func (s *Store) Conflicts() int64 { return s.conflicts.Load() }
 func isConflict(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
-}
-
-// retry runs fn until it succeeds, fails for good, or ctx ends. It runs it
-// again after a deadlock or serialization failure (rolled back, so nothing
-// of it was applied) and, when idempotent, after the database was
-// unavailable (fn must then be safe to apply twice: a commit whose answer
-// was lost may have been applied; else only when connecting failed, and
-// retryMarked is the way). Waits grow from 10 ms to 1 s, jittered.
-func (s *Store) retry(ctx context.Context, idempotent bool, fn func() error) error {
-	wait := 10 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		if isConflict(err) {
-			s.conflicts.Add(1)
-		}
-		again := isConflict(err) || (idempotent && isUnavailable(err)) || (isUnavailable(err) && notSent(err))
-		if !again || ctx.Err() != nil || attempt >= 100 {
-			return interpretError(err)
-		}
-		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return interpretError(err)
-		case <-t.C:
-		}
-		wait = min(2*wait, time.Second)
-	}
 }

@@ -6,8 +6,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // Kinds of results feed lines.
@@ -70,19 +71,7 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 	if err := needTenant(tenant); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `
-		SELECT seq, kind, stage, job_id::text, row_id, source_seq, coalesce(input_row, 0), coalesce(ref, ''), coalesce(input_kind, ''),
-			coalesce(input_profile_url, ''), coalesce(input_name, ''), coalesce(input_company, ''), coalesce(input_email, ''),
-			coalesce(input_role, ''), coalesce(extra::text, ''), coalesce(source, ''), coalesce(from_cache, false), fetched_at,
-			coalesce(profile_url, ''), coalesce(name, ''), coalesce(headline, ''), coalesce(company, ''), coalesce(role, ''),
-			coalesce(location, ''), coalesce(company_size, ''), coalesce(industry, ''), technographics,
-			coalesce(email, ''), coalesce(confidence, 0), coalesce(verified, false),
-			coalesce(phones::text, ''), coalesce(primary_number, ''), coalesce(primary_type, ''), coalesce(input_domain, ''),
-			coalesce(deleted_seq, 0)
-		FROM results_feed
-		WHERE tenant = $1 AND seq > $2
-		ORDER BY seq
-		LIMIT $3`, tenant, since, limit)
+	rows, err := s.pool.Query(ctx, resultsFeedSQL, tenant, since, limit)
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -133,3 +122,19 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 	}
 	return out, interpretError(err)
 }
+
+// resultsFeedSQL reads a page of the results feed: lines of tenant $1 after
+// position $2, up to $3.
+const resultsFeedSQL = `
+		SELECT seq, kind, stage, job_id::text, row_id, source_seq, coalesce(input_row, 0), coalesce(ref, ''), coalesce(input_kind, ''),
+			coalesce(input_profile_url, ''), coalesce(input_name, ''), coalesce(input_company, ''), coalesce(input_email, ''),
+			coalesce(input_role, ''), coalesce(extra::text, ''), coalesce(source, ''), coalesce(from_cache, false), fetched_at,
+			coalesce(profile_url, ''), coalesce(name, ''), coalesce(headline, ''), coalesce(company, ''), coalesce(role, ''),
+			coalesce(location, ''), coalesce(company_size, ''), coalesce(industry, ''), technographics,
+			coalesce(email, ''), coalesce(confidence, 0), coalesce(verified, false),
+			coalesce(phones::text, ''), coalesce(primary_number, ''), coalesce(primary_type, ''), coalesce(input_domain, ''),
+			coalesce(deleted_seq, 0)
+		FROM results_feed
+		WHERE tenant = $1 AND seq > $2
+		ORDER BY seq
+		LIMIT $3`

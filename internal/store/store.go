@@ -3,6 +3,35 @@
 // Postgres is the source of truth for jobs, rows, results, no-match markers
 // and the credit ledger. Every state change is a conditional update, so that
 // at-least-once task delivery and concurrent workers cannot corrupt it.
+//
+// Its files are named by topic, a prefix each (as River's driver keeps a file
+// of queries per table): a reader looking for how rows are claimed opens
+// row_claim.go.
+//
+//   - job_: a job's creation (its COPY, input extras, idempotency), reads and
+//     counts, state changes, pauses and resumes, and the dispatch of its chunks.
+//   - row_: a chunk's rows claimed under a lease, their outcomes saved, released.
+//   - result_, feed: a job's results as pages, and the results feed.
+//   - ledger_: credits reserved and settled, the ledger's reads (costs, an
+//     account's month), the vendor's learned prices and honoured keys.
+//   - reconcile_: what the ledger infers after the fact: replays and fresh
+//     answers (replay), open calls a later answer explains (explain), the
+//     vendor's balance readings beside the ledger (drift), and the charges those
+//     readings pin (witness).
+//   - lookup_: the cache of paid answers, and the claims that keep two workers
+//     from buying one answer.
+//   - platform_: connect requests, members and their token refreshes, member
+//     sync jobs, their rows and their dispatch.
+//   - tenant_: tenants, their settings and limits, usage, webhook secret.
+//   - apikey, web_session, webhook_delivery, upload_file, audit_log,
+//     leader_lease: one concept each.
+//   - erasure_, retention_: a person erased (found, removed, suppressed), and
+//     what a tenant's retention window removes or cancels.
+//   - rig_: reads only the chaos rig and tests make, kept here because they
+//     need the pool.
+//   - The plumbing: store.go (Open, Migrate), migrate_app_role.go, errors.go
+//     (driver errors mapped once), tx.go (inTx, retry), tx_commit_marks.go (the
+//     outcome of a statement whose answer was lost), args.go, replication.go.
 package store
 
 import (
@@ -37,7 +66,7 @@ type Store struct {
 	// conflicts counts deadlocks and serialization failures run again.
 	conflicts atomic.Int64
 	// cutCommits counts statements whose answer was lost and whose outcome
-	// was found (commit_marks.go).
+	// was found (tx_commit_marks.go).
 	cutCommits atomic.Int64
 	// accounts holds the "account\x00YYYY-MM" whose account_usage row exists.
 	accounts sync.Map
@@ -188,4 +217,11 @@ func (s *Store) Migrate(ctx context.Context, log *slog.Logger) error {
 		return grantAppRole(ctx, pool, s.appRole)
 	}
 	return nil
+}
+
+// Now returns the database's clock, the one leases and due times are compared against.
+func (s *Store) Now(ctx context.Context) (time.Time, error) {
+	var t time.Time
+	err := s.pool.QueryRow(ctx, `SELECT now()`).Scan(&t)
+	return t, interpretError(err)
 }

@@ -2,18 +2,11 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base32"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // Defaults of a new tenant's limits (the columns' defaults in
@@ -34,7 +27,7 @@ type TenantSettings struct {
 	MonthlyAllowance       *int64
 	WebhookSecretRotatedAt time.Time
 	// Retention is how long the tenant's rows, results, markers, cache
-	// entries and feed lines are kept (retention.go); nil: until erased.
+	// entries and feed lines are kept (retention_purge.go); nil: until erased.
 	Retention *time.Duration
 }
 
@@ -107,123 +100,32 @@ func (s *Store) UpdateTenantLimits(ctx context.Context, tenant string, l TenantL
 	return s.GetTenantSettings(ctx, tenant)
 }
 
-// TenantUsage is a tenant's credits in one calendar month (UTC).
-type TenantUsage struct {
-	Month           time.Time // its first day
-	Reserved, Spent int64
-}
-
-// TenantMonth returns the tenant's credits in the month of at (UTC).
-func (s *Store) TenantMonth(ctx context.Context, tenant string, at time.Time) (TenantUsage, error) {
+// SetRetention sets how long a tenant's personal data is kept (nil: until
+// erased), logs the change in the audit log, and returns the settings.
+func (s *Store) SetRetention(ctx context.Context, tenant, keyID string, window *time.Duration) (TenantSettings, error) {
 	if err := needTenant(tenant); err != nil {
-		return TenantUsage{}, err
+		return TenantSettings{}, err
 	}
-	u := TenantUsage{Month: time.Date(at.UTC().Year(), at.UTC().Month(), 1, 0, 0, 0, 0, time.UTC)}
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(reserved), 0), coalesce(sum(spent), 0) FROM tenant_usage
-		WHERE tenant = $1 AND month = $2::date`, tenant, u.Month).Scan(&u.Reserved, &u.Spent)
-	return u, interpretError(err)
-}
-
-// webhookSecretPrefix starts every webhook secret, so a leaked one is recognisable.
-const webhookSecretPrefix = "whsec_"
-
-// RotateWebhookSecret gives the tenant a new webhook secret and returns it:
-// the only time it is shown. Deliveries signed from then on use it.
-func (s *Store) RotateWebhookSecret(ctx context.Context, tenant string) (secret string, at time.Time, err error) {
-	if err := needTenant(tenant); err != nil {
-		return "", time.Time{}, err
-	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", time.Time{}, err
-	}
-	secret = webhookSecretPrefix + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
-	err = s.pool.QueryRow(ctx, `UPDATE tenants SET webhook_secret = $2, webhook_secret_rotated_at = now() WHERE id = $1
-		RETURNING webhook_secret_rotated_at`, tenant, secret).Scan(&at)
-	if err != nil {
-		return "", time.Time{}, interpretError(err)
-	}
-	return secret, at, nil
-}
-
-// TenantWebhookSecret returns the tenant's webhook secret: for the
-// operator's command that creates the tenant (it shows the secret then), and
-// for tests. Tenants see it only when it is made (RotateWebhookSecret).
-func (s *Store) TenantWebhookSecret(ctx context.Context, tenant string) (string, error) {
-	if err := needTenant(tenant); err != nil {
-		return "", err
-	}
-	var secret string
-	err := s.pool.QueryRow(ctx, `SELECT webhook_secret FROM tenants WHERE id = $1`, tenant).Scan(&secret)
-	return secret, interpretError(err)
-}
-
-// tenantBudgetError reads the refusal of the tenant's allowance that the
-// credit ledger's trigger raises (SQLSTATE EQ001, DETAIL
-// "spent,reserved,allowance"); nil for any other error.
-func tenantBudgetError(err error, wanted int64) *BudgetError {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) || pgErr.Code != "EQ001" {
-		return nil
-	}
-	be := &BudgetError{Scope: "tenant", Wanted: wanted}
-	if f := strings.Split(pgErr.Detail, ","); len(f) == 3 {
-		be.Spent, _ = strconv.ParseInt(f[0], 10, 64)
-		be.Reserved, _ = strconv.ParseInt(f[1], 10, 64)
-		be.Budget, _ = strconv.ParseInt(f[2], 10, 64)
-	}
-	return be
-}
-
-// pauseCause is why a job is paused; "" when it is not.
-func (s *Store) pauseCause(ctx context.Context, id string) (domain.PauseCause, error) {
-	var cause *domain.PauseCause
-	if err := s.pool.QueryRow(ctx, `SELECT paused_by FROM jobs WHERE id = $1`, id).Scan(&cause); err != nil {
-		return "", interpretError(err)
-	}
-	if cause == nil {
-		return "", nil
-	}
-	return *cause, nil
-}
-
-// JobPauseCause is why the tenant's job is paused; "" when it is not paused.
-func (s *Store) JobPauseCause(ctx context.Context, tenant, id string) (domain.PauseCause, error) {
-	if _, err := s.GetJob(ctx, tenant, id); err != nil {
-		return "", err
-	}
-	return s.pauseCause(ctx, id)
-}
-
-// ResumeAllowancePaused resumes the jobs paused by a monthly allowance
-// before the month of now (UTC) began: the allowance has renewed. It
-// returns the jobs it resumed (at most limit).
-func (s *Store) ResumeAllowancePaused(ctx context.Context, now time.Time, limit int) ([]string, error) {
-	month := time.Date(now.UTC().Year(), now.UTC().Month(), 1, 0, 0, 0, 0, time.UTC)
-	return s.resumePaused(ctx, `paused_by = 'allowance' AND paused_at < $1 ORDER BY paused_at LIMIT $2`, month, limit)
-}
-
-// ResumeVendorPaused resumes every job paused because the vendor refused
-// the key or the plan (the operator fixed it: `api jobs resume`).
-func (s *Store) ResumeVendorPaused(ctx context.Context) ([]string, error) {
-	return s.resumePaused(ctx, `paused_by = 'vendor_access'`)
-}
-
-// resumePaused resumes the paused jobs that where (after "state = 'paused'
-// AND") selects, one by one, and returns their ids.
-func (s *Store) resumePaused(ctx context.Context, where string, args ...any) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id::text FROM jobs WHERE state = 'paused' AND `+where, args...)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	for i, id := range ids {
-		if err := s.ResumeJob(ctx, id); err != nil {
-			return ids[:i], err
+	var secs *int64
+	if window != nil {
+		if *window < time.Second {
+			return TenantSettings{}, errors.New("store: a retention window is at least a second")
 		}
+		n := int64(*window / time.Second)
+		secs = &n
 	}
-	return ids, nil
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		n, err := exec(ctx, tx, `UPDATE tenants SET retention_seconds = $2 WHERE id = $1`, tenant, secs)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return ErrNotFound
+		}
+		return appendAudit(ctx, tx, AuditLine{Tenant: tenant, KeyID: keyID, Action: AuditRetention, Subject: tenant, Rows: n})
+	})
+	if err != nil {
+		return TenantSettings{}, err
+	}
+	return s.GetTenantSettings(ctx, tenant)
 }

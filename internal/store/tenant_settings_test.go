@@ -45,28 +45,6 @@ func TestTenantDefaults(t *testing.T) {
 	}
 }
 
-// A rotation makes a new secret, shown once, and stamps the time.
-func TestRotateWebhookSecret(t *testing.T) {
-	t.Parallel()
-	st := storetest.New(t)
-	ctx := context.Background()
-	if _, err := st.EnsureTenant(ctx, "acme"); err != nil {
-		t.Fatal(err)
-	}
-	before, _ := st.TenantWebhookSecret(ctx, "acme")
-	s0, _ := st.GetTenantSettings(ctx, "acme")
-	secret, at, err := st.RotateWebhookSecret(ctx, "acme")
-	if err != nil || secret == before || !strings.HasPrefix(secret, "whsec_") || at.Before(s0.WebhookSecretRotatedAt) {
-		t.Fatalf("rotate: %q at %s (%v), before %q", secret, at, err, before)
-	}
-	if now, _ := st.TenantWebhookSecret(ctx, "acme"); now != secret {
-		t.Fatalf("stored secret %q, want the rotated one", now)
-	}
-	if _, _, err := st.RotateWebhookSecret(ctx, "nobody"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("rotate an unknown tenant: %v", err)
-	}
-}
-
 // The tenant's monthly allowance holds across its jobs and workers, is
 // shown spent and reserved, and leaves other tenants alone.
 func TestTenantAllowanceHoldsAcrossJobs(t *testing.T) {
@@ -157,42 +135,5 @@ func TestTenantAllowanceHoldsAcrossJobs(t *testing.T) {
 	}
 	if _, err := st.Reserve(ctx, reserveOf(a.ID, 1000)); err != nil {
 		t.Fatalf("without an allowance: %v", err)
-	}
-}
-
-// A job paused by the allowance resumes once the month it paused in is
-// over, by the clock given; one paused by the vendor does not.
-func TestAllowancePausedJobsResumeNextMonth(t *testing.T) {
-	t.Parallel()
-	st := storetest.New(t)
-	ctx := context.Background()
-	byAllowance := createJob(t, st, store.NewJob{}, 1)
-	byVendor := createJob(t, st, store.NewJob{}, 1)
-	if ok, err := st.PauseJob(ctx, byAllowance.ID, domain.PausedByAllowance, store.BudgetPausePrefix+": the tenant's monthly allowance"); !ok || err != nil {
-		t.Fatal(ok, err)
-	}
-	if ok, err := st.PauseJob(ctx, byVendor.ID, domain.PausedByVendorAccess, "the vendor refused the API key (401)"); !ok || err != nil {
-		t.Fatal(ok, err)
-	}
-	now := time.Now().UTC()
-	if ids, err := st.ResumeAllowancePaused(ctx, now, 100); err != nil || len(ids) != 0 {
-		t.Fatalf("resumed in the same month: %v %v", ids, err)
-	}
-	next := time.Date(now.Year(), now.Month()+1, 1, 0, 0, 1, 0, time.UTC)
-	ids, err := st.ResumeAllowancePaused(ctx, next, 100)
-	if err != nil || len(ids) != 1 || ids[0] != byAllowance.ID {
-		t.Fatalf("resumed next month: %v %v", ids, err)
-	}
-	if j, _ := st.JobByID(ctx, byAllowance.ID); j.State != domain.JobQueued || j.StateReason != "" {
-		t.Errorf("after the resume: %s %q", j.State, j.StateReason)
-	}
-	if c, _ := st.JobPauseCause(ctx, "acme", byVendor.ID); c != domain.PausedByVendorAccess {
-		t.Errorf("the vendor-paused job: cause %q", c)
-	}
-	if ids, _ := st.ResumeVendorPaused(ctx); len(ids) != 1 || ids[0] != byVendor.ID {
-		t.Errorf("resume of vendor-paused jobs: %v", ids)
-	}
-	if c, _ := st.JobPauseCause(ctx, "acme", byVendor.ID); c != "" {
-		t.Errorf("after its resume: cause %q", c)
 	}
 }

@@ -3,6 +3,9 @@
 //
 // The server is the one named by ENRICHQ_TEST_DATABASE_URL, else
 // DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres.
+//
+// It also holds what only tests and rigs do to a server (database.go:
+// create, drop, checkpoint, a standby's state), which the services never do.
 package storetest
 
 import (

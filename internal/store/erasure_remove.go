@@ -1,0 +1,131 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// rewriteLedgerKeys replaces, in the credit ledger, the Idempotency-Key of
+// the calls of rows ids (a digest of the input) by a keyed hash: the ledger
+// keeps its money. A bulk call's line names no row: every closed bulk line
+// of the person's jobs is rewritten (its key digests the inputs of up to a
+// hundred rows, theirs among them). It returns how many lines it rewrote.
+func rewriteLedgerKeys(ctx context.Context, tx pgx.Tx, req EraseRequest, ids []int64) (int64, error) {
+	ledger, err := tx.Query(ctx, `SELECT l.id, l.idempotency_key FROM credit_ledger l
+		WHERE l.idempotency_key NOT LIKE 'erased-%' AND (l.row_id = ANY($1)
+			OR (l.row_id IS NULL AND l.status <> 'reserved' AND l.job_id IN (SELECT r.job_id FROM job_rows r WHERE r.id = ANY($1))))
+		FOR UPDATE`, ids)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	var lid int64
+	var lkey string
+	var lids []int64
+	var lkeys []string
+	if _, err := pgx.ForEachRow(ledger, []any{&lid, &lkey}, func() error {
+		lids = append(lids, lid)
+		lkeys = append(lkeys, "erased-"+hex.EncodeToString(req.Hash(lkey))[:40])
+		return nil
+	}); err != nil {
+		return 0, interpretError(err)
+	}
+	return exec(ctx, tx, `UPDATE credit_ledger l SET idempotency_key = u.k, error = ''
+		FROM unnest($1::bigint[], $2::text[]) AS u(id, k) WHERE l.id = u.id`, lids, lkeys)
+}
+
+// feedLine is a line of the results feed an erasure withdrew.
+type feedLine struct {
+	seq, row, source int64
+	job, stage       string
+}
+
+// deletePersonRows removes, table by table, the rows ids with their feed
+// lines, results and markers (first, so that each is counted), the cache
+// entries and lookup claims of cacheKeys, the input extras the rows were
+// the last of, and the platform members. It counts each in receipt by table
+// and returns the feed lines withdrawn.
+func deletePersonRows(ctx context.Context, tx pgx.Tx, tenant string, ids []int64, members []string, cacheKeys map[string]bool, receipt map[string]int64) ([]feedLine, error) {
+	withdrawn, err := tx.Query(ctx, `DELETE FROM results_feed_log WHERE tenant = $1 AND row_id = ANY($2) AND kind <> 'deleted'
+		RETURNING seq, job_id::text, row_id, stage, source_seq`, tenant, ids)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	var lines []feedLine
+	var l feedLine
+	if _, err := pgx.ForEachRow(withdrawn, []any{&l.seq, &l.job, &l.row, &l.stage, &l.source}, func() error {
+		lines = append(lines, l)
+		return nil
+	}); err != nil {
+		return nil, interpretError(err)
+	}
+	receipt["results_feed_log"] = int64(len(lines))
+	for _, table := range []string{"profile_results", "email_results", "phone_results", "no_matches"} {
+		n, err := exec(ctx, tx, `DELETE FROM `+table+` WHERE row_id = ANY($1)`, ids)
+		if err != nil {
+			return nil, err
+		}
+		receipt[table] = n
+	}
+	keys := setList(cacheKeys)
+	if receipt["lookup_cache"], err = exec(ctx, tx, `DELETE FROM lookup_cache WHERE tenant = $1 AND input_key = ANY($2)`, tenant, keys); err != nil {
+		return nil, err
+	}
+	if _, err = exec(ctx, tx, `DELETE FROM lookup_claims WHERE tenant = $1 AND input_key = ANY($2)`, tenant, keys); err != nil {
+		return nil, err
+	}
+	// An input row's extras go with its last row (job_input_extras: one line per input row).
+	if receipt["job_input_extras"], err = exec(ctx, tx, `DELETE FROM job_input_extras x
+		USING (SELECT DISTINCT job_id, input_row FROM job_rows WHERE id = ANY($1)) d
+		WHERE x.job_id = d.job_id AND x.input_row = d.input_row
+		  AND NOT EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = d.job_id AND r.input_row = d.input_row AND NOT r.id = ANY($1))`, ids); err != nil {
+		return nil, err
+	}
+	if receipt["job_rows"], err = exec(ctx, tx, `DELETE FROM job_rows WHERE id = ANY($1)`, ids); err != nil {
+		return nil, err
+	}
+	if receipt["platform_members"], err = exec(ctx, tx, `DELETE FROM platform_members WHERE id = ANY($1::uuid[])`, members); err != nil {
+		return nil, err
+	}
+	return lines, nil
+}
+
+// deleteUploadsOf removes the tenant's stored uploads that hold the person.
+// A stored upload is the file as sent: one that holds the person goes whole.
+// It is found by the keyed hashes of the identities its rows name (the
+// suppression list's keys, normalised as rows are: UploadFile.PersonHashes),
+// or by a value of the person as bytes of the file (an extra column; an
+// upload stored without an erasure key). A hash is found at any offset: one
+// straddling two others would need 128 bits to agree by chance.
+func deleteUploadsOf(ctx context.Context, tx pgx.Tx, req EraseRequest, k personKeys) (int64, error) {
+	var blobs, people [][]byte
+	for v := range k.values {
+		blobs = append(blobs, []byte(v))
+	}
+	for s := range k.suppress {
+		people = append(people, req.Hash(s)[:PersonHashBytes])
+	}
+	return exec(ctx, tx, `DELETE FROM uploads u WHERE u.tenant = $1
+		AND (EXISTS (SELECT 1 FROM unnest($3::bytea[]) AS h(b) WHERE position(h.b IN u.person_hashes) > 0)
+			OR EXISTS (SELECT 1 FROM unnest($2::bytea[]) AS v(b) WHERE position(v.b IN u.body) > 0))`,
+		req.Tenant, blobs, people)
+}
+
+// addDeletedLines adds a deleted line for each line withdrawn, under the
+// feed's turn (see results_feed_advance): positions handed out in the order
+// they become visible. It returns how many it added.
+func addDeletedLines(ctx context.Context, tx pgx.Tx, tenant string, lines []feedLine) (int64, error) {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM results_feed_cursor WHERE singleton FOR UPDATE`); err != nil {
+		return 0, interpretError(err)
+	}
+	seqs, jobs, rws, stages, sources := make([]int64, len(lines)), make([]string, len(lines)), make([]int64, len(lines)),
+		make([]string, len(lines)), make([]int64, len(lines))
+	for i, l := range lines {
+		seqs[i], jobs[i], rws[i], stages[i], sources[i] = l.seq, l.job, l.row, l.stage, l.source
+	}
+	return exec(ctx, tx, `INSERT INTO results_feed_log (tenant, job_id, row_id, kind, stage, source_seq, deleted_seq)
+		SELECT $1, u.job, u.row, 'deleted', u.stage, u.source, u.seq
+		FROM unnest($2::bigint[], $3::uuid[], $4::bigint[], $5::text[], $6::bigint[]) AS u(seq, job, row, stage, source)
+		ORDER BY u.seq`, tenant, seqs, jobs, rws, stages, sources)
+}

@@ -1,0 +1,313 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/domain"
+)
+
+// NewJob is what CreateJob stores.
+type NewJob struct {
+	Tenant         string
+	Name           string
+	Lookups        []domain.Stage
+	Roles          []string
+	BudgetCredits  *int64
+	MaxAge         time.Duration
+	SourceFormat   string
+	IdempotencyKey string // "" for none
+	// RequestOptions is what the request asked beyond its rows, as the
+	// caller encodes it (the same bytes for the same request). With the rows
+	// it makes the digest kept beside the idempotency key: the key sent again
+	// with another request is refused (ErrIdempotencyKeyReused).
+	RequestOptions []byte
+	ChunkSize      int    // rows per chunk task
+	CallbackURL    string // "" for none
+	// Upload, when set, is called once the feed has returned without an
+	// error: what the upload held, stored with the job.
+	Upload func() Upload
+}
+
+// NewRow is one lookup of a new job.
+type NewRow struct {
+	InputRow   int
+	Ref        string
+	Kind       domain.InputKind
+	ProfileURL string
+	Name       string
+	Company    string
+	Domain     string
+	Email      string
+	Role       string
+	Extra      map[string]string
+	// SkipReason, when set, stores the row skipped with this reason: it is
+	// never looked up (a suppressed person), and none of its input is kept
+	// (see withoutPerson).
+	SkipReason string
+}
+
+// withoutPerson is the row with nothing of its person: the input blanked,
+// no extras (the input row's extras go, whatever its other lookups), and
+// the ref kept (the caller's own id, to match the line up) unless it holds
+// one of the row's own values.
+func (r NewRow) withoutPerson() NewRow {
+	ref := strings.ToLower(r.Ref)
+	for _, v := range []string{r.Email, r.ProfileURL, r.Name, r.Domain} {
+		if v = strings.ToLower(strings.TrimSpace(v)); v != "" && strings.Contains(ref, v) {
+			ref = ""
+			break
+		}
+	}
+	if ref != "" {
+		ref = r.Ref
+	}
+	return NewRow{InputRow: r.InputRow, Ref: ref, Kind: r.Kind, SkipReason: r.SkipReason}
+}
+
+// copyBatch is how many rows the feed hands to the COPY at a time; a few
+// batches in flight bound the memory an upload holds, whatever its size.
+const copyBatch = 1000
+
+// CreateJob stores a job and its rows in one transaction. feed is called once
+// and must call add for every row; if feed returns an error nothing is stored
+// and that error is returned. Rows go in with one COPY that streams while feed
+// runs (feed runs on its own goroutine and hands rows over in batches): the
+// upload is parsed while Postgres stores what came before, and there is no
+// round trip per batch.
+//
+// With an idempotency key the tenant used before on a job (not a member
+// sync: keys are scoped to their kind of request), CreateJob stores nothing
+// and returns the first job with created=false; feed is called only to
+// check that the request is the same as the first one (its options and
+// rows), else ErrIdempotencyKeyReused.
+func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(NewRow) error) error) (job Job, created bool, err error) {
+	if err := needTenant(nj.Tenant); err != nil {
+		return Job{}, false, err
+	}
+	if nj.ChunkSize <= 0 {
+		return Job{}, false, errors.New("store: chunk size must be positive")
+	}
+	var idem, scope *string
+	var digest *requestDigest
+	if nj.IdempotencyKey != "" {
+		idem, scope = &nj.IdempotencyKey, new(string(scopeJobs))
+		digest = newRequestDigest(scopeJobs)
+		digest.field(string(nj.RequestOptions))
+	}
+	roles := nj.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return Job{}, false, interpretError(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
+
+	var jobID string
+	var createdAt time.Time
+	err = tx.QueryRow(ctx, `
+		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key, idempotency_scope, callback_url)
+		VALUES (@tenant, @name, @lookups, @roles, @budget, @max_age, @format, @idempotency_key, @scope, @callback_url)
+		ON CONFLICT (tenant, idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING id::text, created_at`,
+		pgx.StrictNamedArgs{"tenant": nj.Tenant, "name": nj.Name, "lookups": nj.Lookups, "roles": roles, "budget": nj.BudgetCredits,
+			"max_age": int64(nj.MaxAge / time.Second), "format": nj.SourceFormat, "idempotency_key": idem, "scope": scope,
+			"callback_url": nullIfEmpty(nj.CallbackURL)},
+	).Scan(&jobID, &createdAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// The key was used before: the first job is the answer, if this is
+		// the same request.
+		_ = tx.Rollback(ctx)
+		return s.replayJob(ctx, nj.Tenant, nj.IdempotencyKey, digest, feed)
+	}
+	if err != nil {
+		return Job{}, false, interpretError(err)
+	}
+
+	columns := []string{"job_id", "chunk", "input_row", "ref", "input_kind", "profile_url", "name", "company", "domain", "email", "role", "found_profile_url",
+		"state", "state_reason", "finished_at"}
+	extras := &inputExtras{}
+	defer extras.remove()
+	fctx, stopFeed := context.WithCancel(ctx)
+	defer stopFeed()
+	batches := make(chan [][]any, 4)
+	fed := make(chan struct{})
+	var total int
+	var feedErr error
+	go func() {
+		defer close(fed)
+		defer close(batches)
+		buf := make([][]any, 0, copyBatch)
+		send := func() error {
+			select {
+			case batches <- buf:
+				buf = make([][]any, 0, copyBatch)
+				return nil
+			case <-fctx.Done():
+				return fctx.Err()
+			}
+		}
+		add := func(r NewRow) error {
+			if digest != nil {
+				digest.row(r)
+			}
+			state, finished := domain.RowPending, (*time.Time)(nil)
+			if r.SkipReason != "" {
+				state, finished = domain.RowSkipped, &createdAt
+				r = r.withoutPerson()
+				extras.drop(r.InputRow)
+			}
+			if err := extras.add(r.InputRow, r.Extra); err != nil {
+				return err
+			}
+			found := nullIfEmpty(r.ProfileURL)
+			buf = append(buf, []any{jobID, total / nj.ChunkSize, r.InputRow, r.Ref, r.Kind,
+				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Domain), nullIfEmpty(r.Email), nullIfEmpty(r.Role), found,
+				state, r.SkipReason, finished})
+			total++
+			if len(buf) == copyBatch {
+				return send()
+			}
+			return nil
+		}
+		err := feed(add)
+		if err == nil && len(buf) > 0 {
+			err = send()
+		}
+		feedErr = err // read after batches is closed
+	}()
+	_, copyErr := tx.CopyFrom(ctx, pgx.Identifier{"job_rows"}, columns, &batchSource{batches: batches, feedErr: &feedErr})
+	stopFeed() // a failed COPY stops the feed at its next row
+	<-fed
+	if feedErr != nil {
+		return Job{}, false, feedErr
+	}
+	if copyErr != nil {
+		return Job{}, false, fmt.Errorf("store: copy rows: %w", interpretError(copyErr))
+	}
+	if err := extras.copyTo(ctx, tx, jobID); err != nil {
+		return Job{}, false, err
+	}
+	chunks := (total + nj.ChunkSize - 1) / nj.ChunkSize
+	var sum []byte
+	if digest != nil {
+		sum = digest.sum()
+	}
+	if _, err := tx.Exec(ctx, `UPDATE jobs SET total_rows = $2, chunk_count = $3, request_sha256 = $4 WHERE id = $1`, jobID, total, chunks, sum); err != nil {
+		return Job{}, false, interpretError(err)
+	}
+	if nj.Upload != nil {
+		u := nj.Upload()
+		cols, extra := u.Columns, u.ExtraColumns
+		if cols == nil {
+			cols = map[string]string{}
+		}
+		if extra == nil {
+			extra = []string{}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE jobs SET column_map = $2, extra_columns = $3, rows_uploaded = $4, distinct_lookups = $5 WHERE id = $1`,
+			jobID, cols, extra, u.RowsUploaded, u.DistinctLookups); err != nil {
+			return Job{}, false, interpretError(err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO job_chunks (job_id, chunk) SELECT $1, generate_series(0, $2 - 1)`, jobID, chunks); err != nil {
+		return Job{}, false, interpretError(err)
+	}
+	// The job is read back, and its commit marked, in one round trip.
+	mark, err := uuid.NewV7()
+	if err != nil {
+		return Job{}, false, err
+	}
+	job, err = scanJob(tx.QueryRow(ctx, `WITH `+markSQL(`'{}'::bigint[]`)+` SELECT `+jobColumns+` FROM jobs WHERE id = @id`,
+		pgx.StrictNamedArgs{"mark": mark, "id": jobID}))
+	if err != nil {
+		return Job{}, false, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		if !answerLost(err) {
+			return Job{}, false, interpretError(err)
+		}
+		// The answer to the commit was lost: find out. The upload is not
+		// run again here (its feed is spent); a job not stored is an
+		// ErrUnavailable the client may send again.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		_, committed, ferr := s.fence(fctx, mark)
+		cancel()
+		s.cutCommits.Add(1)
+		switch {
+		case ferr != nil:
+			return Job{}, false, fmt.Errorf("store: create job %s: %w (%w)", jobID, ErrOutcomeUnknown, err)
+		case !committed:
+			return Job{}, false, fmt.Errorf("store: create job: not stored: %w", interpretError(err))
+		}
+	}
+	return job, true, nil
+}
+
+// replayJob is the job of a tenant's idempotency key, when the request
+// digest says it is the same request: feed is read for its rows (nothing is
+// stored; a bad upload is its error, as for a first submit).
+func (s *Store) replayJob(ctx context.Context, tenant, key string, digest *requestDigest, feed func(add func(NewRow) error) error) (Job, bool, error) {
+	var j Job
+	var maxAge int64
+	var stored []byte
+	err := s.pool.QueryRow(ctx, `SELECT `+jobColumns+`, request_sha256 FROM jobs
+		WHERE tenant = $1 AND idempotency_scope = $2 AND idempotency_key = $3`, tenant, scopeJobs, key).
+		Scan(append(jobDest(&j, &maxAge), &stored)...)
+	if err != nil {
+		return Job{}, false, interpretError(err)
+	}
+	j.MaxAge = time.Duration(maxAge) * time.Second
+	if stored != nil {
+		if err := feed(func(r NewRow) error { digest.row(r); return nil }); err != nil {
+			return Job{}, false, err
+		}
+		if err := sameRequest(stored, digest.sum()); err != nil {
+			return Job{}, false, err
+		}
+	}
+	return j, false, nil
+}
+
+// batchSource is a pgx.CopyFromSource over the batches CreateJob's feed sends.
+type batchSource struct {
+	batches <-chan [][]any
+	cur     [][]any
+	i       int
+	row     []any
+	feedErr *error
+	done    bool
+}
+
+func (b *batchSource) Next() bool {
+	for b.i >= len(b.cur) {
+		batch, ok := <-b.batches
+		if !ok {
+			b.done = true
+			return false
+		}
+		b.cur, b.i = batch, 0
+	}
+	b.row = b.cur[b.i]
+	b.i++
+	return true
+}
+
+func (b *batchSource) Values() ([]any, error) { return b.row, nil }
+
+// Err is the feed's error once it has finished (the channel is closed): the
+// COPY is then aborted and nothing is stored.
+func (b *batchSource) Err() error {
+	if !b.done {
+		return nil
+	}
+	return *b.feedErr
+}

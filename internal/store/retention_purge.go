@@ -1,0 +1,151 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Purged is what one retention step removed.
+type Purged struct {
+	Rows, Results, Markers, CacheEntries, FeedLines int64
+	Jobs                                            int64 // jobs whose last rows went (purged_at set)
+	// Abandoned is the jobs canceled because they had not changed for
+	// longer than their tenant's window (see cancelAbandoned).
+	Abandoned int64
+}
+
+// Total is everything Purged counts.
+func (p Purged) Total() int64 {
+	return p.Rows + p.Results + p.Markers + p.CacheEntries + p.FeedLines
+}
+
+// PurgeExpired removes, for every tenant with a retention window, up to
+// batch rows of its finished jobs older than the window (finished before
+// now less the window) with their results and no-match markers, and up to
+// batch cache entries (fetched before) and feed lines (logged before). Each
+// part is a short transaction of its own. The job stays with its counts
+// (job_chunk_counts is given back what the rows' delete took) and credits;
+// when its last row is gone, purged_at is set and the purge is a line of the
+// audit log. A job that will never finish is canceled first when it has not
+// changed for longer than the window (cancelAbandoned), then purged as the
+// finished jobs are.
+func (s *Store) PurgeExpired(ctx context.Context, now time.Time, batch int) (Purged, error) {
+	var p Purged
+	if batch <= 0 {
+		return p, errors.New("store: purge batch must be positive")
+	}
+	var err error
+	if p.Abandoned, err = s.cancelAbandoned(ctx, now, batch); err != nil {
+		return p, err
+	}
+	// One job at a time, oldest first, until batch rows went.
+	for p.Rows < int64(batch) {
+		jobID, tenant, err := s.nextExpiredJob(ctx, now)
+		if errors.Is(err, pgx.ErrNoRows) {
+			break
+		}
+		if err != nil {
+			return p, interpretError(err)
+		}
+		err = s.inTx(ctx, func(tx pgx.Tx) error {
+			return purgeJob(ctx, tx, jobID, tenant, now, batch-int(p.Rows), &p)
+		})
+		if err != nil {
+			return p, err
+		}
+	}
+	err = s.purgeCacheAndFeed(ctx, now, batch, &p)
+	return p, err
+}
+
+// nextExpiredJob is the job, of a tenant with a retention window, that
+// finished longest ago before the window and still has rows; pgx.ErrNoRows
+// when there is none.
+func (s *Store) nextExpiredJob(ctx context.Context, now time.Time) (jobID, tenant string, err error) {
+	err = s.pool.QueryRow(ctx, `SELECT j.id::text, j.tenant FROM jobs j JOIN tenants t ON t.id = j.tenant
+			WHERE t.retention_seconds IS NOT NULL AND j.purged_at IS NULL AND j.finished_at IS NOT NULL
+			  AND j.finished_at < $1::timestamptz - t.retention_seconds * interval '1 second'
+			ORDER BY j.finished_at LIMIT 1`, now).Scan(&jobID, &tenant)
+	return jobID, tenant, err
+}
+
+// purgeJob removes up to limit rows of job jobID with their results,
+// markers and feed lines, giving the job's counts back what the delete took,
+// and adds them to p. When the job's last row is gone it removes its input
+// extras, sets purged_at and appends the purge to the audit log.
+func purgeJob(ctx context.Context, tx pgx.Tx, jobID, tenant string, now time.Time, limit int, p *Purged) error {
+	var rows, results, markers, lines int64
+	err := tx.QueryRow(ctx, `WITH r AS (
+			SELECT id FROM job_rows WHERE job_id = $1 ORDER BY id LIMIT $2 FOR UPDATE),
+		p AS (DELETE FROM profile_results WHERE row_id IN (SELECT id FROM r) RETURNING 1),
+		e AS (DELETE FROM email_results WHERE row_id IN (SELECT id FROM r) RETURNING 1),
+		ph AS (DELETE FROM phone_results WHERE row_id IN (SELECT id FROM r) RETURNING 1),
+		n AS (DELETE FROM no_matches WHERE row_id IN (SELECT id FROM r) RETURNING 1),
+		f AS (DELETE FROM results_feed_log WHERE job_id = $1 AND row_id IN (SELECT id FROM r) RETURNING 1),
+		d AS (DELETE FROM job_rows WHERE id IN (SELECT id FROM r) RETURNING chunk, state),
+		-- The counts stay: give back what the delete trigger takes.
+		k AS (UPDATE job_chunk_counts c SET
+				pending = c.pending + x.pending, in_flight = c.in_flight + x.in_flight, retry_wait = c.retry_wait + x.retry_wait,
+				matched = c.matched + x.matched, no_match = c.no_match + x.no_match, failed = c.failed + x.failed, skipped = c.skipped + x.skipped
+			FROM (SELECT chunk,
+				count(*) FILTER (WHERE state = 'pending') AS pending, count(*) FILTER (WHERE state = 'in_flight') AS in_flight,
+				count(*) FILTER (WHERE state = 'retry_wait') AS retry_wait, count(*) FILTER (WHERE state = 'matched') AS matched,
+				count(*) FILTER (WHERE state = 'no_match') AS no_match, count(*) FILTER (WHERE state = 'failed') AS failed,
+				count(*) FILTER (WHERE state = 'skipped') AS skipped
+				FROM d GROUP BY chunk) x
+			WHERE c.job_id = $1 AND c.chunk = x.chunk RETURNING 1)
+		SELECT (SELECT count(*) FROM d), (SELECT count(*) FROM p) + (SELECT count(*) FROM e) + (SELECT count(*) FROM ph),
+			(SELECT count(*) FROM n), (SELECT count(*) FROM f) + 0 * (SELECT count(*) FROM k)`, jobID, limit).
+		Scan(&rows, &results, &markers, &lines)
+	if err != nil {
+		return interpretError(err)
+	}
+	p.Rows += rows
+	p.Results += results
+	p.Markers += markers
+	p.FeedLines += lines
+	var left bool
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM job_rows WHERE job_id = $1)`, jobID).Scan(&left); err != nil {
+		return interpretError(err)
+	}
+	if left {
+		return nil
+	}
+	if _, err := exec(ctx, tx, `DELETE FROM job_input_extras WHERE job_id = $1`, jobID); err != nil {
+		return err
+	}
+	if _, err := exec(ctx, tx, `UPDATE jobs SET purged_at = $2, updated_at = now() WHERE id = $1`, jobID, now); err != nil {
+		return err
+	}
+	p.Jobs++
+	var total int64
+	if err := tx.QueryRow(ctx, `SELECT total_rows FROM jobs WHERE id = $1`, jobID).Scan(&total); err != nil {
+		return interpretError(err)
+	}
+	return appendAudit(ctx, tx, AuditLine{Tenant: tenant, KeyID: ActorScheduler, Action: AuditRetentionPurge, Subject: jobID, Rows: total})
+}
+
+// purgeCacheAndFeed removes up to batch cache entries and up to batch feed
+// lines older than their tenant's window, and adds them to p.
+func (s *Store) purgeCacheAndFeed(ctx context.Context, now time.Time, batch int, p *Purged) error {
+	n, err := s.execPool(ctx, `DELETE FROM lookup_cache c WHERE (c.tenant, c.stage, c.input_key) IN (
+			SELECT c2.tenant, c2.stage, c2.input_key FROM lookup_cache c2 JOIN tenants t ON t.id = c2.tenant
+			WHERE t.retention_seconds IS NOT NULL AND c2.fetched_at < $1::timestamptz - t.retention_seconds * interval '1 second'
+			LIMIT $2)`, now, batch)
+	if err != nil {
+		return err
+	}
+	p.CacheEntries = n
+	n, err = s.execPool(ctx, `DELETE FROM results_feed_log l WHERE l.seq IN (
+			SELECT l2.seq FROM results_feed_log l2 JOIN tenants t ON t.id = l2.tenant
+			WHERE t.retention_seconds IS NOT NULL AND l2.logged_at < $1::timestamptz - t.retention_seconds * interval '1 second'
+			LIMIT $2)`, now, batch)
+	if err != nil {
+		return err
+	}
+	p.FeedLines += n
+	return nil
+}
