@@ -63,3 +63,30 @@ func TestInputKind(t *testing.T) {
 		}
 	}
 }
+
+func TestSegmentOf(t *testing.T) {
+	for _, c := range []struct {
+		kind     InputKind
+		dom, loc string
+		want     string
+	}{
+		{InputNameDomain, "acme.fr", "", "name_domain/fr"},
+		{InputNameDomain, "Acme.CO.UK.", "Paris, France", "name_domain/gb"}, // the TLD names the company
+		{InputNameDomain, "acme.com", "Lyon, France", "name_domain/fr"},
+		{InputEmail, "acme.io", "", "email/"}, // a generic ccTLD says nothing
+		{InputProfileURL, "", "Somewhere, Atlantis", "profile_url/"},
+		{InputNameCompany, "", "berlin, de", "name_company/de"},
+	} {
+		got := SegmentOf(c.kind, c.dom, c.loc)
+		if got.String() != c.want {
+			t.Errorf("SegmentOf(%s, %q, %q) = %s, want %s", c.kind, c.dom, c.loc, got, c.want)
+		}
+		back, ok := ParseSegment(got.String())
+		if !ok || back != got {
+			t.Errorf("ParseSegment(%q) = %v, %v", got.String(), back, ok)
+		}
+	}
+	if _, ok := ParseSegment("bogus/fr"); ok {
+		t.Error(`ParseSegment("bogus/fr") accepted an unknown kind`)
+	}
+}
