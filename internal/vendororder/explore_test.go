@@ -13,7 +13,7 @@ import (
 type noRates struct{}
 
 func (noRates) AddVendorRates(context.Context, []store.VendorRate) error { return nil }
-func (noRates) VendorRates(context.Context) ([]store.VendorRate, error) { return nil, nil }
+func (noRates) VendorRates(context.Context) ([]store.VendorRate, error)  { return nil, nil }
 
 // About the configured share of rows, never more than it and a little,
 // ask another order: the same rows every time, each order a permutation
