@@ -18,6 +18,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -36,11 +37,6 @@ type Rates interface {
 	VendorRates(ctx context.Context) ([]store.VendorRate, error)
 }
 
-// Gauges receives the model after each refresh (the metrics).
-type Gauges interface {
-	SetVendorRates(m *Model)
-}
-
 // Options tune Auto.
 type Options struct {
 	// Explore is the share of rows that ask another order (config explore,
@@ -54,8 +50,9 @@ type Options struct {
 	// FlushAt is how many pending increments make Observe write them at
 	// once (0: DefaultFlushAt).
 	FlushAt int
-	// Gauges, when set, is given each refreshed model.
-	Gauges Gauges
+	// Gauges, when set, show each refreshed model's rates (its
+	// metrics.MaxVendorRateSegments most asked segments).
+	Gauges *metrics.VendorRates
 	// Log receives Run's failures; default slog.Default().
 	Log *slog.Logger
 }
@@ -185,9 +182,7 @@ func (a *Auto) Refresh(ctx context.Context) error {
 	}
 	m := NewModel(a.vendors, rows, a.opt.PriorWeight)
 	a.model.Store(m)
-	if a.opt.Gauges != nil {
-		a.opt.Gauges.SetVendorRates(m)
-	}
+	a.opt.Gauges.Set(m.gaugeRates(metrics.MaxVendorRateSegments))
 	return nil
 }
 

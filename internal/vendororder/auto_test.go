@@ -6,9 +6,12 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 	"github.com/enrichq/enrichq/internal/vendororder"
@@ -46,7 +49,8 @@ func TestLearnedOrderFlipsPerSegment(t *testing.T) {
 	stages := []domain.Stage{domain.StageProfile}
 	learner := vendororder.New(vs, st, vendororder.Options{FlushAt: 1 << 30})
 	rates := &countingRates{Store: st}
-	reader := vendororder.New(vs, rates, vendororder.Options{})
+	reg := prometheus.NewRegistry()
+	reader := vendororder.New(vs, rates, vendororder.Options{Gauges: metrics.NewVendorRates(reg)})
 	order := func(seg domain.Segment) []string {
 		// Row 1 does not explore at the default share (the row that does is
 		// another test's concern).
@@ -86,6 +90,29 @@ func TestLearnedOrderFlipsPerSegment(t *testing.T) {
 	}
 	if n := rates.reads.Load() - reads; n != 0 {
 		t.Errorf("ordering 2000 rows read the rates %d times; want 0", n)
+	}
+	hit := map[string]float64{}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "enrichq_vendor_hit_rate" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			l := map[string]string{}
+			for _, p := range m.GetLabel() {
+				l[p.GetName()] = p.GetValue()
+			}
+			hit[l["vendor"]+" "+l["segment"]+" "+l["stage"]] = m.GetGauge().GetValue()
+		}
+	}
+	if h := hit["a name_domain/fr profile"]; h < 0.7 || h > 0.8 {
+		t.Errorf("gauge of a on fr = %v (of %v); want about 0.75", h, hit)
+	}
+	if h := hit["a name_domain/us profile"]; h < 0.2 || h > 0.3 {
+		t.Errorf("gauge of a on us = %v; want about 0.25", h)
 	}
 	e, _ := reader.Model().Estimate("a", fr, domain.StageProfile)
 	if e.Asked != 200 || e.Found != 160 || e.Credits != 400 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -105,6 +106,25 @@ func (m *Model) Segments() []SegmentAsks {
 	slices.SortFunc(out, func(a, b SegmentAsks) int {
 		return cmp.Or(cmp.Compare(b.Asked, a.Asked), cmp.Compare(a.Segment.String(), b.Segment.String()))
 	})
+	return out
+}
+
+// gaugeRates are the estimates of the most asked segments, at most
+// maxSegments of them, for every vendor and stage it answers there.
+func (m *Model) gaugeRates(maxSegments int) []metrics.VendorRate {
+	segs := m.Segments()
+	segs = segs[:min(len(segs), maxSegments)]
+	var out []metrics.VendorRate
+	for _, s := range segs {
+		for _, v := range m.list {
+			for _, st := range domain.Stages {
+				if e, ok := m.Estimate(v.Name, s.Segment, st); ok {
+					out = append(out, metrics.VendorRate{Vendor: v.Name, Segment: s.Segment.String(), Stage: string(st),
+						HitRate: e.P, ExpectedCharge: e.Charge})
+				}
+			}
+		}
+	}
 	return out
 }
 

@@ -153,3 +153,30 @@ func TestUselessVendorsLast(t *testing.T) {
 		t.Errorf("order = %v; want [p s unknown]", order)
 	}
 }
+
+// The gauges cover the most asked segments only, at most the cap, each
+// with every vendor and stage answerable there.
+func TestGaugesBoundedToTheBusiestSegments(t *testing.T) {
+	vs := specs(t, seedSpec("s", 0.5, nil), pdlSpec("p", 0.5, 1))
+	var rates []store.VendorRate
+	for i := range 40 {
+		seg := domain.Segment{Kind: domain.InputNameDomain, Country: string(rune('a'+i/26)) + string(rune('a'+i%26))}
+		rates = append(rates, store.VendorRate{Vendor: "s", Segment: seg, Stage: domain.StageProfile, Asked: int64(100 + i), Found: 50})
+	}
+	m := NewModel(vs, rates, 0)
+	g := m.gaugeRates(32)
+	segs := map[string]bool{}
+	for _, r := range g {
+		segs[r.Segment] = true
+	}
+	if len(segs) != 32 {
+		t.Fatalf("%d segments exported; want 32", len(segs))
+	}
+	if segs["name_domain/aa"] || !segs["name_domain/bn"] {
+		t.Errorf("exported %v; want the 32 most asked (not aa, the least)", segs)
+	}
+	// s: profile, email and phone (from the URL); p: all three.
+	if len(g) != 32*6 {
+		t.Errorf("%d series; want %d", len(g), 32*6)
+	}
+}
