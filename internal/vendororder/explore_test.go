@@ -62,3 +62,13 @@ func TestExplorationBoundedAndDeterministic(t *testing.T) {
 		t.Errorf("one vendor: %d rows explored", n)
 	}
 }
+
+// A listed order puts the candidates in the list's order, the unlisted
+// after them as given, and never adds a name.
+func TestListedOrder(t *testing.T) {
+	l := Listed{Names: []string{"pdl", "zz", "acme"}}
+	got := l.Order(context.Background(), jobs.OrderQuery{Vendors: []string{"other", "acme", "pdl", "last"}})
+	if want := []string{"pdl", "acme", "other", "last"}; !slices.Equal(got, want) {
+		t.Errorf("Order = %v; want %v", got, want)
+	}
+}
