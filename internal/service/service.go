@@ -14,6 +14,7 @@ package service
 import (
 	"time"
 
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
@@ -45,6 +46,9 @@ type Config struct {
 	// DefaultUploadsPerTenant and DefaultUploadsTotal.
 	UploadsPerTenant int
 	UploadsTotal     int
+	// Vendors are the configured vendors (config.API.Vendors), shown by
+	// Vendors with what the automatic order learned of them.
+	Vendors config.Vendors
 }
 
 // Service carries out a tenant's operations. It holds no state but the
@@ -59,6 +63,7 @@ type Service struct {
 	spoolDir   string
 	erasureKey []byte
 	slots      *uploadSlots
+	vendors    config.Vendors
 }
 
 // New returns the service of cfg.
@@ -74,7 +79,8 @@ func New(cfg Config) *Service {
 	}
 	return &Service{store: cfg.Store, submit: cfg.Submitter, limits: cfg.Limits, now: cfg.Now,
 		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now), uploads: cfg.Uploads.withDefaults(), spoolDir: cfg.SpoolDir,
-		erasureKey: cfg.ErasureKey, slots: newUploadSlots(cfg.UploadsPerTenant, cfg.UploadsTotal)}
+		erasureKey: cfg.ErasureKey, slots: newUploadSlots(cfg.UploadsPerTenant, cfg.UploadsTotal),
+		vendors: cfg.Vendors}
 }
 
 // Limits are the bounds an upload is parsed with.
