@@ -12,12 +12,14 @@
 package service
 
 import (
+	"sync"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/vendororder"
 )
 
 // Config is what the service needs. Store and Submitter are required.
@@ -64,6 +66,10 @@ type Service struct {
 	erasureKey []byte
 	slots      *uploadSlots
 	vendors    config.Vendors
+	// described is vendors as the order sees them (vendors.go).
+	describeOnce sync.Once
+	described    []vendororder.Vendor
+	describeErr  error
 }
 
 // New returns the service of cfg.

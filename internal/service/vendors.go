@@ -86,7 +86,7 @@ func (s *Service) Vendors(ctx context.Context, p Principal) (Vendors, error) {
 	if p.Tenant == "" { // a key of no tenant sees nothing, the vendors neither
 		return Vendors{}, ErrNoTenant
 	}
-	described, err := vendororder.FromSpecs(s.vendors.List)
+	described, err := s.describedVendors()
 	if err != nil {
 		return Vendors{}, err
 	}
@@ -121,6 +121,13 @@ func (s *Service) Vendors(ctx context.Context, p Principal) (Vendors, error) {
 		out.Segments = append(out.Segments, vendorSegment(m, sa, names))
 	}
 	return out, nil
+}
+
+// describedVendors are the configured vendors as the order sees them, made
+// once.
+func (s *Service) describedVendors() ([]vendororder.Vendor, error) {
+	s.describeOnce.Do(func() { s.described, s.describeErr = vendororder.FromSpecs(s.vendors.List) })
+	return s.described, s.describeErr
 }
 
 // vendorSegment is one segment's rates and its orders for the usual stages.
