@@ -15,12 +15,12 @@ import (
 // them, in its own credits. As an argument of AddVendorRates it is an
 // increment.
 type VendorRate struct {
-	Vendor  string         `json:"vendor"`
-	Segment domain.Segment `json:"-"`
-	Stage   domain.Stage   `json:"stage"`
-	Asked   int64          `json:"asked"`
-	Found   int64          `json:"found"`
-	Credits int64          `json:"credits"`
+	Vendor  string
+	Segment domain.Segment
+	Stage   domain.Stage
+	Asked   int64
+	Found   int64
+	Credits int64
 }
 
 // vendorRateKey identifies a vendor_rates row.
