@@ -2,9 +2,11 @@ package vendororder
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
+	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -70,5 +72,53 @@ func TestListedOrder(t *testing.T) {
 	got := l.Order(context.Background(), jobs.OrderQuery{Vendors: []string{"other", "acme", "pdl", "last"}})
 	if want := []string{"pdl", "acme", "other", "last"}; !slices.Equal(got, want) {
 		t.Errorf("Order = %v; want %v", got, want)
+	}
+}
+
+// failingRates refuses writes until ok is set, and keeps what it took.
+type failingRates struct {
+	ok   bool
+	took []store.VendorRate
+}
+
+func (f *failingRates) AddVendorRates(_ context.Context, incs []store.VendorRate) error {
+	if !f.ok {
+		return errors.New("postgres is away")
+	}
+	f.took = append(f.took, incs...)
+	return nil
+}
+func (f *failingRates) VendorRates(context.Context) ([]store.VendorRate, error) { return nil, nil }
+
+// Observe batches: nothing is written before FlushAt rows are pending; a
+// write that fails keeps them pending, summed with what came meanwhile,
+// and the next one writes them all. Stages that are not stages are not
+// counted.
+func TestObserveBatchesAndKeepsWhatFailed(t *testing.T) {
+	ctx := context.Background()
+	f := &failingRates{}
+	a := New(nil, f, Options{FlushAt: 2})
+	obs := func(vendor string, found bool) jobs.Observation {
+		return jobs.Observation{Vendor: vendor, Segment: nameDomainFR, Stage: domain.StageProfile, Found: found, Credits: 2}
+	}
+	if err := a.Observe(ctx, []jobs.Observation{obs("a", true), obs("a", false), {Vendor: "a", Stage: domain.StageBulk}}); err != nil {
+		t.Fatal(err) // one row pending: no write yet
+	}
+	if err := a.Observe(ctx, []jobs.Observation{obs("b", true)}); err == nil {
+		t.Fatal("a failed write: Observe = nil; want its error")
+	}
+	if err := a.Observe(ctx, []jobs.Observation{obs("a", true)}); err == nil {
+		t.Fatal("still failing: Observe = nil; want its error")
+	}
+	f.ok = true
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]store.VendorRate{}
+	for _, r := range f.took {
+		got[r.Vendor] = r
+	}
+	if r := got["a"]; len(f.took) != 2 || r.Asked != 3 || r.Found != 2 || r.Credits != 6 || got["b"].Asked != 1 {
+		t.Errorf("written %+v; want a asked 3, found 2, credits 6 and b asked 1", f.took)
 	}
 }
