@@ -164,7 +164,31 @@ END
 $$;
 -- +goose StatementEnd
 
+------------------------------------------------------------------------------
+-- Vendors' answer rates per segment
+------------------------------------------------------------------------------
+
+-- What each vendor answered, per segment of rows (domain.Segment: the input's
+-- kind and the company's country, "name_domain/fr") and stage: the rows
+-- asked, those it answered, and the credits it billed for them (its own
+-- credits). The automatic vendor order (internal/vendororder) learns its
+-- hit rates and expected charges from these; every worker adds its batches
+-- and reads the sums, so that what one learns all use. Not a tenant's data:
+-- a vendor's rate on a kind of row is the same whoever asked.
+CREATE TABLE vendor_rates (
+    vendor     text        NOT NULL CHECK (vendor <> ''),
+    segment    text        NOT NULL CHECK (segment LIKE '%/%'),
+    stage      text        NOT NULL CHECK (stage IN ('profile', 'email', 'phone')),
+    asked      bigint      NOT NULL DEFAULT 0 CHECK (asked >= 0),
+    found      bigint      NOT NULL DEFAULT 0 CHECK (found >= 0 AND found <= asked),
+    credits    bigint      NOT NULL DEFAULT 0 CHECK (credits >= 0),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (vendor, segment, stage)
+);
+
 -- +goose Down
+
+DROP TABLE vendor_rates;
 
 DROP FUNCTION enrichq_resettle(bigint, bigint, text);
 ALTER TABLE credit_ledger DROP COLUMN replay_class, DROP COLUMN witnessed_at;

@@ -171,6 +171,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		UploadsPerTenant:  cfg.UploadsPerTenant,
 		UploadsTotal:      cfg.UploadsTotal,
 		ErasureKey:        []byte(cfg.ErasureKey),
+		Vendors:           cfg.Vendors,
 	})
 
 	// /metrics beside the API (Prometheus text format, no key: keep the

@@ -92,6 +92,13 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 	inspector := asynq.NewInspector(rc.Asynq)
 	defer inspector.Close()
 	reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(inspector))
+	order, stopOrder, err := vendorOrder(ctx, cfg.Vendors, st, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopOrder() // after the drain: what the last chunks observed is written
+	_ = order         // the waterfall's orderer (jobs.Orderer)
+
 	enq := jobs.NewEnqueuer(rc.Asynq, cfg.Queue) // hands a job's next chunks as its chunks end
 	defer enq.Close()
 	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{

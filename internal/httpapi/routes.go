@@ -35,6 +35,7 @@ func (s *server) routes() {
 	s.mux.Handle("DELETE /v1/uploads/{id}", s.authenticate(scopeSubmit, s.deleteUpload)) // 204
 
 	s.mux.Handle("GET /v1/results", s.authenticate(scopeRead, s.resultsFeed)) // every job's results in commit order, ?since=&limit= (feed.go)
+	s.mux.Handle("GET /v1/vendors", s.authenticate(scopeRead, s.listVendors)) // the vendors, their rates per segment and stage, the automatic order
 
 	// MCP for AI assistants (mcp.go, docs/mcp.md): Streamable HTTP, stateless. Any scope gets in; the
 	// tools offered follow the key's scopes (read: status, list, results; submit: estimate, submit, cancel, raise).

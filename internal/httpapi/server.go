@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
@@ -90,6 +91,9 @@ type Deps struct {
 	// (config.API.ErasureKey); empty: POST /v1/erasures answers 503. The
 	// Submitter checks uploads against the list with it.
 	ErasureKey []byte
+	// Vendors are the configured vendors (config.API.Vendors), shown by
+	// GET /v1/vendors with what the automatic order learned of them.
+	Vendors config.Vendors
 }
 
 // Defaults of Deps.
@@ -129,7 +133,7 @@ func NewServer(deps Deps) http.Handler {
 	}
 	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
 		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir, ErasureKey: deps.ErasureKey,
-		UploadsPerTenant: deps.UploadsPerTenant, UploadsTotal: deps.UploadsTotal})
+		UploadsPerTenant: deps.UploadsPerTenant, UploadsTotal: deps.UploadsTotal, Vendors: deps.Vendors})
 	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
 	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Platform: deps.Platform, Session: deps.WebSession, Log: deps.Log, Now: deps.Now,
 		BehindTLSProxy: deps.BehindTLSProxy,

@@ -12,11 +12,14 @@
 package service
 
 import (
+	"sync"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/vendororder"
 )
 
 // Config is what the service needs. Store and Submitter are required.
@@ -45,6 +48,9 @@ type Config struct {
 	// DefaultUploadsPerTenant and DefaultUploadsTotal.
 	UploadsPerTenant int
 	UploadsTotal     int
+	// Vendors are the configured vendors (config.API.Vendors), shown by
+	// Vendors with what the automatic order learned of them.
+	Vendors config.Vendors
 }
 
 // Service carries out a tenant's operations. It holds no state but the
@@ -59,6 +65,11 @@ type Service struct {
 	spoolDir   string
 	erasureKey []byte
 	slots      *uploadSlots
+	vendors    config.Vendors
+	// described is vendors as the order sees them (vendors.go).
+	describeOnce sync.Once
+	described    []vendororder.Vendor
+	describeErr  error
 }
 
 // New returns the service of cfg.
@@ -74,7 +85,8 @@ func New(cfg Config) *Service {
 	}
 	return &Service{store: cfg.Store, submit: cfg.Submitter, limits: cfg.Limits, now: cfg.Now,
 		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now), uploads: cfg.Uploads.withDefaults(), spoolDir: cfg.SpoolDir,
-		erasureKey: cfg.ErasureKey, slots: newUploadSlots(cfg.UploadsPerTenant, cfg.UploadsTotal)}
+		erasureKey: cfg.ErasureKey, slots: newUploadSlots(cfg.UploadsPerTenant, cfg.UploadsTotal),
+		vendors: cfg.Vendors}
 }
 
 // Limits are the bounds an upload is parsed with.
