@@ -23,13 +23,20 @@ func (p *Processor) witness(ctx context.Context, jobID string) {
 				"ledger_spent", d.LedgerSpent, "vendor_billed", d.VendorBilled, "drift", d.Drift, "readings", d.Readings)
 		}
 	}
-	if p.cfg.Account == "" {
-		return
-	}
 	now := p.cfg.Now().UTC()
-	days, err := p.store.AccountDrift(sctx, p.cfg.Account, now, now)
+	for _, l := range p.lanes {
+		if l.Account != "" {
+			p.witnessAccount(sctx, l, now)
+		}
+	}
+}
+
+// witnessAccount sets one vendor key's ledger of today beside its balance
+// readings.
+func (p *Processor) witnessAccount(ctx context.Context, l *lane, now time.Time) {
+	days, err := p.store.AccountDrift(ctx, l.Account, now, now)
 	if err != nil {
-		p.log.Warn("the vendor key's ledger was not compared with the vendor's balance", "err", err)
+		p.log.Warn("the vendor key's ledger was not compared with the vendor's balance", "vendor", l.name, "err", err)
 		return
 	}
 	for _, day := range days {
@@ -38,7 +45,7 @@ func (p *Processor) witness(ctx context.Context, jobID string) {
 		}
 		p.cfg.Metrics.CreditDrift("account_day", day.Drift.Drift)
 		if day.Drift.Drift != 0 {
-			p.log.Warn("credit drift: the vendor key's ledger today and the vendor's balance readings disagree", "day", day.Day.Format(time.DateOnly),
+			p.log.Warn("credit drift: the vendor key's ledger today and the vendor's balance readings disagree", "vendor", l.name, "day", day.Day.Format(time.DateOnly),
 				"ledger_spent", day.LedgerSpent, "vendor_billed", day.VendorBilled, "drift", day.Drift.Drift, "readings", day.Readings)
 		}
 	}
