@@ -109,6 +109,9 @@ func (c *chunkRun) bulkSplit(l *lane, queries []enrich.ProfileQuery, include []d
 }
 
 func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, keys []string, groups map[string][]*rowWork, include []domain.Stage) {
+	if c.isOut(l.name) {
+		return // taken out meanwhile: the rows ask the next vendor
+	}
 	qs := make([]enrich.Question, len(keys))
 	queries := make([]enrich.ProfileQuery, len(keys))
 	var reserve int64

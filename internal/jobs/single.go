@@ -38,6 +38,9 @@ func (c *chunkRun) single(ctx context.Context, l *lane, stage domain.Stage, todo
 
 // lookup makes the single call of stage to vendor l for rows sharing one input.
 func (c *chunkRun) lookup(ctx context.Context, l *lane, stage domain.Stage, rows []*rowWork) {
+	if c.isOut(l.name) {
+		return // taken out meanwhile: the rows ask the next vendor
+	}
 	w := rows[0]
 	rowID := w.row.ID
 	key := c.idempotencyKey(l, rowID, stage)

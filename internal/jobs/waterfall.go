@@ -23,6 +23,9 @@ import (
 // Each round asks every row's next vendor: the rows that go to one vendor
 // in a round share its bulk calls (bulk), else single lookups (single).
 func (c *chunkRun) waterfall(ctx context.Context, stage domain.Stage, todo []*rowWork) {
+	// A row whose call was not made (its reservation closed before it left)
+	// is not sent to the same vendor again in this run: it is released.
+	last := map[*rowWork]*lane{}
 	for !c.stopped() && ctx.Err() == nil && !c.p.isDraining() {
 		byLane := map[*lane][]*rowWork{}
 		for _, w := range todo {
@@ -34,6 +37,10 @@ func (c *chunkRun) waterfall(ctx context.Context, stage domain.Stage, todo []*ro
 				c.exhausted(ctx, w, stage)
 				continue
 			}
+			if last[w] == l {
+				continue
+			}
+			last[w] = l
 			byLane[l] = append(byLane[l], w)
 		}
 		if len(byLane) == 0 {
