@@ -11,15 +11,18 @@ import (
 func (p *Processor) witness(ctx context.Context, jobID string) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	d, err := p.store.JobDrift(sctx, jobID)
+	drifts, err := p.store.JobDriftByVendor(sctx, jobID)
 	if err != nil {
 		p.log.Warn("the job's ledger was not compared with the vendor's balance", "job_id", jobID, "err", err)
 		return
 	}
-	if d.Readings > 0 {
+	for vendor, d := range drifts {
+		if d.Readings == 0 {
+			continue
+		}
 		p.cfg.Metrics.CreditDrift("job", d.Drift)
 		if d.Drift != 0 {
-			p.log.Warn("credit drift: the job's ledger and the vendor's balance readings disagree", "job_id", jobID,
+			p.log.Warn("credit drift: the job's ledger and the vendor's balance readings disagree", "job_id", jobID, "vendor", vendor,
 				"ledger_spent", d.LedgerSpent, "vendor_billed", d.VendorBilled, "drift", d.Drift, "readings", d.Readings)
 		}
 	}

@@ -102,6 +102,8 @@ type VendorCost struct {
 	// Unknown is of Credits, the calls of unknown outcome counted at their
 	// worst case.
 	Unknown int64 `json:"unknown"`
+	// Balance sets the vendor's calls beside its own balance readings.
+	Balance Drift `json:"balance"`
 }
 
 // JobVendorCosts answers "what did job J cost, by vendor": calls made
@@ -120,5 +122,14 @@ func (s *Store) JobVendorCosts(ctx context.Context, jobID string) (map[string]Ve
 		out[v] = c
 		return nil
 	})
-	return out, interpretError(err)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	drifts, err := s.JobDriftByVendor(ctx, jobID)
+	for v, d := range drifts {
+		c := out[v]
+		c.Balance = d
+		out[v] = c
+	}
+	return out, err
 }
