@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -288,5 +289,75 @@ func TestWaterfallPDLBulkPairsByMetadata(t *testing.T) {
 		if strings.HasSuffix(x.Name, "7") && from == "pdl" {
 			t.Errorf("row %q answered by pdl, which does not know it", x.Name)
 		}
+	}
+}
+
+// killingSeed does the seed's work for its n-th profile lookup, then kills
+// the worker (its context) before the answer is read: the call's outcome is
+// unknown to enrichq, and billed by the vendor.
+type killingSeed struct {
+	Vendor
+	mu     sync.Mutex
+	calls  int
+	n      int
+	cancel context.CancelFunc
+}
+
+func (k *killingSeed) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+	r, err := k.Vendor.Profile(ctx, q, key)
+	k.mu.Lock()
+	k.calls++
+	kill := k.calls == k.n
+	k.mu.Unlock()
+	if kill {
+		k.cancel()
+		return enrich.ProfileResult{}, ctx.Err()
+	}
+	return r, err
+}
+
+// The ledger is the sum of both vendors' bills, by vendor, when a worker
+// is killed mid-chunk (an answer the seed billed lost with it) and another
+// worker takes the job over: the seed's replay of the lost answer settles
+// the call of unknown outcome.
+func TestWaterfallLedgerIsBothBillsAcrossAKill(t *testing.T) {
+	t.Parallel()
+	opts := enrichtest.DefaultPDLOptions()
+	opts.HitRate = 0.5
+	r := newWaterfallRig(t, opts)
+	job := submit(r.b, t, people("kill", 24), ingest.JobOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	tag := fmt.Sprintf("%d", time.Now().UnixNano())
+	vendors := func(seed Vendor) []jobs.VendorConfig {
+		return []jobs.VendorConfig{
+			{Vendor: r.pv, Limiter: noLimit{}, Account: "acct-pdl-" + tag},
+			{Vendor: enrich.NewSeedOver("seed", seed, enrich.DefaultCosts(), ""), Limiter: noLimit{}, Account: "acct-seed-" + tag},
+		}
+	}
+	cfg := jobs.ProcessorConfig{LookupConcurrency: 1, Lease: 500 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: time.Millisecond}
+	killed := jobs.NewProcessor(r.b.Store, vendors(&killingSeed{Vendor: r.b.Client, n: 3, cancel: cancel}), cfg, r.b.Log)
+	j, _ := r.b.Store.JobByID(context.Background(), job.ID)
+	for chunk := range j.ChunkCount {
+		_, _ = killed.ProcessChunk(ctx, store.ChunkRef{JobID: job.ID, Chunk: chunk}) // cut short by the kill
+	}
+	entries, _ := r.b.Store.LedgerEntries(context.Background(), job.ID)
+	unknown := 0
+	for _, e := range entries {
+		if e.Status == store.LedgerUnknown {
+			unknown++
+		}
+	}
+	if unknown != 1 {
+		t.Fatalf("%d calls of unknown outcome after the kill, want the one lost", unknown)
+	}
+	runRounds(t, r.b, jobs.NewProcessor(r.b.Store, vendors(r.b.Client), cfg, r.b.Log), job.ID, 3)
+	j = r.b.WaitJob(t, job.ID, domain.JobCompleted)
+	led := ledgerByVendor(t, r.b.Store, job.ID)
+	if led["seed"] != r.b.Vendor.TotalCharged() || led["pdl"] != r.pdl.TotalBilled() || j.CreditsSpent != led["seed"]+led["pdl"] {
+		t.Errorf("ledger %v, job spent %d; the fakes billed seed %d, pdl %d", led, j.CreditsSpent, r.b.Vendor.TotalCharged(), r.pdl.TotalBilled())
+	}
+	if r.pdl.TotalBilled() == 0 || r.b.Vendor.TotalCharged() == 0 {
+		t.Errorf("both vendors should have billed: pdl %d, seed %d", r.pdl.TotalBilled(), r.b.Vendor.TotalCharged())
 	}
 }
