@@ -112,7 +112,8 @@ func (c *chunkRun) capable(w *rowWork, stage domain.Stage) []*lane {
 
 // vendorOrder is the order the row asks its capable vendors in for stage:
 // the job's `vendors` option when it has one (only those, in its order),
-// else the tenants' default order of the vendors file, else the Orderer's.
+// else the tenants' default order of the vendors file (those listed first,
+// the others after them), else the Orderer's.
 // It is decided once per row and stage in a run.
 func (c *chunkRun) vendorOrder(w *rowWork, stage domain.Stage) []*lane {
 	if o, ok := w.order[stage]; ok {
@@ -120,11 +121,12 @@ func (c *chunkRun) vendorOrder(w *rowWork, stage domain.Stage) []*lane {
 	}
 	capable := c.capable(w, stage)
 	var names []string
+	rest := false // the capable vendors not named go after the named ones
 	switch {
 	case len(c.job.Vendors) > 0:
 		names = c.job.Vendors
 	case len(c.p.cfg.TenantOrder) > 0:
-		names = c.p.cfg.TenantOrder
+		names, rest = c.p.cfg.TenantOrder, true
 	case len(capable) > 1:
 		cands := make([]string, len(capable))
 		for i, l := range capable {
@@ -145,6 +147,11 @@ func (c *chunkRun) vendorOrder(w *rowWork, stage domain.Stage) []*lane {
 		for _, n := range names {
 			if i := slices.IndexFunc(capable, func(l *lane) bool { return l.name == n }); i >= 0 && !slices.Contains(order, capable[i]) {
 				order = append(order, capable[i])
+			}
+		}
+		for _, l := range capable {
+			if rest && !slices.Contains(order, l) {
+				order = append(order, l)
 			}
 		}
 	}
