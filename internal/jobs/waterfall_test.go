@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -359,5 +360,55 @@ func TestWaterfallLedgerIsBothBillsAcrossAKill(t *testing.T) {
 	}
 	if r.pdl.TotalBilled() == 0 || r.b.Vendor.TotalCharged() == 0 {
 		t.Errorf("both vendors should have billed: pdl %d, seed %d", r.pdl.TotalBilled(), r.b.Vendor.TotalCharged())
+	}
+}
+
+// A job's own vendors option wins over the configured order: its rows ask
+// only those vendors, in its order, and a row is no_match when they said no.
+func TestWaterfallJobVendorsOption(t *testing.T) {
+	t.Parallel()
+	opts := enrichtest.DefaultPDLOptions()
+	opts.HitRate, opts.NoProfileRate = 0.5, 0
+	r := newWaterfallRig(t, opts)
+	ctx := context.Background()
+	create := func(vendors ...string) store.Job {
+		job, _, err := r.b.Store.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile},
+			SourceFormat: "json", ChunkSize: 20, Vendors: vendors}, func(add func(store.NewRow) error) error {
+			for i, p := range people("opt"+strings.Join(vendors, ""), 10) {
+				if err := add(store.NewRow{InputRow: i + 1, Ref: p.Ref, Kind: domain.InputNameCompany, Name: p.Name, Company: p.Company}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return job
+	}
+	proc := r.processor(t, []string{"pdl", "seed"}, jobs.ProcessorConfig{})
+
+	seedOnly := create("seed")
+	if !slices.Equal(seedOnly.Vendors, []string{"seed"}) {
+		t.Fatalf("the job's vendors %v", seedOnly.Vendors)
+	}
+	runRounds(t, r.b, proc, seedOnly.ID, 1)
+	r.b.WaitJob(t, seedOnly.ID, domain.JobCompleted)
+	if n := r.pdl.Stats().Requests; n != 0 {
+		t.Errorf("pdl was asked %d times by a job that names the seed alone", n)
+	}
+	if n := r.b.Vendor.Stats().Requests; n != 10 {
+		t.Errorf("the seed was asked %d times, want 10", n)
+	}
+
+	pdlOnly := create("pdl")
+	runRounds(t, r.b, proc, pdlOnly.ID, 1)
+	r.b.WaitJob(t, pdlOnly.ID, domain.JobCompleted)
+	if n := r.b.Vendor.Stats().Requests; n != 10 {
+		t.Errorf("the seed was asked %d more times by a job that names pdl alone", n-10)
+	}
+	counts, _ := r.b.Store.RowCounts(ctx, pdlOnly.ID)
+	if int64(counts[domain.RowMatched]) != r.pdl.TotalBilled() || counts[domain.RowNoMatch] == 0 {
+		t.Errorf("rows %v; pdl billed %d: its misses are the job's no-matches", counts, r.pdl.TotalBilled())
 	}
 }
