@@ -412,3 +412,62 @@ func TestWaterfallJobVendorsOption(t *testing.T) {
 		t.Errorf("rows %v; pdl billed %d: its misses are the job's no-matches", counts, r.pdl.TotalBilled())
 	}
 }
+
+// reversedOrder asks the vendors in reverse of the configured order and
+// records what it is told.
+type reversedOrder struct {
+	mu      sync.Mutex
+	queries []jobs.OrderQuery
+	obs     []jobs.Observation
+}
+
+func (o *reversedOrder) Order(_ context.Context, q jobs.OrderQuery) []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.queries = append(o.queries, q)
+	out := slices.Clone(q.Vendors)
+	slices.Reverse(out)
+	return out
+}
+
+func (o *reversedOrder) Observe(_ context.Context, obs []jobs.Observation) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.obs = append(o.obs, obs...)
+	return nil
+}
+
+// Without a job's or a tenant's order, the Orderer orders each row's
+// vendors, and is told what each answered, per segment.
+func TestWaterfallAsksTheOrderer(t *testing.T) {
+	t.Parallel()
+	opts := enrichtest.DefaultPDLOptions()
+	opts.Knows = func(enrichtest.Lookup) bool { return true }
+	opts.NoProfileRate = 0
+	r := newWaterfallRig(t, opts)
+	job := submit(r.b, t, people("ord", 6), ingest.JobOptions{})
+	o := &reversedOrder{}
+	runRounds(t, r.b, r.processor(t, []string{"seed", "pdl"}, jobs.ProcessorConfig{Orderer: o}), job.ID, 1)
+	r.b.WaitJob(t, job.ID, domain.JobCompleted)
+	if n := r.b.Vendor.Stats().Requests; n != 0 {
+		t.Errorf("the seed, last in the Orderer's order, was asked %d times", n)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if len(o.queries) != 6 || !slices.Equal(o.queries[0].Vendors, []string{"seed", "pdl"}) || o.queries[0].Tenant != "acme" ||
+		o.queries[0].Segment.Kind != domain.InputNameCompany {
+		t.Errorf("order queries %+v", o.queries)
+	}
+	found := 0
+	for _, ob := range o.obs {
+		if ob.Vendor != "pdl" || ob.Stage != domain.StageProfile || ob.Segment.Kind != domain.InputNameCompany {
+			t.Errorf("observation %+v", ob)
+		}
+		if ob.Found && ob.Credits == 1 {
+			found++
+		}
+	}
+	if found != 6 {
+		t.Errorf("%d found observations of 1 credit, want 6: %+v", found, o.obs)
+	}
+}
