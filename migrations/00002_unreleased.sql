@@ -181,8 +181,8 @@ ALTER TABLE jobs ADD COLUMN vendors text[] CONSTRAINT jobs_vendors_check CHECK (
 
 -- A vendor taken out of the waterfall for a tenant: it said it was out of
 -- credits (402) or refused its key (401, 403). Its rows go to the other
--- vendors until until (then one call tries it again); rows_skipped counts
--- the rows that did not ask it meanwhile, per job in vendor_skips.
+-- vendors until `until` (then one call tries it again); vendor_skips counts,
+-- per job, the rows that went without it meanwhile.
 CREATE TABLE vendor_outages (
     tenant     text        NOT NULL CONSTRAINT vendor_outages_tenant_check CHECK (tenant <> ''),
     vendor     text        NOT NULL CONSTRAINT vendor_outages_vendor_check CHECK (vendor <> ''),
