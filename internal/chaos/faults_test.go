@@ -28,7 +28,7 @@ import (
 // comes back, like a worker killed right after its request left: nothing it
 // learned is recorded. Calls block until release is closed.
 type dying struct {
-	jobs.Vendor
+	Vendor
 	release <-chan struct{}
 	calls   atomic.Int64
 }
@@ -104,7 +104,7 @@ func TestWorkerKilledMidChunk(t *testing.T) {
 				doomed := &dying{release: release}
 				stall := &stalling{pass: 3, release: release}
 				w := r.startWorker(workerConfig{shutdownTimeout: 100 * time.Millisecond,
-					vendor:  func(v jobs.Vendor) jobs.Vendor { doomed.Vendor = v; return doomed },
+					vendor:  func(v Vendor) Vendor { doomed.Vendor = v; return doomed },
 					limiter: func(l jobs.Limiter) jobs.Limiter { stall.Limiter = l; return stall }})
 				t.Cleanup(func() { close(release) }) // runs before the worker's cleanup
 				r.eventually(10*time.Second, "calls in flight and calls waiting for their slot on the doomed worker", func() bool {

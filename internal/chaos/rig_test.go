@@ -194,7 +194,7 @@ type worker struct {
 }
 
 type workerConfig struct {
-	vendor          func(jobs.Vendor) jobs.Vendor   // wraps the vendor client
+	vendor          func(Vendor) Vendor             // wraps the vendor client
 	limiter         func(jobs.Limiter) jobs.Limiter // wraps the shared limiter
 	shutdownTimeout time.Duration
 	concurrency     int
@@ -226,7 +226,7 @@ func (r *rig) startWorker(wc workerConfig) *worker {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	var v jobs.Vendor = client
+	var v Vendor = client
 	if wc.vendor != nil {
 		v = wc.vendor(client)
 	}
@@ -236,14 +236,14 @@ func (r *rig) startWorker(wc workerConfig) *worker {
 	}
 	pc := r.cfg.processor
 	pc.Enqueuer = r.enq
-	if pc.Account == "" {
-		pc.Account = "chaos-account" // what is learned of the vendor is remembered for the key, across workers
-	}
+
 	var l jobs.Limiter = lim
 	if wc.limiter != nil {
 		l = wc.limiter(lim)
 	}
-	proc := jobs.NewProcessor(w.st, v, l, pc, r.log)
+	vc := jobs.SeedVendor(v, l, "")
+	vc.Account = "chaos-account" // what is learned of the vendor is remembered for the key, across workers
+	proc := jobs.NewProcessor(w.st, []jobs.VendorConfig{vc}, pc, r.log)
 	w.proc = proc
 	w.srv = jobs.NewServer(r.redisOpt, jobs.ServerConfig{Queue: r.queue, Concurrency: wc.concurrency, ShutdownTimeout: wc.shutdownTimeout,
 		TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, r.log)
@@ -512,3 +512,6 @@ func requireMoney(t *testing.T, f chaos.Figures) {
 		t.Errorf("money: %s; keys %v", f.MoneyText(), f.UnexplainedKeys)
 	}
 }
+
+// Vendor is the seed vendor's calls, as a test wraps them.
+type Vendor = enrich.SeedAPI

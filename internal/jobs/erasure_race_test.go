@@ -19,7 +19,7 @@ import (
 // holdingVendor answers as the vendor does, then holds its first profile
 // answer (the worker has it, nothing is saved yet) until the test lets go.
 type holdingVendor struct {
-	jobs.Vendor
+	Vendor
 	once     sync.Once
 	answered chan *enrich.Profile
 	release  chan struct{}
@@ -97,7 +97,7 @@ func TestErasureRacingAnInFlightRow(t *testing.T) {
 				in := c.row(b)
 				job := submit(b, t, []ingest.RowIn{in}, ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 				v := &holdingVendor{Vendor: b.Client, answered: make(chan *enrich.Profile), release: make(chan struct{})}
-				proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{ErasureKey: erasureKey, Bulk: bulk}, b.Log)
+				proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(v, noLimit{}, "")}, jobs.ProcessorConfig{ErasureKey: erasureKey, Bulk: bulk}, b.Log)
 				ctx := context.Background()
 
 				done := make(chan error, 1)

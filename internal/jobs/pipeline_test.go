@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -236,7 +237,7 @@ func TestDuplicateTaskDoesNothing(t *testing.T) {
 	b := jobstest.New(t, jobstest.Options{NoWorker: true, Processor: jobs.ProcessorConfig{Bulk: true}})
 	b.Submitter.Enqueuer = nil
 	job := submit(b, t, companies(10), ingest.JobOptions{Roles: []string{"CFO"}})
-	proc := jobs.NewProcessor(b.Store, b.Client, noLimit{}, jobs.ProcessorConfig{Bulk: true}, b.Log)
+	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(b.Client, noLimit{}, "")}, jobs.ProcessorConfig{Bulk: true}, b.Log)
 	ctx := context.Background()
 	ref := store.ChunkRef{JobID: job.ID, Chunk: 0}
 	if _, err := proc.ProcessChunk(ctx, ref); err != nil {
@@ -260,3 +261,6 @@ type noLimit struct{}
 func (noLimit) Wait(context.Context) error                     { return nil }
 func (noLimit) Throttled(context.Context, time.Duration) error { return nil }
 func (noLimit) Succeeded(context.Context)                      {}
+
+// Vendor is the seed vendor's calls, as a test wraps them.
+type Vendor = enrich.SeedAPI

@@ -22,7 +22,7 @@ import (
 // (the vendor bills it) and loses its answer, on every single lookup: the
 // retry is answered as a replay, charged 0.
 type billedAndLost struct {
-	jobs.Vendor
+	Vendor
 	mu   sync.Mutex
 	seen map[string]bool
 }
@@ -75,12 +75,14 @@ func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 	ctx := context.Background()
 	account := fmt.Sprintf("acct-prices-%d", time.Now().UnixNano())
 	book := enrich.NewPriceBook(enrich.DefaultCosts(), nil)
-	cfg := jobs.ProcessorConfig{Account: account, Prices: book, Now: func() time.Time { return time.Now().Add(-time.Hour) }}
+	cfg := jobs.ProcessorConfig{Now: func() time.Time { return time.Now().Add(-time.Hour) }}
+	vc := jobs.SeedVendor(b.Client, noLimit{}, "")
+	vc.Account, vc.Prices = account, book
 	opts := ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}}
 
 	// The first answers: every one read.
 	first := submit(b, t, namedCompanies("first", 30), opts)
-	runRounds(t, b, jobs.NewProcessor(b.Store, b.Client, noLimit{}, cfg, b.Log), first.ID, 2)
+	runRounds(t, b, jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, cfg, b.Log), first.ID, 2)
 	list, err := b.Store.VendorPrices(ctx, account)
 	if err != nil {
 		t.Fatal(err)
@@ -105,9 +107,10 @@ func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 	// that starts afresh reads the learned list from Postgres.
 	billed := b.Vendor.TotalCharged()
 	lost := submit(b, t, namedCompanies("lost", 30), opts)
-	cfg.Prices = nil
 	v := &billedAndLost{Vendor: b.Client, seen: map[string]bool{}}
-	runRounds(t, b, jobs.NewProcessor(b.Store, v, noLimit{}, cfg, b.Log), lost.ID, 5)
+	vc = jobs.SeedVendor(v, noLimit{}, "")
+	vc.Account = account
+	runRounds(t, b, jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, cfg, b.Log), lost.ID, 5)
 	j, err := b.Store.JobByID(ctx, lost.ID)
 	if err != nil || j.State != domain.JobCompleted {
 		t.Fatalf("job %s, %v", j.State, err)
@@ -263,7 +266,7 @@ func TestEstimateUsesLearnedPrices(t *testing.T) {
 // losesOnce does the work of the first send of the keys lose picks (the
 // vendor bills it) and loses its answer.
 type losesOnce struct {
-	jobs.Vendor
+	Vendor
 	lose func(q enrich.ProfileQuery) bool
 	mu   sync.Mutex
 	seen map[string]bool
@@ -305,7 +308,9 @@ func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 	}
 	job := submit(b, t, []ingest.RowIn{{Ref: "hit", Company: hit}, {Ref: "miss", Company: miss}}, ingest.JobOptions{Roles: []string{"CFO"}})
 	v := &losesOnce{Vendor: b.Client, seen: map[string]bool{}, lose: func(q enrich.ProfileQuery) bool { return q.Company == miss }}
-	proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{Account: fmt.Sprintf("acct-witness-%d", time.Now().UnixNano()),
+	vc := jobs.SeedVendor(v, noLimit{}, "")
+	vc.Account = fmt.Sprintf("acct-witness-%d", time.Now().UnixNano())
+	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, jobs.ProcessorConfig{
 		LookupConcurrency: 1, Now: func() time.Time { return time.Now().Add(-time.Hour) }}, b.Log)
 	runRounds(t, b, proc, job.ID, 3)
 	j, err := b.Store.JobByID(ctx, job.ID)
@@ -340,7 +345,9 @@ func TestBulkCallsTeachPrices(t *testing.T) {
 	b.Submitter.Enqueuer = nil
 	ctx := context.Background()
 	account := fmt.Sprintf("acct-bulk-%d", time.Now().UnixNano())
-	proc := jobs.NewProcessor(b.Store, b.Client, noLimit{}, jobs.ProcessorConfig{Account: account, Bulk: true, BulkSize: 4}, b.Log)
+	vc := jobs.SeedVendor(b.Client, noLimit{}, "")
+	vc.Account = account
+	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, jobs.ProcessorConfig{Bulk: true, BulkSize: 4}, b.Log)
 	// Profiles alone: a match and a no-match are told apart. Then with
 	// email: a matched row is billed its profile and its email together,
 	// told apart now that the match is priced.

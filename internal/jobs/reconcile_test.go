@@ -22,7 +22,7 @@ import (
 // lost; else the send never reached the vendor. Either way the call's
 // outcome is unknown to enrichq, which counts it at its reservation.
 type losingVendor struct {
-	jobs.Vendor
+	Vendor
 	billed bool
 	mu     sync.Mutex
 	seen   map[string]bool
@@ -87,7 +87,9 @@ func TestUnknownOutcomesAreReconciledByTheRetry(t *testing.T) {
 			v := &losingVendor{Vendor: b.Client, billed: c.billed, seen: map[string]bool{}}
 			account := "acct-" + job.ID[:8]
 			// The clock an hour back: a row's retry is due at once.
-			proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{Bulk: c.bulk, HonoursKeys: c.honours, Account: account,
+			vc := jobs.SeedVendor(v, noLimit{}, c.honours)
+			vc.Account = account
+			proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, jobs.ProcessorConfig{Bulk: c.bulk,
 				Now: func() time.Time { return time.Now().Add(-time.Hour) }}, b.Log)
 			ctx := context.Background()
 			runRounds(t, b, proc, job.ID, 5)
@@ -146,7 +148,9 @@ func TestUnknownVendorKeepsTheWorstCase(t *testing.T) {
 	b.Submitter.Enqueuer = nil
 	job := submit(b, t, companies(10), ingest.JobOptions{Roles: []string{"CFO"}})
 	v := &losingVendor{Vendor: b.Client, billed: false, seen: map[string]bool{}}
-	proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{Account: "acct-" + job.ID[:8],
+	vc := jobs.SeedVendor(v, noLimit{}, "")
+	vc.Account = "acct-" + job.ID[:8]
+	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, jobs.ProcessorConfig{
 		Now: func() time.Time { return time.Now().Add(-time.Hour) }}, b.Log)
 	ctx := context.Background()
 	runRounds(t, b, proc, job.ID, 5)
@@ -213,7 +217,7 @@ func TestExplainClosesALostWorkersReservations(t *testing.T) {
 			if err := b.Store.ReleaseRows(ctx, claim.Token, claim.IDs()); err != nil {
 				t.Fatal(err)
 			}
-			proc := jobs.NewProcessor(b.Store, b.Client, noLimit{}, jobs.ProcessorConfig{HonoursKeys: c.honours}, b.Log)
+			proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(b.Client, noLimit{}, c.honours)}, jobs.ProcessorConfig{}, b.Log)
 			runRounds(t, b, proc, job.ID, 1)
 			j, err := b.Store.JobByID(ctx, job.ID)
 			if err != nil || j.State != domain.JobCompleted {

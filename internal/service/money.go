@@ -36,6 +36,9 @@ type JobCosts struct {
 	// Balance sets the job's ledger beside the vendor's balance readings
 	// (X-Credits-Remaining) of its calls: the second witness.
 	Balance store.Drift `json:"balance"`
+	// ByVendor is what each vendor's calls cost, in budget units, each
+	// beside its own balance readings.
+	ByVendor map[string]store.VendorCost `json:"by_vendor"`
 }
 
 // Costs returns what the tenant's job id cost, by stage (scope read).
@@ -66,7 +69,11 @@ func (s *Service) Costs(ctx context.Context, p Principal, id string) (JobCosts, 
 		}
 		credits.Unsettled, credits.UnsettledReason = u.Credits, u.Reason()
 	}
-	return JobCosts{JobID: job.ID, ByStage: byStage, Credits: credits, Balance: drift}, nil
+	byVendor, err := s.store.JobVendorCosts(ctx, job.ID)
+	if err != nil {
+		return JobCosts{}, err
+	}
+	return JobCosts{JobID: job.ID, ByStage: byStage, Credits: credits, Balance: drift, ByVendor: byVendor}, nil
 }
 
 // PauseCause says why the tenant's job id is paused ("" when it is not):

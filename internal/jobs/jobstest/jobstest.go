@@ -152,7 +152,7 @@ func New(t *testing.T, o Options) *Bundle {
 			TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, log)
 		mux := asynq.NewServeMux()
 		// Each worker has its own limiter on the shared key, as separate processes would.
-		proc := jobs.NewProcessor(st, client, newLimiter(), pc, log)
+		proc := jobs.NewProcessor(st, []jobs.VendorConfig{jobs.SeedVendor(client, newLimiter(), "")}, pc, log)
 		mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
 		if err := srv.Start(mux); err != nil {
 			t.Fatal(err)
