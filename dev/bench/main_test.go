@@ -22,7 +22,7 @@ func TestBenchRunsEveryScenarioSmall(t *testing.T) {
 		t.Skip("builds the binaries and runs every scenario: not with -short")
 	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "../../cmd/api", "../../cmd/worker", "../../cmd/scheduler", "../fakevendor")
+	build := exec.Command("go", "build", "-o", bin+"/", "../../cmd/api", "../../cmd/worker", "../../cmd/scheduler", "../fakevendor", "../fakepdl")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

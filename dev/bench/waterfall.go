@@ -217,6 +217,7 @@ func (b *bench) waterfallOnce(ctx context.Context, n, rep int) error {
 		if err != nil {
 			return nil, err
 		}
+		defer b.report.rss("waterfall", st)
 		defer st.stop()
 		var out []wfResult
 		for i, rows := range lists {
