@@ -169,7 +169,7 @@ func (s *stack) start(ctx context.Context, name string, env []string, ready stri
 		return "", fmt.Errorf("%s not found in %s: run `make dev` (or `make bench`) first", name, s.b.opts.bin)
 	}
 	logPath := filepath.Join(s.logDir, name+".log")
-	logf, err := os.Create(logPath)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a restarted worker appends
 	if err != nil {
 		return "", err
 	}
