@@ -78,7 +78,7 @@ func (s *Store) DiffWatchRuns(ctx context.Context, now time.Time, limit int) ([]
 
 // snapshot is an input's last known answer, or a run's new one.
 type snapshot struct {
-	matched                                 *bool
+	matched                                *bool
 	company, role, email, phones, location string
 }
 
