@@ -290,7 +290,17 @@ LEFT JOIN watch_changes c ON l.kind = 'changed' AND c.id = l.source_seq
 WHERE r.id IS NOT NULL OR l.kind = 'deleted';
 
 
+-- What a watch's operations write in the audit log.
+ALTER TABLE audit_log DROP CONSTRAINT audit_log_action_check;
+ALTER TABLE audit_log ADD CONSTRAINT audit_log_action_check CHECK (action IN ('results_download', 'feed_read', 'erasure', 'erasure_lifted',
+    'retention_purge', 'retention_changed', 'key_created', 'key_revoked', 'budget_changed', 'limits_changed',
+    'watch_created', 'watch_changed', 'watch_deleted', 'watch_run', 'watch_changes_read'));
+
 -- +goose Down
+-- The audit log is append-only: lines of the watches' actions stay, unchecked.
+ALTER TABLE audit_log DROP CONSTRAINT audit_log_action_check;
+ALTER TABLE audit_log ADD CONSTRAINT audit_log_action_check CHECK (action IN ('results_download', 'feed_read', 'erasure', 'erasure_lifted',
+    'retention_purge', 'retention_changed', 'key_created', 'key_revoked', 'budget_changed', 'limits_changed')) NOT VALID;
 
 DROP VIEW results_feed;
 CREATE VIEW results_feed AS
