@@ -1,0 +1,38 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// WatchRunJobs is the jobs of a watch's runs, oldest first.
+func WatchRunJobs(tb testing.TB, st *store.Store, watchID string) []string {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	rows, err := c.Query(context.Background(), `SELECT job_id::text FROM watch_runs WHERE watch_id = $1 ORDER BY created_at, slot`, watchID)
+	if err != nil {
+		tb.Fatalf("storetest: watch runs: %v", err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		tb.Fatalf("storetest: watch runs: %v", err)
+	}
+	return out
+}
+
+// FeedChangedLines counts the results feed's lines of kind changed of a watch.
+func FeedChangedLines(tb testing.TB, st *store.Store, watchID string) int {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	var n int
+	if err := c.QueryRow(context.Background(), `SELECT count(*) FROM results_feed WHERE kind = 'changed' AND change_watch_id = $1`, watchID).Scan(&n); err != nil {
+		tb.Fatalf("storetest: feed lines: %v", err)
+	}
+	return n
+}
