@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -345,4 +347,69 @@ func TestWatchLifeOnAMovedClock(t *testing.T) {
 		t.Errorf("changes after a full re-run with nothing new: %d, want %d", len(got), want)
 	}
 	t.Logf("credits: first run %d, scheduled run %d, full re-run %d", first.CreditsSpent, second.CreditsSpent, fullJob.CreditsSpent)
+}
+
+// The monthly cap, to the credit, across a month boundary: a run that
+// would cross it buys what fits and stops at its budget; the watch says
+// the cap is reached and when it runs next; a run asked for then is
+// refused; the next month's run has the whole cap again.
+func TestWatchCapAcrossAMonth(t *testing.T) {
+	t.Parallel()
+	clk := newClock(time.Date(2027, 1, 30, 9, 0, 0, 0, time.UTC))
+	cv := &changingVendor{moved: map[string]bool{}, gone: map[string]bool{}, byURL: map[string]int{}}
+	b := jobstest.New(t, jobstest.Options{VendorHandler: cv.wrap, Processor: jobs.ProcessorConfig{Now: clk.Now},
+		Maintenance: maintenance.Settings{Now: clk.Now, ChunkSize: 20}})
+	ctx := context.Background()
+	svc := service.New(service.Config{Store: b.Store, Submitter: b.Submitter, Now: clk.Now})
+	acme := service.Principal{Tenant: "acme", KeyID: "k", Scopes: []domain.Scope{domain.ScopeRead, domain.ScopeSubmit}}
+	src := submitURLs(t, b, 0, 100)
+	capCredits := int64(30)
+	created, err := svc.CreateWatch(ctx, acme, service.NewWatch{JobID: src.ID, Every: "7d", MonthlyCapCredits: &capCredits})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := created.Watch
+	if !created.Estimate.CappedBy || created.Estimate.Month.Max != 30 {
+		t.Errorf("estimate %+v: want the month capped at 30", created.Estimate)
+	}
+
+	before := cv.calls.Load()
+	run, err := svc.RunWatch(ctx, acme, w.ID, "0s")
+	if err != nil || run.Budget != 30 {
+		t.Fatalf("run: %+v %v", run, err)
+	}
+	jan := waitDiffed(t, b, *run.JobID, domain.JobPaused)
+	calls := cv.calls.Load() - before
+	if jan.CreditsSpent > 30 || jan.CreditsSpent == 0 || calls != jan.CreditsSpent {
+		t.Fatalf("January's run: %d credits, %d vendor calls; want at most the cap of 30, every call paid", jan.CreditsSpent, calls)
+	}
+	view, err := svc.GetWatch(ctx, acme, w.ID)
+	if err != nil || !view.Month.CapReached || view.Month.Spent != jan.CreditsSpent || !strings.HasPrefix(view.Note, "cap reached, next run at 2027-02-") {
+		t.Fatalf("watch after the cap: %+v %v", view, err)
+	}
+	if _, err := svc.RunWatch(ctx, acme, w.ID, "0s"); !errors.Is(err, service.ErrConflict) {
+		t.Fatalf("a run past the cap: %v", err)
+	}
+
+	// February: the scheduled run has the whole cap again.
+	clk.Set(view.NextRunAt.Add(time.Minute))
+	if _, err := b.Maintainer.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	runs := storetest.WatchRunJobs(t, b.Store, w.ID)
+	if len(runs) != 2 {
+		t.Fatalf("runs: %v", runs)
+	}
+	before = cv.calls.Load()
+	feb := waitDiffed(t, b, runs[1], domain.JobPaused)
+	if feb.BudgetCredits == nil || *feb.BudgetCredits != 30 || feb.CreditsSpent > 30 || cv.calls.Load()-before != feb.CreditsSpent {
+		t.Fatalf("February's run: budget %v, %d credits", feb.BudgetCredits, feb.CreditsSpent)
+	}
+	view, err = svc.GetWatch(ctx, acme, w.ID)
+	if err != nil || view.Month.Start != "2027-02-01" || view.Month.Spent != feb.CreditsSpent {
+		t.Fatalf("February's watch: %+v %v", view.Month, err)
+	}
+	if jspent, _, _ := b.Store.WatchSpend(ctx, w.ID, time.Date(2027, 1, 15, 0, 0, 0, 0, time.UTC)); jspent != jan.CreditsSpent {
+		t.Errorf("January's spend: %d, want %d", jspent, jan.CreditsSpent)
+	}
 }
