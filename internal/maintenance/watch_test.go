@@ -170,8 +170,8 @@ func TestWatchLifeOnAMovedClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Submitter.WebhooksEnabled, b.Submitter.AllowPrivateCallbacks = true, true
-	svc := service.New(service.Config{Store: b.Store, Submitter: b.Submitter, Now: clk.Now})
-	acme := service.Principal{Tenant: "acme", KeyID: "k", Scopes: []domain.Scope{domain.ScopeRead, domain.ScopeSubmit}}
+	svc := service.New(service.Config{Store: b.Store, Submitter: b.Submitter, Now: clk.Now, ErasureKey: []byte("0123456789abcdef0123456789abcdef")})
+	acme := service.Principal{Tenant: "acme", KeyID: "k", Scopes: []domain.Scope{domain.ScopeRead, domain.ScopeSubmit, domain.ScopeAdmin}}
 
 	// Five days before, 40 of the people were bought; the list of 100 then
 	// buys the other 60 and takes the 40 from the cache.
@@ -347,6 +347,30 @@ func TestWatchLifeOnAMovedClock(t *testing.T) {
 		t.Errorf("changes after a full re-run with nothing new: %d, want %d", len(got), want)
 	}
 	t.Logf("credits: first run %d, scheduled run %d, full re-run %d", first.CreditsSpent, second.CreditsSpent, fullJob.CreditsSpent)
+
+	// An erasure removes the person from the watch: the input, its
+	// snapshot, its change lines and their feed lines.
+	erased := movedLate[0]
+	if _, err := svc.Erase(ctx, acme, service.ErasureRequest{ProfileURL: personURL(erased)}); err != nil {
+		t.Fatal(err)
+	}
+	inputs, lines, ofRef := storetest.WatchTraces(t, b.Store, w.ID, fmt.Sprintf("crm-%03d", erased))
+	if inputs != 99 || lines != want-1 || ofRef != 0 {
+		t.Errorf("after the erasure: %d inputs, %d change lines, %d of the person", inputs, lines, ofRef)
+	}
+	if n := storetest.FeedChangedLines(t, b.Store, w.ID); n != want-1 {
+		t.Errorf("feed lines of kind changed after the erasure: %d, want %d", n, want-1)
+	}
+
+	// Retention: change lines older than the tenant's window go.
+	day := 24 * time.Hour
+	if _, err := b.Store.SetRetention(ctx, "acme", "k", &day); err != nil {
+		t.Fatal(err)
+	}
+	purged, err := b.Store.PurgeExpired(ctx, clk.Now().Add(2*day), 1000)
+	if err != nil || purged.ChangeLines != int64(want-1) {
+		t.Errorf("purged %+v %v, want %d change lines", purged, err, want-1)
+	}
 }
 
 // The monthly cap, to the credit, across a month boundary: a run that

@@ -36,3 +36,18 @@ func FeedChangedLines(tb testing.TB, st *store.Store, watchID string) int {
 	}
 	return n
 }
+
+// WatchTraces counts a watch's inputs and change lines, and of them those
+// that name ref.
+func WatchTraces(tb testing.TB, st *store.Store, watchID, ref string) (inputs, changes, ofRef int) {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	if err := c.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM watch_inputs WHERE watch_id = $1),
+		(SELECT count(*) FROM watch_changes WHERE watch_id = $1),
+		(SELECT count(*) FROM watch_inputs WHERE watch_id = $1 AND ref = $2) + (SELECT count(*) FROM watch_changes WHERE watch_id = $1 AND ref = $2)`,
+		watchID, ref).Scan(&inputs, &changes, &ofRef); err != nil {
+		tb.Fatalf("storetest: watch traces: %v", err)
+	}
+	return inputs, changes, ofRef
+}
