@@ -301,6 +301,20 @@ func TestWatchLifeOnAMovedClock(t *testing.T) {
 	if feedChanged := storetest.FeedChangedLines(t, b.Store, w.ID); feedChanged != want {
 		t.Errorf("feed lines of kind changed: %d, want %d", feedChanged, want)
 	}
+	page, err := svc.Feed(ctx, acme, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCo := 0
+	for _, l := range page.Results {
+		if l.Kind == store.FeedChanged && l.Change != nil && l.Change.WatchID == w.ID && l.Change.New != nil && *l.Change.New == "NewCo Ltd" &&
+			strings.HasPrefix(l.Ref, "crm-") {
+			newCo++
+		}
+	}
+	if newCo != len(movedEarly)+len(movedLate) {
+		t.Errorf("feed lines of a company change read through the feed: %d, want %d", newCo, len(movedEarly)+len(movedLate))
+	}
 
 	// A person.changed webhook per run that found company changes, signed
 	// with the tenant's secret.
