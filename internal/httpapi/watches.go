@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // Watches (docs/watches.md): lists kept fresh on a schedule under a
@@ -113,7 +112,7 @@ func (s *server) watchChanges(w http.ResponseWriter, r *http.Request) {
 
 // watchNotFound names the watch (or msg) in a 404.
 func watchNotFound(err error, msg string) error {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, service.ErrNotFound) {
 		if msg == "" {
 			msg = "no such watch"
 		}

@@ -141,7 +141,8 @@ func (s *Store) CreateWatch(ctx context.Context, nw NewWatch) (Watch, error) {
 
 // watchInputsSQL copies the distinct inputs of a job ($2) into a watch
 // ($1), each with the job's answer: inputs compare as the cache's keys do
-// (case and blanks aside); a skipped row (an erased person) is not taken.
+// (case and blanks aside); a row without an input (an erased person's,
+// stored blank) is not taken, a row a cancel skipped is.
 const watchInputsSQL = `
 	INSERT INTO watch_inputs (watch_id, n, ref, input_kind, profile_url, name, company, domain, email, role,
 		matched, found_profile_url, snap_company, snap_role, snap_email, snap_phones, snap_location, answered_at)
@@ -159,7 +160,7 @@ const watchInputsSQL = `
 		LEFT JOIN profile_results p ON p.row_id = r.id
 		LEFT JOIN email_results e ON e.row_id = r.id
 		LEFT JOIN phone_results ph ON ph.row_id = r.id
-		WHERE r.job_id = $2::uuid AND r.input_kind <> 'member' AND r.state <> 'skipped'
+		WHERE r.job_id = $2::uuid AND r.input_kind <> 'member' AND num_nonnulls(r.profile_url, r.name, r.company, r.domain, r.email) > 0
 		ORDER BY r.input_kind, lower(btrim(coalesce(r.profile_url, ''), '/ ')), lower(btrim(coalesce(r.email, ''))),
 			lower(btrim(coalesce(r.name, ''))), lower(btrim(coalesce(r.company, ''))), lower(coalesce(r.domain, '')), r.input_row, r.id
 	) d`
