@@ -115,12 +115,20 @@ func TestWatchLifeFromTheCLI(t *testing.T) {
 		}
 		return r
 	}
-	// waitRun waits for a run's job and its comparison.
+	// waitRun waits for a run's job and its comparison (by this step of
+	// the scheduler, or the loop's, which may hold it at that moment).
 	waitRun := func(jobID string) {
 		t.Helper()
 		b.WaitJob(t, jobID, domain.JobCompleted)
-		if _, err := b.Maintainer.RunOnce(context.Background()); err != nil {
-			t.Fatal(err)
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
+		for deadline := time.Now().Add(30 * time.Second); !storetest.WatchRunDiffed(t, b.Store, jobID); <-tick.C {
+			if _, err := b.Maintainer.RunOnce(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %s not compared after 30s", jobID)
+			}
 		}
 		sh("status", jobID)
 	}

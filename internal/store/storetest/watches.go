@@ -51,3 +51,16 @@ func WatchTraces(tb testing.TB, st *store.Store, watchID, ref string) (inputs, c
 	}
 	return inputs, changes, ofRef
 }
+
+// WatchRunDiffed reports whether the watch run of a job has been compared
+// with its watch's snapshots.
+func WatchRunDiffed(tb testing.TB, st *store.Store, jobID string) bool {
+	tb.Helper()
+	c, done := connect(tb, st)
+	defer done()
+	var diffed bool
+	if err := c.QueryRow(context.Background(), `SELECT diffed_at IS NOT NULL FROM watch_runs WHERE job_id = $1`, jobID).Scan(&diffed); err != nil {
+		tb.Fatalf("storetest: watch run: %v", err)
+	}
+	return diffed
+}
