@@ -132,12 +132,25 @@ func submitURLs(t *testing.T, b *jobstest.Bundle, from, to int) store.Job {
 	return b.WaitJob(t, job.ID, domain.JobCompleted)
 }
 
-// waitDiffed waits for a run's job and steps the scheduler once more: its
-// differ compares the run.
+// waitDiffed waits for a run's job to reach one of states and steps the
+// scheduler until its differ has compared the run (a run stopped at its
+// budget once its last answers are saved); it returns the job then.
 func waitDiffed(t *testing.T, b *jobstest.Bundle, jobID string, states ...domain.JobState) store.Job {
 	t.Helper()
-	job := b.WaitJob(t, jobID, states...)
-	if _, err := b.Maintainer.RunOnce(context.Background()); err != nil { // the differ after the finish
+	b.WaitJob(t, jobID, states...)
+	ctx := context.Background()
+	tick := time.NewTicker(25 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); !storetest.WatchRunDiffed(t, b.Store, jobID); <-tick.C {
+		if _, err := b.Maintainer.RunOnce(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("run %s not compared after 30s", jobID)
+		}
+	}
+	job, err := b.Store.JobByID(ctx, jobID)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return job
@@ -431,6 +444,7 @@ func TestWatchCapAcrossAMonth(t *testing.T) {
 
 	// February: the scheduled run has the whole cap again.
 	clk.Set(view.NextRunAt.Add(time.Minute))
+	before = cv.calls.Load()
 	if _, err := b.Maintainer.RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -438,7 +452,6 @@ func TestWatchCapAcrossAMonth(t *testing.T) {
 	if len(runs) != 2 {
 		t.Fatalf("runs: %v", runs)
 	}
-	before = cv.calls.Load()
 	feb := waitDiffed(t, b, runs[1], domain.JobPaused)
 	if feb.BudgetCredits == nil || *feb.BudgetCredits != 30 || feb.CreditsSpent > 30 || cv.calls.Load()-before != feb.CreditsSpent {
 		t.Fatalf("February's run: budget %v, %d credits", feb.BudgetCredits, feb.CreditsSpent)

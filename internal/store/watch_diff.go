@@ -34,11 +34,14 @@ type WatchDiff struct {
 	CapReached     bool
 }
 
-// diffCandidatesSQL is the runs whose job ended (or stopped at its budget:
-// the month's cap) and whose answers were not compared yet.
+// diffCandidatesSQL is the runs whose job ended, or stopped at its budget
+// (the month's cap) with nothing in flight any more (its last answers
+// saved and settled), and whose answers were not compared yet.
 const diffCandidatesSQL = `
 	SELECT wr.job_id::text FROM watch_runs wr LEFT JOIN jobs j ON j.id = wr.job_id
-	WHERE wr.diffed_at IS NULL AND (j.id IS NULL OR j.finished_at IS NOT NULL OR (j.state = 'paused' AND j.paused_by = 'job_budget'))
+	WHERE wr.diffed_at IS NULL AND (j.id IS NULL OR j.finished_at IS NOT NULL
+		OR (j.state = 'paused' AND j.paused_by = 'job_budget' AND j.credits_reserved = 0
+			AND NOT EXISTS (SELECT 1 FROM job_chunk_counts k WHERE k.job_id = j.id AND k.in_flight > 0)))
 	ORDER BY wr.created_at LIMIT $1`
 
 // DiffWatchRuns compares the answers of up to limit ended runs with their
