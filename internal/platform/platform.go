@@ -22,6 +22,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -50,8 +51,8 @@ const (
 // values of the others take the defaults.
 type Config struct {
 	// Client reads /rest/me (its version was validated when it was built).
-	Client *enrich.PlatformClient
-	// OAuth is the connect flow's configuration (enrich.NewPlatformOAuth).
+	Client *platformapi.Client
+	// OAuth is the connect flow's configuration (platformapi.NewOAuth).
 	OAuth *oauth2.Config
 	// Box encrypts tokens and PKCE verifiers at rest.
 	Box *secretbox.Box
@@ -178,12 +179,12 @@ type Settings struct {
 // the encryption key. enq is nil in the worker.
 func Open(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger) (*Platform, error) {
 	httpClient := &http.Client{Timeout: cmp.Or(s.Timeout, DefaultTimeout)}
-	client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: s.URL, Version: s.Version,
+	client, err := platformapi.NewClient(platformapi.Config{BaseURL: s.URL, Version: s.Version,
 		HTTPClient: httpClient, UserAgent: "enrichq"})
 	if err != nil {
 		return nil, err
 	}
-	oauth, err := enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: s.AuthURL, TokenURL: s.TokenURL,
+	oauth, err := platformapi.NewOAuth(platformapi.OAuthConfig{AuthURL: s.AuthURL, TokenURL: s.TokenURL,
 		ClientID: s.ClientID, ClientSecret: s.ClientSecret, RedirectURL: s.RedirectURL})
 	if err != nil {
 		return nil, err

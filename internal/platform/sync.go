@@ -14,9 +14,9 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -33,7 +33,7 @@ type SyncRequest struct {
 
 // SubmitSync stores a member sync job and enqueues its first chunks. A
 // member that looks like a profile URL is a cold lookup: refused with an
-// error matching enrich.ErrColdLookup before anything is stored or called.
+// error matching platformapi.ErrColdLookup before anything is stored or called.
 // Unknown members are a *store.UnknownMembersError, none at all
 // store.ErrNoMembers.
 func (p *Platform) SubmitSync(ctx context.Context, req SyncRequest) (store.Job, bool, error) {
@@ -65,8 +65,8 @@ func (p *Platform) SubmitSync(ctx context.Context, req SyncRequest) (store.Job, 
 // URLs: the platform has no lookup of a third party's profile.
 func GuardMembers(refs []string) error {
 	for _, r := range refs {
-		if enrich.LooksLikeProfileURL(r) {
-			return enrich.ColdLookupError(r)
+		if platformapi.LooksLikeProfileURL(r) {
+			return platformapi.ColdLookupError(r)
 		}
 	}
 	return nil
@@ -136,9 +136,9 @@ const shortWait = 10 * time.Minute
 // syncResult is what happened to one row.
 type syncResult struct {
 	out     store.SyncOutcome
-	release bool                  // not done: back to pending
-	stop    *enrich.PlatformError // the whole job must stop (400, 426)
-	keyErr  bool                  // tokens do not open: the job must stop
+	release bool               // not done: back to pending
+	stop    *platformapi.Error // the whole job must stop (400, 426)
+	keyErr  bool               // tokens do not open: the job must stop
 }
 
 // ProcessSync syncs one chunk of a member sync job. It returns a positive
@@ -171,7 +171,7 @@ func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Du
 	results := make([]syncResult, len(claim.Rows))
 	var (
 		mu      sync.Mutex
-		stopped *enrich.PlatformError
+		stopped *platformapi.Error
 		keyErr  bool
 		wg      sync.WaitGroup
 		sem     = make(chan struct{}, p.cfg.Concurrency)
@@ -324,7 +324,7 @@ func (p *Platform) syncRow(ctx context.Context, row store.SyncRow) syncResult {
 		m, tok, refreshed = &r.member, r.token, true
 	}
 	prof, err := p.cfg.Client.Me(ctx, tok.AccessToken)
-	if pe, ok := enrich.AsPlatformError(err); ok && pe.Class == enrich.PlatformTokenInvalid && m.Token.Refreshable && !refreshed {
+	if pe, ok := platformapi.AsError(err); ok && pe.Class == platformapi.ClassTokenInvalid && m.Token.Refreshable && !refreshed {
 		// The token may have ended sooner than it said: one refresh, one more try.
 		r, res2, done := p.refreshForRow(ctx, row, *m, res)
 		if done {
@@ -343,23 +343,23 @@ func (p *Platform) syncRow(ctx context.Context, row store.SyncRow) syncResult {
 		res.out.Profile = &store.ProfileResult{Name: prof.Name, Headline: prof.Headline, Raw: prof.Raw}
 		return res
 	}
-	pe, ok := enrich.AsPlatformError(err)
+	pe, ok := platformapi.AsError(err)
 	if !ok {
-		pe = &enrich.PlatformError{Class: enrich.PlatformTransient, Message: clipText(err.Error(), 300), Err: err}
+		pe = &platformapi.Error{Class: platformapi.ClassTransient, Message: clipText(err.Error(), 300), Err: err}
 	}
 	switch {
 	case pe.StopsApp():
 		res.stop = pe
 		return res
-	case pe.Class == enrich.PlatformQuota:
+	case pe.Class == platformapi.ClassQuota:
 		// Both daily quotas reset at midnight UTC: retry just after it,
 		// never sooner (a short backoff would burn what is left of the day).
 		jitter := time.Second + time.Duration(p.cfg.Rand()*float64(p.cfg.QuotaJitter))
 		res.out.State = domain.RowRetryWait
-		res.out.NextAttemptAt = enrich.NextQuotaReset(now).Add(jitter)
+		res.out.NextAttemptAt = platformapi.NextQuotaReset(now).Add(jitter)
 		res.out.LastError = pe.Message
 		return res
-	case pe.Class == enrich.PlatformTokenInvalid:
+	case pe.Class == platformapi.ClassTokenInvalid:
 		reason := pe.Message
 		if changed, err := p.store.MarkMemberNeedsReauth(context.WithoutCancel(ctx), m.ID, reason); err != nil {
 			return p.transient(res, row, "marking the member needs_reauth: "+err.Error())
@@ -367,7 +367,7 @@ func (p *Platform) syncRow(ctx context.Context, row store.SyncRow) syncResult {
 			p.log.Warn("platform member needs to reconnect", "tenant", m.Tenant, "member", m.ID, "reason", reason)
 		}
 		return failed(reasonReconnect + reason)
-	case pe.Class == enrich.PlatformScope, pe.Class == enrich.PlatformRejected, pe.Class == enrich.PlatformColdLookup:
+	case pe.Class == platformapi.ClassScope, pe.Class == platformapi.ClassRejected, pe.Class == platformapi.ClassColdLookup:
 		return failed(pe.Message)
 	default:
 		return p.transient(res, row, pe.Error())

@@ -1,17 +1,16 @@
-package enrich
-
-// This file is the client of the platform's own first-party API
+// Package platformapi is the client of the platform's own first-party API
 // (/work/shared/vendor-api.md, section 2) and holds every assumption about
 // its wire: the path and headers of /rest/me, the names of the profile's
-// fields, what each status means (classifyPlatform), the OAuth scopes and
-// the token response's extra fields. Adapting to the real platform's exact
-// shapes is a change of this file only.
+// fields, what each status means (classify), the OAuth scopes and the token
+// response's extra fields. Adapting to the real platform's exact shapes is a
+// change of this package only.
 //
 // The platform reads only the profile of a member who signed in and
 // consented, with that member's own access token. It has no lookup by
 // profile URL at any tier: a request to look one up through the platform is
 // refused here, before any call ([ColdLookupError]); cold lookups go to the
 // vendor.
+package platformapi
 
 import (
 	"context"
@@ -29,24 +28,26 @@ import (
 	"unicode"
 
 	"golang.org/x/oauth2"
+
+	"github.com/enrichq/enrichq/internal/enrich"
 )
 
 // The platform's wire (given unless marked assumed).
 const (
-	platformPathMe        = "/rest/me"                  // GET, the signed-in member's own profile
+	pathMe                = "/rest/me"                  // GET, the signed-in member's own profile
 	headerPlatformVersion = "Platform-Version"          // YYYYMM
 	headerRestliProtocol  = "X-Restli-Protocol-Version" // constant
-	// PlatformRestliProtocol is the value of X-Restli-Protocol-Version.
-	PlatformRestliProtocol = "2.0.0"
+	// RestliProtocol is the value of X-Restli-Protocol-Version.
+	RestliProtocol = "2.0.0"
 )
 
-// PlatformScopes are the scopes the connect flow asks for: OpenID Connect
+// Scopes are the scopes the connect flow asks for: OpenID Connect
 // sign-in with the member's profile and email (the "Sign In" product).
-var PlatformScopes = []string{"openid", "profile", "email"}
+var Scopes = []string{"openid", "profile", "email"}
 
-// ValidatePlatformVersion checks a Platform-Version: six digits YYYYMM with a
+// ValidateVersion checks a Platform-Version: six digits YYYYMM with a
 // month from 01 to 12. enrichq checks it at start-up, before any call.
-func ValidatePlatformVersion(v string) error {
+func ValidateVersion(v string) error {
 	if len(v) != 6 || strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 		return fmt.Errorf("platform version %q: want six digits YYYYMM, e.g. 202611", clip(v, 20))
 	}
@@ -58,15 +59,15 @@ func ValidatePlatformVersion(v string) error {
 	return nil
 }
 
-// PlatformConfig configures a [PlatformClient]. BaseURL and Version are required.
-type PlatformConfig struct {
+// Config configures a [Client]. BaseURL and Version are required.
+type Config struct {
 	// BaseURL is the platform's base URL ({platform_url}); /rest/me is under it.
 	BaseURL string
 	// Version is sent as Platform-Version on every call (YYYYMM).
 	Version string
 	// HTTPClient makes the calls. Default: a client with a 30s timeout.
 	// Whatever its CheckRedirect, the client follows no redirect
-	// (NoRedirects).
+	// ([enrich.NoRedirects]).
 	HTTPClient *http.Client
 	// UserAgent is sent as User-Agent. Default "enrichq".
 	UserAgent string
@@ -74,10 +75,10 @@ type PlatformConfig struct {
 	MaxResponseBytes int64
 }
 
-// PlatformClient calls the platform's /rest/me with a member's own token. It
+// Client calls the platform's /rest/me with a member's own token. It
 // is safe for concurrent use; each call makes exactly one HTTP request and
 // never retries.
-type PlatformClient struct {
+type Client struct {
 	base    string
 	version string
 	hc      *http.Client
@@ -85,22 +86,22 @@ type PlatformClient struct {
 	maxBody int64
 }
 
-// NewPlatformClient validates cfg (the version above all) and returns a client.
-func NewPlatformClient(cfg PlatformConfig) (*PlatformClient, error) {
-	if err := ValidatePlatformVersion(cfg.Version); err != nil {
-		return nil, fmt.Errorf("enrich: %w", err)
+// NewClient validates cfg (the version above all) and returns a client.
+func NewClient(cfg Config) (*Client, error) {
+	if err := ValidateVersion(cfg.Version); err != nil {
+		return nil, fmt.Errorf("platformapi: %w", err)
 	}
-	base, err := platformBaseURL(cfg.BaseURL)
+	base, err := parseBaseURL(cfg.BaseURL)
 	if err != nil {
 		return nil, err
 	}
-	c := &PlatformClient{base: base, version: cfg.Version, hc: cfg.HTTPClient, ua: cfg.UserAgent, maxBody: cfg.MaxResponseBytes}
+	c := &Client{base: base, version: cfg.Version, hc: cfg.HTTPClient, ua: cfg.UserAgent, maxBody: cfg.MaxResponseBytes}
 	if c.hc == nil {
-		c.hc = &http.Client{Timeout: DefaultTimeout}
+		c.hc = &http.Client{Timeout: enrich.DefaultTimeout}
 	}
-	c.hc = NoRedirects(c.hc)
+	c.hc = enrich.NoRedirects(c.hc)
 	if c.ua == "" {
-		c.ua = DefaultUserAgent
+		c.ua = enrich.DefaultUserAgent
 	}
 	if c.maxBody <= 0 {
 		c.maxBody = 1 << 20
@@ -108,28 +109,28 @@ func NewPlatformClient(cfg PlatformConfig) (*PlatformClient, error) {
 	return c, nil
 }
 
-func platformBaseURL(s string) (string, error) {
+func parseBaseURL(s string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("enrich: platform URL %q is not an http(s) URL", clip(s, 200))
+		return "", fmt.Errorf("platformapi: platform URL %q is not an http(s) URL", clip(s, 200))
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("enrich: platform URL %q must not carry credentials, a query or a fragment", u.Redacted())
+		return "", fmt.Errorf("platformapi: platform URL %q must not carry credentials, a query or a fragment", u.Redacted())
 	}
 	return u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
 }
 
 // Version is the Platform-Version the client sends.
-func (c *PlatformClient) Version() string { return c.version }
+func (c *Client) Version() string { return c.version }
 
 // String names the client.
-func (c *PlatformClient) String() string {
-	return "enrich.PlatformClient{" + c.base + ", version " + c.version + "}"
+func (c *Client) String() string {
+	return "platformapi.Client{" + c.base + ", version " + c.version + "}"
 }
 
-// MemberProfile is the signed-in member's own profile: the fields present in
+// Profile is the signed-in member's own profile: the fields present in
 // the answer (assumed names), and the answer itself.
-type MemberProfile struct {
+type Profile struct {
 	// ID is the member's id on the platform: "id", else the OpenID "sub".
 	ID         string
 	FirstName  string // localizedFirstName, else given_name
@@ -145,45 +146,45 @@ type MemberProfile struct {
 
 // Me reads the profile of the member whose access token this is:
 // GET {platform_url}/rest/me with the three headers.
-func (c *PlatformClient) Me(ctx context.Context, accessToken string) (*MemberProfile, error) {
+func (c *Client) Me(ctx context.Context, accessToken string) (*Profile, error) {
 	tok := strings.TrimSpace(accessToken)
 	if tok == "" || strings.IndexFunc(tok, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
-		return nil, &PlatformError{Class: PlatformTokenInvalid, Message: "member token is empty or malformed; the member must reconnect"}
+		return nil, &Error{Class: ClassTokenInvalid, Message: "member token is empty or malformed; the member must reconnect"}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+platformPathMe, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+pathMe, nil)
 	if err != nil {
-		return nil, &PlatformError{Class: PlatformRejected, Message: "cannot build the request: " + errText(err), Err: err}
+		return nil, &Error{Class: ClassRejected, Message: "cannot build the request: " + errText(err), Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set(headerPlatformVersion, c.version)
-	req.Header.Set(headerRestliProtocol, PlatformRestliProtocol)
+	req.Header.Set(headerRestliProtocol, RestliProtocol)
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.ua)
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, platformTransportError(err, tok)
+		return nil, transportError(err, tok)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
 	_ = resp.Body.Close()
-	if e := classifyPlatform(resp.StatusCode, data, c.version); e != nil {
+	if e := classify(resp.StatusCode, data, c.version); e != nil {
 		e.Detail = strings.ReplaceAll(e.Detail, tok, "[REDACTED]")
 		return nil, e
 	}
 	if err != nil {
-		return nil, platformTransportError(err, tok)
+		return nil, transportError(err, tok)
 	}
 	if int64(len(data)) > c.maxBody {
-		return nil, &PlatformError{Class: PlatformTransient, Status: resp.StatusCode, Message: fmt.Sprintf("answer longer than %d bytes", c.maxBody)}
+		return nil, &Error{Class: ClassTransient, Status: resp.StatusCode, Message: fmt.Sprintf("answer longer than %d bytes", c.maxBody)}
 	}
-	p, err := decodeMemberProfile(data)
+	p, err := decodeProfile(data)
 	if err != nil {
-		return nil, &PlatformError{Class: PlatformTransient, Status: resp.StatusCode, Message: "malformed answer: " + errText(err), Err: err}
+		return nil, &Error{Class: ClassTransient, Status: resp.StatusCode, Message: "malformed answer: " + errText(err), Err: err}
 	}
 	return p, nil
 }
 
-func platformTransportError(err error, tok string) *PlatformError {
-	e := &PlatformError{Class: PlatformTransient, Message: strings.ReplaceAll(errText(err), tok, "[REDACTED]"), Err: err}
+func transportError(err error, tok string) *Error {
+	e := &Error{Class: ClassTransient, Message: strings.ReplaceAll(errText(err), tok, "[REDACTED]"), Err: err}
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -194,10 +195,10 @@ func platformTransportError(err error, tok string) *PlatformError {
 	return e
 }
 
-// decodeMemberProfile extracts the fields present; a value of another type
+// decodeProfile extracts the fields present; a value of another type
 // than expected is left in Raw only. An answer without "id" or "sub" is
 // malformed: the member cannot be told apart from another.
-func decodeMemberProfile(data []byte) (*MemberProfile, error) {
+func decodeProfile(data []byte) (*Profile, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
@@ -211,7 +212,7 @@ func decodeMemberProfile(data []byte) (*MemberProfile, error) {
 		}
 		return ""
 	}
-	p := &MemberProfile{
+	p := &Profile{
 		ID:         str("id", "sub"),
 		FirstName:  str("localizedFirstName", "given_name"),
 		LastName:   str("localizedLastName", "family_name"),
@@ -231,64 +232,64 @@ func decodeMemberProfile(data []byte) (*MemberProfile, error) {
 	return p, nil
 }
 
-// PlatformClass says what to do with a failed platform call.
-type PlatformClass int
+// Class says what to do with a failed platform call.
+type Class int
 
-// The classes of failed platform calls, decided in classifyPlatform.
+// The classes of failed platform calls, decided in classify.
 const (
-	// PlatformTransient: 5xx, timeouts, resets, malformed answers. Retry with
+	// ClassTransient: 5xx, timeouts, resets, malformed answers. Retry with
 	// backoff, a bounded number of times.
-	PlatformTransient PlatformClass = iota
-	// PlatformQuota: 429, an application-level or member-level daily quota
+	ClassTransient Class = iota
+	// ClassQuota: 429, an application-level or member-level daily quota
 	// (the answer does not say which). Both reset at midnight UTC: retry
 	// after the next one ([NextQuotaReset]), never sooner.
-	PlatformQuota
-	// PlatformTokenInvalid: 401, the member's token expired or was revoked.
+	ClassQuota
+	// ClassTokenInvalid: 401, the member's token expired or was revoked.
 	// The member must reconnect; other members are unaffected.
-	PlatformTokenInvalid
-	// PlatformScope: 403, a scope is not held (or another member's data was asked for).
-	PlatformScope
-	// PlatformVersionMissing: 400 without a named cause, which the contract
+	ClassTokenInvalid
+	// ClassScope: 403, a scope is not held (or another member's data was asked for).
+	ClassScope
+	// ClassVersionMissing: 400 without a named cause, which the contract
 	// says is the platform's answer to a missing Platform-Version. Every call
 	// would fail the same way: stop.
-	PlatformVersionMissing
-	// PlatformVersionRetired: 426, the Platform-Version is retired. Every
+	ClassVersionMissing
+	// ClassVersionRetired: 426, the Platform-Version is retired. Every
 	// call would fail the same way: stop, never retry.
-	PlatformVersionRetired
-	// PlatformRejected: another 4xx. Permanent for that call.
-	PlatformRejected
-	// PlatformColdLookup: a lookup of a third party's profile (a profile
+	ClassVersionRetired
+	// ClassRejected: another 4xx. Permanent for that call.
+	ClassRejected
+	// ClassColdLookup: a lookup of a third party's profile (a profile
 	// URL), refused by enrichq before any call.
-	PlatformColdLookup
+	ClassColdLookup
 )
 
 // String is the class's name, as used in logs.
-func (c PlatformClass) String() string {
+func (c Class) String() string {
 	switch c {
-	case PlatformTransient:
+	case ClassTransient:
 		return "transient"
-	case PlatformQuota:
+	case ClassQuota:
 		return "daily_quota"
-	case PlatformTokenInvalid:
+	case ClassTokenInvalid:
 		return "token_invalid"
-	case PlatformScope:
+	case ClassScope:
 		return "scope_not_held"
-	case PlatformVersionMissing:
+	case ClassVersionMissing:
 		return "version_missing"
-	case PlatformVersionRetired:
+	case ClassVersionRetired:
 		return "version_retired"
-	case PlatformRejected:
+	case ClassRejected:
 		return "rejected"
-	case PlatformColdLookup:
+	case ClassColdLookup:
 		return "cold_lookup"
 	}
 	return fmt.Sprintf("platform_class(%d)", int(c))
 }
 
-// PlatformError is a failed platform call, or a request refused before one.
+// Error is a failed platform call, or a request refused before one.
 // Its text never holds a token.
-type PlatformError struct {
-	Class  PlatformClass
+type Error struct {
+	Class  Class
 	Status int // HTTP status; 0 when there was none
 	// Message is what a user should read (also a job's or a row's reason).
 	Message string
@@ -298,7 +299,7 @@ type PlatformError struct {
 }
 
 // Error is "platform: <message> (status N)".
-func (e *PlatformError) Error() string {
+func (e *Error) Error() string {
 	s := "platform: " + e.Message
 	if e.Status != 0 {
 		s += fmt.Sprintf(" (status %d)", e.Status)
@@ -307,52 +308,52 @@ func (e *PlatformError) Error() string {
 }
 
 // Unwrap returns the underlying error.
-func (e *PlatformError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
 // Is makes errors.Is(err, ErrColdLookup) true for a refused cold lookup.
-func (e *PlatformError) Is(target error) bool {
-	return target == ErrColdLookup && e.Class == PlatformColdLookup
+func (e *Error) Is(target error) bool {
+	return target == ErrColdLookup && e.Class == ClassColdLookup
 }
 
 // StopsApp reports whether no call of this application can succeed until
 // someone changes its configuration (400 missing version, 426 retired
 // version): a job should pause with this error's Message as its reason.
-func (e *PlatformError) StopsApp() bool {
-	return e.Class == PlatformVersionMissing || e.Class == PlatformVersionRetired
+func (e *Error) StopsApp() bool {
+	return e.Class == ClassVersionMissing || e.Class == ClassVersionRetired
 }
 
-// AsPlatformError finds a [*PlatformError] in err's chain.
-func AsPlatformError(err error) (*PlatformError, bool) {
-	var e *PlatformError
+// AsError finds a [*Error] in err's chain.
+func AsError(err error) (*Error, bool) {
+	var e *Error
 	if errors.As(err, &e) {
 		return e, true
 	}
 	return nil, false
 }
 
-// classifyPlatform is the one place that decides what a platform answer
+// classify is the one place that decides what a platform answer
 // means: nil for a 2xx, else the error with its class and message.
-func classifyPlatform(status int, body []byte, version string) *PlatformError {
+func classify(status int, body []byte, version string) *Error {
 	if status >= 200 && status <= 299 {
 		return nil
 	}
-	e := &PlatformError{Status: status, Detail: platformErrorDetail(body)}
+	e := &Error{Status: status, Detail: errorDetail(body)}
 	switch {
 	case status == http.StatusBadRequest:
 		// The platform's message for a missing version names no cause (given).
-		e.Class, e.Message = PlatformVersionMissing, "request rejected; check that Platform-Version is set"
+		e.Class, e.Message = ClassVersionMissing, "request rejected; check that Platform-Version is set"
 	case status == http.StatusUpgradeRequired:
-		e.Class, e.Message = PlatformVersionRetired, fmt.Sprintf("platform version %s is retired; set a newer one", version)
+		e.Class, e.Message = ClassVersionRetired, fmt.Sprintf("platform version %s is retired; set a newer one", version)
 	case status == http.StatusUnauthorized:
-		e.Class, e.Message = PlatformTokenInvalid, "member token expired or was revoked; the member must reconnect"
+		e.Class, e.Message = ClassTokenInvalid, "member token expired or was revoked; the member must reconnect"
 	case status == http.StatusForbidden:
-		e.Class, e.Message = PlatformScope, "scope not held: the member's token lacks a scope /rest/me needs (openid profile email), or the app lacks the Sign In product"
+		e.Class, e.Message = ClassScope, "scope not held: the member's token lacks a scope /rest/me needs (openid profile email), or the app lacks the Sign In product"
 	case status == http.StatusTooManyRequests:
-		e.Class, e.Message = PlatformQuota, "daily quota reached (the application's or the member's); both reset at midnight UTC"
+		e.Class, e.Message = ClassQuota, "daily quota reached (the application's or the member's); both reset at midnight UTC"
 	case status >= 500 || status == http.StatusRequestTimeout:
-		e.Class, e.Message = PlatformTransient, fmt.Sprintf("platform error %d", status)
+		e.Class, e.Message = ClassTransient, fmt.Sprintf("platform error %d", status)
 	default:
-		e.Class, e.Message = PlatformRejected, fmt.Sprintf("request refused with status %d", status)
+		e.Class, e.Message = ClassRejected, fmt.Sprintf("request refused with status %d", status)
 		if e.Detail != "" {
 			e.Message += ": " + e.Detail
 		}
@@ -360,9 +361,9 @@ func classifyPlatform(status int, body []byte, version string) *PlatformError {
 	return e
 }
 
-// platformErrorDetail is the message of an error answer (assumed shape
+// errorDetail is the message of an error answer (assumed shape
 // {"message": "...", "status": N}), else the start of the body.
-func platformErrorDetail(body []byte) string {
+func errorDetail(body []byte) string {
 	var b struct {
 		Message          string `json:"message"`
 		ErrorDescription string `json:"error_description"`
@@ -392,8 +393,8 @@ var ErrColdLookup = errors.New("cold lookup through the platform refused")
 // ColdLookupError is the refusal of a request to look up input (a profile
 // URL, or anything else not a connected member) through the platform. No
 // call is made.
-func ColdLookupError(input string) *PlatformError {
-	return &PlatformError{Class: PlatformColdLookup, Status: 0, Message: fmt.Sprintf(
+func ColdLookupError(input string) *Error {
+	return &Error{Class: ClassColdLookup, Status: 0, Message: fmt.Sprintf(
 		"%q is not a connected member: the platform's API reads only the profile of a member who signed in and consented, "+
 			"and has no lookup by profile URL (asking it for another person is an authorisation error). "+
 			"Cold lookups go to the vendor: submit the profile URL in a job, POST /v1/jobs", clip(input, 200))}
@@ -407,9 +408,9 @@ func LooksLikeProfileURL(s string) bool {
 		strings.HasPrefix(s, "in/") || strings.Contains(s, ".com/") || strings.Contains(s, ".example/")
 }
 
-// PlatformOAuthConfig is what the connect flow needs; the endpoints are not
+// OAuthConfig is what the connect flow needs; the endpoints are not
 // given by the contract, so they come from configuration.
-type PlatformOAuthConfig struct {
+type OAuthConfig struct {
 	AuthURL      string // the consent screen (authorization endpoint)
 	TokenURL     string // the token endpoint
 	ClientID     string
@@ -417,11 +418,11 @@ type PlatformOAuthConfig struct {
 	RedirectURL  string // enrichq's callback, as registered at the platform
 }
 
-// NewPlatformOAuth builds the OAuth 2.0 configuration of the connect flow
-// (authorization code with PKCE, scopes [PlatformScopes]). The client
+// NewOAuth builds the OAuth 2.0 configuration of the connect flow
+// (authorization code with PKCE, scopes [Scopes]). The client
 // authenticates at the token endpoint with client_id and client_secret in
 // the form body (assumed, as the platform documents for its own apps).
-func NewPlatformOAuth(c PlatformOAuthConfig) (*oauth2.Config, error) {
+func NewOAuth(c OAuthConfig) (*oauth2.Config, error) {
 	var missing []string
 	for name, v := range map[string]string{"auth URL": c.AuthURL, "token URL": c.TokenURL, "client id": c.ClientID,
 		"client secret": c.ClientSecret, "redirect URL": c.RedirectURL} {
@@ -431,11 +432,11 @@ func NewPlatformOAuth(c PlatformOAuthConfig) (*oauth2.Config, error) {
 	}
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return nil, fmt.Errorf("enrich: platform OAuth: missing %s", strings.Join(missing, ", "))
+		return nil, fmt.Errorf("platformapi: platform OAuth: missing %s", strings.Join(missing, ", "))
 	}
 	for name, v := range map[string]string{"auth URL": c.AuthURL, "token URL": c.TokenURL, "redirect URL": c.RedirectURL} {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("enrich: platform OAuth: %s %q is not an http(s) URL", name, clip(v, 200))
+			return nil, fmt.Errorf("platformapi: platform OAuth: %s %q is not an http(s) URL", name, clip(v, 200))
 		}
 	}
 	return &oauth2.Config{
@@ -443,12 +444,12 @@ func NewPlatformOAuth(c PlatformOAuthConfig) (*oauth2.Config, error) {
 		ClientSecret: c.ClientSecret,
 		Endpoint:     oauth2.Endpoint{AuthURL: c.AuthURL, TokenURL: c.TokenURL, AuthStyle: oauth2.AuthStyleInParams},
 		RedirectURL:  c.RedirectURL,
-		Scopes:       append([]string(nil), PlatformScopes...),
+		Scopes:       append([]string(nil), Scopes...),
 	}, nil
 }
 
-// PlatformTokenLife is what a token answer says of the token's life.
-type PlatformTokenLife struct {
+// TokenLife is what a token answer says of the token's life.
+type TokenLife struct {
 	// Expiry of the access token; zero when the platform gave none.
 	Expiry time.Time
 	// RefreshExpiry of the refresh token, from refresh_token_expires_in
@@ -459,10 +460,10 @@ type PlatformTokenLife struct {
 	Scopes []string
 }
 
-// PlatformTokenLifeOf reads a token answer received at now (the caller's
+// TokenLifeOf reads a token answer received at now (the caller's
 // clock, so that tests can run on fake time).
-func PlatformTokenLifeOf(tok *oauth2.Token, now time.Time) PlatformTokenLife {
-	var l PlatformTokenLife
+func TokenLifeOf(tok *oauth2.Token, now time.Time) TokenLife {
+	var l TokenLife
 	switch {
 	case tok.ExpiresIn > 0:
 		l.Expiry = now.Add(time.Duration(tok.ExpiresIn) * time.Second)

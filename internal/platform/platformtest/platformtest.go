@@ -1,4 +1,4 @@
-// Package fakeplatform is a faithful fake of the platform's first-party API
+// Package platformtest is a faithful fake of the platform's first-party API
 // (/work/shared/vendor-api.md, section 2) and of its OAuth 2.0 authorization
 // server, as an http.Handler:
 //
@@ -20,9 +20,9 @@
 //
 // The fake speaks the wire on its own (it does not reuse the client's code),
 // so a client bug is not hidden by the same bug in the fake. Tests drive it
-// through its methods; the fakeplatform command adds a few control endpoints
+// through its methods; the dev/fakeplatform command adds a few control endpoints
 // under /_fake/.
-package fakeplatform
+package platformtest
 
 import (
 	"crypto/rand"

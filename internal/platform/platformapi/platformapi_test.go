@@ -1,4 +1,4 @@
-package enrich_test
+package platformapi_test
 
 import (
 	"context"
@@ -11,15 +11,15 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
+	"github.com/enrichq/enrichq/internal/platform/platformtest"
 )
 
 // platformFixture is the client against the fake platform over HTTP.
 type platformFixture struct {
-	fp     *fakeplatform.Platform
+	fp     *platformtest.Platform
 	srv    *httptest.Server
-	client *enrich.PlatformClient
+	client *platformapi.Client
 	token  string
 }
 
@@ -38,11 +38,11 @@ func (s stripHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func newPlatformFixture(t *testing.T, version string, transport http.RoundTripper) *platformFixture {
 	t.Helper()
-	fp := fakeplatform.New(fakeplatform.Options{RetiredVersions: []string{"202401"}})
+	fp := platformtest.New(platformtest.Options{RetiredVersions: []string{"202401"}})
 	srv := httptest.NewServer(fp)
 	t.Cleanup(srv.Close)
-	fp.AddMember(fakeplatform.Member{ID: "m-ann", FirstName: "Ann", LastName: "Lee", Headline: "VP Sales at Acme", VanityName: "ann-lee", Email: "ann@example.com"})
-	c, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: srv.URL, Version: version, HTTPClient: &http.Client{Timeout: 5 * time.Second, Transport: transport}})
+	fp.AddMember(platformtest.Member{ID: "m-ann", FirstName: "Ann", LastName: "Lee", Headline: "VP Sales at Acme", VanityName: "ann-lee", Email: "ann@example.com"})
+	c, err := platformapi.NewClient(platformapi.Config{BaseURL: srv.URL, Version: version, HTTPClient: &http.Client{Timeout: 5 * time.Second, Transport: transport}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,12 +53,12 @@ func newPlatformFixture(t *testing.T, version string, transport http.RoundTrippe
 func TestPlatformVersionValidatedBeforeAnyCall(t *testing.T) {
 	t.Parallel()
 	for _, v := range []string{"", "2026-11", "20261", "2026111", "202613", "202600", "abcdef", "199912"} {
-		if _, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: "https://api.platform.example", Version: v}); err == nil {
+		if _, err := platformapi.NewClient(platformapi.Config{BaseURL: "https://api.platform.example", Version: v}); err == nil {
 			t.Errorf("version %q accepted", v)
 		}
 	}
 	for _, v := range []string{"202611", "202501", "203012"} {
-		if err := enrich.ValidatePlatformVersion(v); err != nil {
+		if err := platformapi.ValidateVersion(v); err != nil {
 			t.Errorf("version %q refused: %v", v, err)
 		}
 	}
@@ -83,9 +83,9 @@ func TestPlatformMe(t *testing.T) {
 func TestPlatformErrorClasses(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	check := func(t *testing.T, err error, class enrich.PlatformClass, msg string) {
+	check := func(t *testing.T, err error, class platformapi.Class, msg string) {
 		t.Helper()
-		pe, ok := enrich.AsPlatformError(err)
+		pe, ok := platformapi.AsError(err)
 		if !ok {
 			t.Fatalf("err = %v, want a *PlatformError", err)
 		}
@@ -98,8 +98,8 @@ func TestPlatformErrorClasses(t *testing.T) {
 		t.Parallel()
 		f := newPlatformFixture(t, "202611", stripHeader{"Platform-Version", http.DefaultTransport})
 		_, err := f.client.Me(ctx, f.token)
-		check(t, err, enrich.PlatformVersionMissing, "request rejected; check that Platform-Version is set")
-		if pe, _ := enrich.AsPlatformError(err); !pe.StopsApp() || pe.Status != 400 {
+		check(t, err, platformapi.ClassVersionMissing, "request rejected; check that Platform-Version is set")
+		if pe, _ := platformapi.AsError(err); !pe.StopsApp() || pe.Status != 400 {
 			t.Errorf("400: StopsApp %v, status %d", pe.StopsApp(), pe.Status)
 		}
 	})
@@ -107,8 +107,8 @@ func TestPlatformErrorClasses(t *testing.T) {
 		t.Parallel()
 		f := newPlatformFixture(t, "202401", nil)
 		_, err := f.client.Me(ctx, f.token)
-		check(t, err, enrich.PlatformVersionRetired, "platform version 202401 is retired; set a newer one")
-		if pe, _ := enrich.AsPlatformError(err); !pe.StopsApp() {
+		check(t, err, platformapi.ClassVersionRetired, "platform version 202401 is retired; set a newer one")
+		if pe, _ := platformapi.AsError(err); !pe.StopsApp() {
 			t.Error("426 does not stop the app")
 		}
 	})
@@ -117,7 +117,7 @@ func TestPlatformErrorClasses(t *testing.T) {
 		f := newPlatformFixture(t, "202611", nil)
 		f.fp.Revoke("m-ann")
 		_, err := f.client.Me(ctx, f.token)
-		check(t, err, enrich.PlatformTokenInvalid, "")
+		check(t, err, platformapi.ClassTokenInvalid, "")
 		if strings.Contains(err.Error(), f.token) {
 			t.Errorf("the error holds the token: %v", err)
 		}
@@ -127,7 +127,7 @@ func TestPlatformErrorClasses(t *testing.T) {
 		f := newPlatformFixture(t, "202611", nil)
 		tok, _ := f.fp.IssueToken("m-ann", []string{"openid"}, time.Hour, 0)
 		_, err := f.client.Me(ctx, tok)
-		check(t, err, enrich.PlatformScope, "")
+		check(t, err, platformapi.ClassScope, "")
 	})
 	t.Run("429 daily quota", func(t *testing.T) {
 		t.Parallel()
@@ -137,14 +137,14 @@ func TestPlatformErrorClasses(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := f.client.Me(ctx, f.token)
-		check(t, err, enrich.PlatformQuota, "")
+		check(t, err, platformapi.ClassQuota, "")
 	})
 	t.Run("503 transient", func(t *testing.T) {
 		t.Parallel()
 		f := newPlatformFixture(t, "202611", nil)
 		f.fp.FailNext(503)
 		_, err := f.client.Me(ctx, f.token)
-		check(t, err, enrich.PlatformTransient, "")
+		check(t, err, platformapi.ClassTransient, "")
 		if _, err := f.client.Me(ctx, f.token); err != nil {
 			t.Errorf("after the fault: %v", err)
 		}
@@ -153,7 +153,7 @@ func TestPlatformErrorClasses(t *testing.T) {
 		t.Parallel()
 		f := newPlatformFixture(t, "202611", nil)
 		_, err := f.client.Me(ctx, " ")
-		check(t, err, enrich.PlatformTokenInvalid, "")
+		check(t, err, platformapi.ClassTokenInvalid, "")
 		if n := f.fp.Requests(""); n != 0 {
 			t.Errorf("%d requests reached the platform", n)
 		}
@@ -162,8 +162,8 @@ func TestPlatformErrorClasses(t *testing.T) {
 
 func TestColdLookupRefused(t *testing.T) {
 	t.Parallel()
-	err := error(enrich.ColdLookupError("https://platform.example/in/jane-doe"))
-	if !errors.Is(err, enrich.ErrColdLookup) || !strings.Contains(err.Error(), "Cold lookups go to the vendor") {
+	err := error(platformapi.ColdLookupError("https://platform.example/in/jane-doe"))
+	if !errors.Is(err, platformapi.ErrColdLookup) || !strings.Contains(err.Error(), "Cold lookups go to the vendor") {
 		t.Errorf("refusal: %v", err)
 	}
 	for s, want := range map[string]bool{
@@ -176,7 +176,7 @@ func TestColdLookupRefused(t *testing.T) {
 		"3f1e9b1c-8f4b-4c1e-9d55-4b7b9f2f0a11": false,
 		"urn:li:person:AbC123":                 false,
 	} {
-		if got := enrich.LooksLikeProfileURL(s); got != want {
+		if got := platformapi.LooksLikeProfileURL(s); got != want {
 			t.Errorf("LooksLikeProfileURL(%q) = %v, want %v", s, got, want)
 		}
 	}
@@ -190,7 +190,7 @@ func TestNextQuotaReset(t *testing.T) {
 		{time.Date(2026, 11, 21, 0, 0, 10, 0, time.UTC), time.Date(2026, 11, 22, 0, 0, 0, 0, time.UTC)},
 		{time.Date(2026, 12, 31, 20, 0, 0, 0, time.FixedZone("EST", -5*3600)), time.Date(2027, 1, 2, 0, 0, 0, 0, time.UTC)},
 	} {
-		if got := enrich.NextQuotaReset(tc.now); !got.Equal(tc.want) {
+		if got := platformapi.NextQuotaReset(tc.now); !got.Equal(tc.want) {
 			t.Errorf("NextQuotaReset(%s) = %s, want %s", tc.now, got, tc.want)
 		}
 	}
@@ -201,14 +201,14 @@ func TestPlatformTokenLife(t *testing.T) {
 	now := time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 	tok := (&oauth2.Token{AccessToken: "a", RefreshToken: "r", ExpiresIn: 3600}).WithExtra(map[string]any{
 		"refresh_token_expires_in": float64(86400), "scope": "openid,profile email"})
-	l := enrich.PlatformTokenLifeOf(tok, now)
+	l := platformapi.TokenLifeOf(tok, now)
 	if !l.Expiry.Equal(now.Add(time.Hour)) || !l.RefreshExpiry.Equal(now.Add(24*time.Hour)) || strings.Join(l.Scopes, " ") != "openid profile email" {
 		t.Errorf("life %+v", l)
 	}
-	if l := enrich.PlatformTokenLifeOf(&oauth2.Token{AccessToken: "a"}, now); !l.Expiry.IsZero() || !l.RefreshExpiry.IsZero() || l.Scopes != nil {
+	if l := platformapi.TokenLifeOf(&oauth2.Token{AccessToken: "a"}, now); !l.Expiry.IsZero() || !l.RefreshExpiry.IsZero() || l.Scopes != nil {
 		t.Errorf("no lifetime given: %+v", l)
 	}
-	if _, err := enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: "https://p.example/auth"}); err == nil ||
+	if _, err := platformapi.NewOAuth(platformapi.OAuthConfig{AuthURL: "https://p.example/auth"}); err == nil ||
 		!strings.Contains(err.Error(), "client secret") {
 		t.Errorf("missing OAuth settings: %v", err)
 	}

@@ -1,4 +1,4 @@
-package fakeplatform_test
+package platformtest_test
 
 import (
 	"crypto/sha256"
@@ -12,33 +12,33 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
+	"github.com/enrichq/enrichq/internal/platform/platformtest"
 )
 
 var day = time.Date(2026, 11, 20, 12, 0, 0, 0, time.UTC)
 
 type fixture struct {
-	fp    *fakeplatform.Platform
+	fp    *platformtest.Platform
 	srv   *httptest.Server
-	clock *fakeplatform.Clock
+	clock *platformtest.Clock
 }
 
-func setup(t *testing.T, opts fakeplatform.Options) *fixture {
+func setup(t *testing.T, opts platformtest.Options) *fixture {
 	t.Helper()
-	clock := fakeplatform.NewClock(day)
+	clock := platformtest.NewClock(day)
 	opts.Now = clock.Now
-	fp := fakeplatform.New(opts)
+	fp := platformtest.New(opts)
 	srv := httptest.NewServer(fp)
 	t.Cleanup(srv.Close)
-	fp.AddMember(fakeplatform.Member{ID: "m-ann", FirstName: "Ann", LastName: "Lee", Headline: "VP Sales", Email: "ann@example.com"})
-	fp.AddMember(fakeplatform.Member{ID: "m-bob", FirstName: "Bob", LastName: "Roe"})
+	fp.AddMember(platformtest.Member{ID: "m-ann", FirstName: "Ann", LastName: "Lee", Headline: "VP Sales", Email: "ann@example.com"})
+	fp.AddMember(platformtest.Member{ID: "m-bob", FirstName: "Bob", LastName: "Roe"})
 	return &fixture{fp: fp, srv: srv, clock: clock}
 }
 
 // me calls /rest/me with the given headers (nil value: header absent).
 func (f *fixture) me(t *testing.T, headers map[string]string) (int, map[string]any) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+fakeplatform.PathMe, nil)
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+platformtest.PathMe, nil)
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
@@ -74,7 +74,7 @@ func with(h map[string]string, key, value string) map[string]string {
 
 func TestMeChecksTheThreeHeaders(t *testing.T) {
 	t.Parallel()
-	f := setup(t, fakeplatform.Options{RetiredVersions: []string{"202401"}})
+	f := setup(t, platformtest.Options{RetiredVersions: []string{"202401"}})
 	tok, _ := f.fp.IssueToken("m-ann", []string{"openid", "profile", "email"}, time.Hour, 0)
 	h := headers(tok)
 
@@ -112,7 +112,7 @@ func TestMeChecksTheThreeHeaders(t *testing.T) {
 
 func TestMeTokens(t *testing.T) {
 	t.Parallel()
-	f := setup(t, fakeplatform.Options{})
+	f := setup(t, platformtest.Options{})
 	noProfile, _ := f.fp.IssueToken("m-ann", []string{"openid", "email"}, time.Hour, 0)
 	if status, _ := f.me(t, headers(noProfile)); status != http.StatusForbidden {
 		t.Errorf("token without the profile scope: %d, want 403", status)
@@ -134,7 +134,7 @@ func TestMeTokens(t *testing.T) {
 
 func TestDailyQuotasResetAtMidnightUTC(t *testing.T) {
 	t.Parallel()
-	f := setup(t, fakeplatform.Options{AppDailyQuota: 3, MemberDailyQuota: 2})
+	f := setup(t, platformtest.Options{AppDailyQuota: 3, MemberDailyQuota: 2})
 	f.clock.Set(time.Date(2026, 11, 20, 23, 59, 0, 0, time.UTC))
 	ann, _ := f.fp.IssueToken("m-ann", []string{"openid", "profile"}, 72*time.Hour, 0)
 	bob, _ := f.fp.IssueToken("m-bob", []string{"openid", "profile"}, 72*time.Hour, 0)
@@ -170,7 +170,7 @@ func TestDailyQuotasResetAtMidnightUTC(t *testing.T) {
 func (f *fixture) consent(t *testing.T, q url.Values) url.Values {
 	t.Helper()
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Get(f.srv.URL + fakeplatform.PathAuthorize + "?" + q.Encode())
+	resp, err := c.Get(f.srv.URL + platformtest.PathAuthorize + "?" + q.Encode())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func (f *fixture) consent(t *testing.T, q url.Values) url.Values {
 
 func (f *fixture) exchange(t *testing.T, form url.Values) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.PostForm(f.srv.URL+fakeplatform.PathToken, form)
+	resp, err := http.PostForm(f.srv.URL+platformtest.PathToken, form)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func challenge(v string) string {
 
 func TestAuthorizationCodeWithPKCE(t *testing.T) {
 	t.Parallel()
-	f := setup(t, fakeplatform.Options{RefreshTokenTTL: 365 * 24 * time.Hour, RedirectURLs: []string{"https://enrichq.example/cb"}})
+	f := setup(t, platformtest.Options{RefreshTokenTTL: 365 * 24 * time.Hour, RedirectURLs: []string{"https://enrichq.example/cb"}})
 	f.fp.SignIn("m-ann")
 	verifier := "a-verifier-of-at-least-43-characters-0123456789"
 	auth := url.Values{"response_type": {"code"}, "client_id": {"test-client"}, "redirect_uri": {"https://enrichq.example/cb"},
@@ -251,7 +251,7 @@ func TestAuthorizationCodeWithPKCE(t *testing.T) {
 	if q := f.consent(t, auth); q.Get("error") != "access_denied" || q.Get("state") != "st-1" {
 		t.Errorf("declined: %v", q)
 	}
-	resp, _ := http.Get(f.srv.URL + fakeplatform.PathAuthorize + "?" + with2(auth, "redirect_uri", "https://evil.example/cb").Encode())
+	resp, _ := http.Get(f.srv.URL + platformtest.PathAuthorize + "?" + with2(auth, "redirect_uri", "https://evil.example/cb").Encode())
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("unregistered redirect: %s, want 400 without a redirect", resp.Status)
 	}
