@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -138,22 +138,22 @@ func (f Figures) MoneyText() string {
 
 // VendorLedger reads the fake vendor's ledger, every entry, from its
 // control endpoint.
-func VendorLedger(ctx context.Context, vendorURL string) (fakevendor.LedgerSummary, error) {
+func VendorLedger(ctx context.Context, vendorURL string) (enrichtest.SeedLedgerSummary, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(vendorURL, "/")+"/_fake/ledger?entries=1", nil)
 	if err != nil {
-		return fakevendor.LedgerSummary{}, err
+		return enrichtest.SeedLedgerSummary{}, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fakevendor.LedgerSummary{}, err
+		return enrichtest.SeedLedgerSummary{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fakevendor.LedgerSummary{}, fmt.Errorf("GET /_fake/ledger: %s", resp.Status)
+		return enrichtest.SeedLedgerSummary{}, fmt.Errorf("GET /_fake/ledger: %s", resp.Status)
 	}
-	var s fakevendor.LedgerSummary
+	var s enrichtest.SeedLedgerSummary
 	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		return fakevendor.LedgerSummary{}, fmt.Errorf("GET /_fake/ledger: %w", err)
+		return enrichtest.SeedLedgerSummary{}, fmt.Errorf("GET /_fake/ledger: %w", err)
 	}
 	return s, nil
 }
@@ -162,7 +162,7 @@ func VendorLedger(ctx context.Context, vendorURL string) (fakevendor.LedgerSumma
 // lookups the upload asked for (0: not checked); vendor is the fake vendor's
 // whole ledger (entries of other jobs are ignored: calls are matched to the
 // job by Idempotency-Key).
-func CheckJob(ctx context.Context, st *store.Store, jobID string, expected int, vendor []fakevendor.LedgerEntry) (Figures, error) {
+func CheckJob(ctx context.Context, st *store.Store, jobID string, expected int, vendor []enrichtest.SeedLedgerEntry) (Figures, error) {
 	f := Figures{JobID: jobID, Expected: expected, States: map[string]int{}, FailedReasons: map[string]int{}, DoubleCauses: map[string]int{}}
 	job, err := st.JobByID(ctx, jobID)
 	if err != nil {
@@ -242,7 +242,7 @@ type keyMoney struct {
 	billedErr string // error of a call under the key that was billed anyway (a malformed answer)
 }
 
-func reconcile(f *Figures, ledger []store.LedgerEntry, vendor []fakevendor.LedgerEntry) {
+func reconcile(f *Figures, ledger []store.LedgerEntry, vendor []enrichtest.SeedLedgerEntry) {
 	keys := map[string]*keyMoney{}
 	for _, r := range ledger {
 		f.Calls++
@@ -366,7 +366,7 @@ type Totals struct {
 }
 
 // CheckTotals sums every job's ledger against the vendor's whole ledger.
-func CheckTotals(ctx context.Context, st *store.Store, vendor []fakevendor.LedgerEntry) (Totals, error) {
+func CheckTotals(ctx context.Context, st *store.Store, vendor []enrichtest.SeedLedgerEntry) (Totals, error) {
 	book, err := st.LedgerBook(ctx)
 	if err != nil {
 		return Totals{}, fmt.Errorf("chaos: ledger: %w", err)

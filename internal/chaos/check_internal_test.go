@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -16,19 +16,19 @@ func TestReconcile(t *testing.T) {
 	cases := []struct {
 		name                       string
 		ours                       []store.LedgerEntry
-		vendor                     []fakevendor.LedgerEntry
+		vendor                     []enrichtest.SeedLedgerEntry
 		overcount, unexplained     int64
 		double, extra, unknownCall int
 	}{
 		{
 			name:   "settled calls match the bill",
 			ours:   []store.LedgerEntry{{IdempotencyKey: "a", Status: "settled", Charged: 2}, {IdempotencyKey: "b", Status: "settled", Charged: 5}},
-			vendor: []fakevendor.LedgerEntry{{IdempotencyKey: "a", Endpoint: "profile", Inputs: []string{"x"}, Credits: 2}, {IdempotencyKey: "b", Endpoint: "email", Inputs: []string{"u"}, Credits: 5}},
+			vendor: []enrichtest.SeedLedgerEntry{{IdempotencyKey: "a", Endpoint: "profile", Inputs: []string{"x"}, Credits: 2}, {IdempotencyKey: "b", Endpoint: "email", Inputs: []string{"u"}, Credits: 5}},
 		},
 		{
 			name: "a lost answer counted at its reservation, its retry replayed for free",
 			ours: []store.LedgerEntry{{IdempotencyKey: "a", Status: "unknown", Reserved: 12, Charged: 12}, {IdempotencyKey: "a", Status: "settled", Charged: 0}},
-			vendor: []fakevendor.LedgerEntry{
+			vendor: []enrichtest.SeedLedgerEntry{
 				{IdempotencyKey: "a", Endpoint: "bulk", Inputs: []string{"x", "y"}, Credits: 7},
 			},
 			overcount: 5, unknownCall: 1,
@@ -36,7 +36,7 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a retry under another key bills the inputs again",
 			ours: []store.LedgerEntry{{IdempotencyKey: "a", Status: "unknown", Reserved: 24, Charged: 24}, {IdempotencyKey: "b", Status: "settled", Charged: 4}},
-			vendor: []fakevendor.LedgerEntry{
+			vendor: []enrichtest.SeedLedgerEntry{
 				{IdempotencyKey: "a", Endpoint: "bulk", Inputs: []string{"x", "y"}, Credits: 4},
 				{IdempotencyKey: "b", Endpoint: "bulk", Inputs: []string{"y", "x"}, Credits: 4},
 			},
@@ -45,7 +45,7 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a billed call recorded as free is unexplained",
 			ours: []store.LedgerEntry{{IdempotencyKey: "a", Status: "settled", Charged: 0}},
-			vendor: []fakevendor.LedgerEntry{
+			vendor: []enrichtest.SeedLedgerEntry{
 				{IdempotencyKey: "a", Endpoint: "profile", Inputs: []string{"x"}, Credits: 2},
 			},
 			unexplained: 2,
@@ -53,7 +53,7 @@ func TestReconcile(t *testing.T) {
 		{
 			name: "a miss of email costs nothing and is not a purchase",
 			ours: []store.LedgerEntry{{IdempotencyKey: "a", Status: "settled"}, {IdempotencyKey: "b", Status: "settled"}},
-			vendor: []fakevendor.LedgerEntry{
+			vendor: []enrichtest.SeedLedgerEntry{
 				{IdempotencyKey: "a", Endpoint: "email", Inputs: []string{"u"}},
 				{IdempotencyKey: "b", Endpoint: "email", Inputs: []string{"u"}},
 			},
@@ -61,7 +61,7 @@ func TestReconcile(t *testing.T) {
 		{
 			name:   "other jobs' calls are not this job's",
 			ours:   []store.LedgerEntry{{IdempotencyKey: "a", Status: "settled", Charged: 1}},
-			vendor: []fakevendor.LedgerEntry{{IdempotencyKey: "a", Endpoint: "profile", Inputs: []string{"x"}, Credits: 1}, {IdempotencyKey: "z", Endpoint: "profile", Inputs: []string{"x"}, Credits: 1}},
+			vendor: []enrichtest.SeedLedgerEntry{{IdempotencyKey: "a", Endpoint: "profile", Inputs: []string{"x"}, Credits: 1}, {IdempotencyKey: "z", Endpoint: "profile", Inputs: []string{"x"}, Credits: 1}},
 		},
 	}
 	for _, c := range cases {

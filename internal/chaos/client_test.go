@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 )
 
 // resetOnce serves the fake vendor, but the first request carrying a given
 // Idempotency-Key is worked on (and billed) by the fake and then answered
 // with a connection reset, like the fake's reset fault.
 type resetOnce struct {
-	v    *fakevendor.Vendor
+	v    *enrichtest.Seed
 	mu   sync.Mutex
 	seen map[string]bool
 	// replay, when set, answers the later sends of a key instead of the fake.
@@ -72,7 +72,7 @@ func resettingClient(t *testing.T, h *resetOnce) *enrich.Client {
 // replay's charge (0) for a call that was billed.
 func TestResetCallRetriedByTheTransportIsStillCharged(t *testing.T) {
 	t.Parallel()
-	fv := fakevendor.New(fakevendor.DefaultOptions())
+	fv := enrichtest.NewSeed(enrichtest.DefaultSeedOptions())
 	c := resettingClient(t, &resetOnce{v: fv, seen: map[string]bool{}})
 	before := fv.TotalCharged()
 	res, err := c.Profile(context.Background(), enrich.ProfileQuery{Name: "VP Sales", Company: "Reset GmbH"}, "key-reset-1")
@@ -102,7 +102,7 @@ func TestResetCallRetriedByTheTransportIsStillCharged(t *testing.T) {
 // unknown and nothing in the error may settle it at 0.
 func TestResetCallWithMalformedReplayIsCountedAtTheReservation(t *testing.T) {
 	t.Parallel()
-	c := resettingClient(t, &resetOnce{v: fakevendor.New(fakevendor.DefaultOptions()), seen: map[string]bool{},
+	c := resettingClient(t, &resetOnce{v: enrichtest.NewSeed(enrichtest.DefaultSeedOptions()), seen: map[string]bool{},
 		replay: func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("X-Credits-Charged", "0")
 			w.Header().Set("X-Credits-Remaining", "999")

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/chaos"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/maintenance"
@@ -41,7 +41,7 @@ func skipWithoutEngine(t *testing.T, err error) {
 func engineRig(t *testing.T, database string) *rig {
 	return newRig(t, rigConfig{database: database,
 		processor: jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 4, Lease: 2 * time.Second},
-		vendor:    func(o *fakevendor.Options) { o.Latency = 5 * time.Millisecond }})
+		vendor:    func(o *enrichtest.SeedOptions) { o.Latency = 5 * time.Millisecond }})
 }
 
 // reachable waits until st answers again after a fault (its pool drops the

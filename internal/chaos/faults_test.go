@@ -16,7 +16,7 @@ import (
 	"github.com/enrichq/enrichq/internal/chaos"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/jobs"
 )
@@ -97,7 +97,7 @@ func TestWorkerKilledMidChunk(t *testing.T) {
 			t.Run(fmt.Sprintf("bulk=%v,no-replay-header=%v", bulk, noHeader), func(t *testing.T) {
 				t.Parallel()
 				r := newRig(t, rigConfig{processor: jobs.ProcessorConfig{Bulk: bulk, Lease: time.Second, LookupConcurrency: 4},
-					vendor: func(o *fakevendor.Options) { o.NoReplayHeader = noHeader }})
+					vendor: func(o *enrichtest.SeedOptions) { o.NoReplayHeader = noHeader }})
 				const n = 200
 				id := r.submit(rows("kill", n))
 				release := make(chan struct{})
@@ -175,7 +175,7 @@ func TestRedisFlushMidRun(t *testing.T) {
 func TestPostgresRestartMidRun(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigConfig{processor: jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 2, Lease: time.Second},
-		vendor: func(o *fakevendor.Options) { o.Latency = 5 * time.Millisecond }})
+		vendor: func(o *enrichtest.SeedOptions) { o.Latency = 5 * time.Millisecond }})
 	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
 		Store: r.st, Submitter: r.sub, Keys: httpapi.NewStaticKeys(map[string]string{"chaos-key-0001": "acme"}), Log: r.log,
 		Ready: []httpapi.ReadyCheck{{Name: "postgres", Ping: r.st.Ping}},
@@ -252,7 +252,7 @@ func TestVendor429Storm(t *testing.T) {
 	const n = 100
 	var (
 		onset  time.Time
-		before fakevendor.Stats
+		before enrichtest.SeedStats
 		calm   = r.vendor.Faults()
 	)
 	stormed := r.atVendorCall(n/5, func() {
@@ -304,7 +304,7 @@ func TestVendorFaults(t *testing.T) {
 			r := newRig(t, rigConfig{
 				processor: jobs.ProcessorConfig{Bulk: bulk, BulkSize: 10, MaxAttempts: 12, LookupConcurrency: 4},
 				timeout:   300 * time.Millisecond,
-				vendor: func(o *fakevendor.Options) {
+				vendor: func(o *enrichtest.SeedOptions) {
 					o.FailRate, o.MalformedRate, o.SlowRate, o.ResetRate = 0.05, 0.03, 0.03, 0.03
 					o.SlowDelay = time.Second
 					o.RejectSubstring = "POISON"
@@ -397,7 +397,7 @@ func TestGracefulShutdownReleasesRows(t *testing.T) {
 	t.Parallel()
 	r := newRig(t, rigConfig{processor: jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 2, Lease: 30 * time.Second},
 		chunk:  40,
-		vendor: func(o *fakevendor.Options) { o.Latency = 500 * time.Millisecond }})
+		vendor: func(o *enrichtest.SeedOptions) { o.Latency = 500 * time.Millisecond }})
 	const n = 80
 	id := r.submit(rows("term", n), "profile")
 	// A chunk takes 40 x 500ms / 2 = 10s: longer than the timeout, unless it stops starting calls.

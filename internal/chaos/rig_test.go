@@ -20,7 +20,7 @@ import (
 	"github.com/enrichq/enrichq/internal/chaos"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -41,7 +41,7 @@ type rig struct {
 	direct *store.Store // the checks' store
 	st     *store.Store // the sweeper's and submitter's store, through the proxy
 
-	vendor    *fakevendor.Vendor
+	vendor    *enrichtest.Seed
 	vendorURL string
 	rdb       *redis.Client
 	redisOpt  asynq.RedisConnOpt
@@ -65,7 +65,7 @@ type callHook struct {
 }
 
 type rigConfig struct {
-	vendor    func(*fakevendor.Options)
+	vendor    func(*enrichtest.SeedOptions)
 	processor jobs.ProcessorConfig
 	chunk     int           // rows per chunk; default 20
 	timeout   time.Duration // vendor client timeout; default 5s
@@ -101,12 +101,12 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 		r.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 
-	vopts := fakevendor.DefaultOptions()
+	vopts := enrichtest.DefaultSeedOptions()
 	vopts.Seed = 11
 	if cfg.vendor != nil {
 		cfg.vendor(&vopts)
 	}
-	r.vendor = fakevendor.New(vopts)
+	r.vendor = enrichtest.NewSeed(vopts)
 	vsrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		k := r.vendorCalls.Add(1)
 		if h := r.callHook.Load(); h != nil && k == h.at {

@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/chaos"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -99,7 +99,7 @@ type stack struct {
 	db     *store.Store
 	env    []string // every process's environment
 	tag    string
-	vendor *fakevendor.Vendor
+	vendor *enrichtest.Seed
 	vURL   string
 	rps    float64
 
@@ -139,11 +139,11 @@ func newStack(t *testing.T, cfg stackConfig) *stack {
 	s.db = storetest.Open(t, dbURL)
 
 	vendorKey := "enginetest-vendor-" + randomHex(6) // the shared limiter's key: one per test
-	vopts := fakevendor.DefaultOptions()
+	vopts := enrichtest.DefaultSeedOptions()
 	vopts.APIKeys = []string{vendorKey}
 	vopts.RPS, vopts.Burst = cfg.vendorRPS, cfg.vendorBurst
 	vopts.Latency, vopts.LatencyJitter = cfg.latency, cfg.latency/2
-	s.vendor = fakevendor.New(vopts)
+	s.vendor = enrichtest.NewSeed(vopts)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, "/v1/") {
 			n := s.calls.Add(1)

@@ -16,7 +16,7 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/platform/platformtest"
 	"github.com/enrichq/enrichq/internal/store"
@@ -48,7 +48,7 @@ func TestInBrowser(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
 	ctx := startBrowser(t) // first: without a browser there is nothing to set up
-	s := newStack(t, jobstest.Options{Vendor: func(o *fakevendor.Options) { o.Latency = 50 * time.Millisecond }}, true)
+	s := newStack(t, jobstest.Options{Vendor: func(o *enrichtest.SeedOptions) { o.Latency = 50 * time.Millisecond }}, true)
 
 	shots := screenshots(t, ctx)
 	base := s.api.URL

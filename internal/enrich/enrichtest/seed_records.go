@@ -1,8 +1,6 @@
-package fakevendor
+package enrichtest
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"net/url"
@@ -16,32 +14,7 @@ import (
 // Everything here is a pure function of its input: the same normalised input
 // gives the same hit and the same record, whatever the seed.
 
-// hash is a stable 64-bit hash of parts.
-func hash(parts ...string) uint64 {
-	s := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	return binary.BigEndian.Uint64(s[:8])
-}
-
-// unit maps h onto [0, 1).
-func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }
-
 func hex6(h uint64) string { return fmt.Sprintf("%06x", h&0xffffff) }
-
-func pick(list []string, h uint64) string { return list[h%uint64(len(list))] }
-
-// normURL ignores case, scheme, "www.", query, fragment and trailing slashes.
-func normURL(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "https://"), "http://")
-	s = strings.TrimPrefix(s, "www.")
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimRight(s, "/")
-}
-
-// normText ignores case and runs of blanks.
-func normText(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
 
 // profileHash is the hash of a profile query by kind; false for an invalid query.
 func profileHash(q enrich.ProfileQuery) (uint64, bool) {
@@ -168,7 +141,7 @@ func makeEmail(profileURL string) emailRecord {
 }
 
 // emailCost is what an email lookup that found e costs (nil: none found).
-func (p Prices) emailCost(e *emailRecord) int64 {
+func (p SeedPrices) emailCost(e *emailRecord) int64 {
 	switch {
 	case e == nil:
 		return p.EmailMiss
@@ -197,7 +170,7 @@ func makePhones(profileURL string) []phoneRecord {
 }
 
 // phoneCost is what a phone lookup that found ph costs (empty: none found).
-func (p Prices) phoneCost(ph []phoneRecord) int64 {
+func (p SeedPrices) phoneCost(ph []phoneRecord) int64 {
 	if len(ph) == 0 {
 		return p.PhoneMiss
 	}
@@ -282,5 +255,3 @@ func slugify(s string) string {
 	}
 	return b.String()
 }
-
-func ptr[T any](v T) *T { return &v }

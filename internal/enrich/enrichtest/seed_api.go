@@ -1,13 +1,11 @@
-package fakevendor
+package enrichtest
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -22,7 +20,7 @@ import (
 
 const maxRequestBytes = 1 << 20
 
-func (v *Vendor) routes() *http.ServeMux {
+func (v *Seed) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/profile", v.api("profile", v.profile))
 	mux.HandleFunc("GET /v1/email", v.api("email", v.email))
@@ -83,7 +81,7 @@ type idemEntry struct {
 }
 
 // api wraps an endpoint with what every vendor call goes through, and counts it.
-func (v *Vendor) api(endpoint string, handle func(r *http.Request, body []byte) answer) http.HandlerFunc {
+func (v *Seed) api(endpoint string, handle func(r *http.Request, body []byte) answer) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		status := v.serveAPI(endpoint, handle, w, r)
 		v.mu.Lock()
@@ -99,22 +97,22 @@ func (v *Vendor) api(endpoint string, handle func(r *http.Request, body []byte) 
 // serveAPI answers one call and returns the status written (0: connection reset).
 // Order: auth, body, rate limit, injected 503, idempotency, work and charge,
 // latency, faults that come after the work (reset, slow, malformed).
-func (v *Vendor) serveAPI(endpoint string, handle func(*http.Request, []byte) answer, w http.ResponseWriter, r *http.Request) int {
+func (v *Seed) serveAPI(endpoint string, handle func(*http.Request, []byte) answer, w http.ResponseWriter, r *http.Request) int {
 	key, ok := bearer(r.Header.Get("Authorization"))
 	switch {
 	case !ok || (!v.keys[key] && !v.noPlan[key]):
-		return write(w, errorAnswer(http.StatusUnauthorized, "unauthorized", "missing or invalid API key"))
+		return writeAnswer(w, errorAnswer(http.StatusUnauthorized, "unauthorized", "missing or invalid API key"))
 	case v.noPlan[key]:
-		return write(w, errorAnswer(http.StatusForbidden, "plan_required", "your plan has no API access: upgrade to PLUS"))
+		return writeAnswer(w, errorAnswer(http.StatusForbidden, "plan_required", "your plan has no API access: upgrade to PLUS"))
 	}
 	var body []byte
 	if r.Method == http.MethodPost {
 		b, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBytes+1))
 		switch {
 		case err != nil:
-			return write(w, errorAnswer(http.StatusBadRequest, "invalid_request", "cannot read the body"))
+			return writeAnswer(w, errorAnswer(http.StatusBadRequest, "invalid_request", "cannot read the body"))
 		case len(b) > maxRequestBytes:
-			return write(w, errorAnswer(http.StatusRequestEntityTooLarge, "payload_too_large", "body over 1 MiB"))
+			return writeAnswer(w, errorAnswer(http.StatusRequestEntityTooLarge, "payload_too_large", "body over 1 MiB"))
 		}
 		body = b
 	}
@@ -141,7 +139,7 @@ func (v *Vendor) serveAPI(endpoint string, handle func(*http.Request, []byte) an
 			v.mu.Unlock()
 			h.Set("Retry-After", strconv.FormatInt(wait, 10))
 			v.setCredits(h, 0, remaining)
-			return write(w, errorAnswer(http.StatusTooManyRequests, "rate_limited", "rate limit exceeded"))
+			return writeAnswer(w, errorAnswer(http.StatusTooManyRequests, "rate_limited", "rate limit exceeded"))
 		}
 	}
 	flt := v.drawFault(f)
@@ -154,7 +152,7 @@ func (v *Vendor) serveAPI(endpoint string, handle func(*http.Request, []byte) an
 			h.Set("Retry-After", "1")
 		}
 		v.setCredits(h, 0, remaining)
-		return write(w, errorAnswer(http.StatusServiceUnavailable, "unavailable", "service unavailable, try again later"))
+		return writeAnswer(w, errorAnswer(http.StatusServiceUnavailable, "unavailable", "service unavailable, try again later"))
 	}
 	var (
 		conflict *answer
@@ -174,7 +172,7 @@ func (v *Vendor) serveAPI(endpoint string, handle func(*http.Request, []byte) an
 				v.stats.Replays++
 			}
 		} else {
-			entry = &idemEntry{fingerprint: fp, inflight: true, expires: now.Add(IdempotencyTTL)}
+			entry = &idemEntry{fingerprint: fp, inflight: true, expires: now.Add(SeedIdempotencyTTL)}
 			v.idem[scope] = entry
 		}
 	}
@@ -198,7 +196,7 @@ func (v *Vendor) serveAPI(endpoint string, handle func(*http.Request, []byte) an
 			v.charged += ans.credits
 			v.stats.Lookups += ans.lookups
 			v.stats.BilledCalls++
-			v.ledger = append(v.ledger, LedgerEntry{Time: now, APIKey: key, Endpoint: endpoint, IdempotencyKey: idemKey,
+			v.ledger = append(v.ledger, SeedLedgerEntry{Time: now, APIKey: key, Endpoint: endpoint, IdempotencyKey: idemKey,
 				Inputs: ans.inputs, Status: ans.status, Credits: ans.credits})
 			if entry != nil {
 				entry.inflight, entry.status, entry.body = false, ans.status, ans.body
@@ -232,11 +230,11 @@ func (v *Vendor) serveAPI(endpoint string, handle func(*http.Request, []byte) an
 			}
 		}
 	}
-	return write(w, ans)
+	return writeAnswer(w, ans)
 }
 
 // limiter is key's token bucket, nil when unlimited. Called with v.mu held.
-func (v *Vendor) limiter(key string, f Faults) *rate.Limiter {
+func (v *Seed) limiter(key string, f SeedFaults) *rate.Limiter {
 	if f.RPS <= 0 {
 		return nil
 	}
@@ -249,7 +247,7 @@ func (v *Vendor) limiter(key string, f Faults) *rate.Limiter {
 }
 
 // drawFault picks at most one fault. Called with v.mu held.
-func (v *Vendor) drawFault(f Faults) fault {
+func (v *Seed) drawFault(f SeedFaults) fault {
 	u := v.rng.Float64()
 	for _, c := range []struct {
 		rate  float64
@@ -264,7 +262,7 @@ func (v *Vendor) drawFault(f Faults) fault {
 }
 
 // drawLatency is Latency plus or minus jitter. Called with v.mu held.
-func (v *Vendor) drawLatency(f Faults) time.Duration {
+func (v *Seed) drawLatency(f SeedFaults) time.Duration {
 	d := f.Latency
 	if f.LatencyJitter > 0 {
 		d += time.Duration((v.rng.Float64()*2 - 1) * float64(f.LatencyJitter))
@@ -274,7 +272,7 @@ func (v *Vendor) drawLatency(f Faults) time.Duration {
 
 // purgeIdem drops expired idempotency entries, at most once a minute. Called
 // with v.mu held.
-func (v *Vendor) purgeIdem(now time.Time) {
+func (v *Seed) purgeIdem(now time.Time) {
 	if now.Sub(v.lastPurge) < time.Minute {
 		return
 	}
@@ -286,13 +284,13 @@ func (v *Vendor) purgeIdem(now time.Time) {
 	}
 }
 
-func (v *Vendor) count(n *int64) {
+func (v *Seed) count(n *int64) {
 	v.mu.Lock()
 	*n++
 	v.mu.Unlock()
 }
 
-func (v *Vendor) setCredits(h http.Header, charged, remaining int64) {
+func (v *Seed) setCredits(h http.Header, charged, remaining int64) {
 	if v.opts.OmitCreditHeaders {
 		return
 	}
@@ -300,35 +298,11 @@ func (v *Vendor) setCredits(h http.Header, charged, remaining int64) {
 	h.Set("X-Credits-Remaining", strconv.FormatInt(remaining, 10))
 }
 
-func write(w http.ResponseWriter, a answer) int {
+func writeAnswer(w http.ResponseWriter, a answer) int {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(a.status)
 	_, _ = w.Write(a.body)
 	return a.status
-}
-
-// reset closes the connection without an answer (a TCP reset where possible).
-func reset(w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler) // HTTP/2: abort the stream
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	_ = conn.Close()
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }
 
 func bearer(h string) (string, bool) {
@@ -354,7 +328,7 @@ type apiError struct {
 
 // checkInputs validates a profile lookup's inputs (query parameters or a
 // bulk row).
-func (v *Vendor) checkInputs(in map[string]string) (enrich.ProfileQuery, *apiError) {
+func (v *Seed) checkInputs(in map[string]string) (enrich.ProfileQuery, *apiError) {
 	q := enrich.ProfileQuery{
 		ProfileURL: strings.TrimSpace(in["profile_url"]),
 		Email:      strings.TrimSpace(in["email"]),
@@ -400,7 +374,7 @@ func bareDomain(d string) bool {
 	return true
 }
 
-func (v *Vendor) rejected(inputs ...string) bool {
+func (v *Seed) rejected(inputs ...string) bool {
 	if v.opts.RejectSubstring == "" {
 		return false
 	}
@@ -418,7 +392,7 @@ func validProfileURL(s string) bool {
 }
 
 // checkProfileURL validates the input of /v1/email and /v1/phone.
-func (v *Vendor) checkProfileURL(s string) *apiError {
+func (v *Seed) checkProfileURL(s string) *apiError {
 	switch {
 	case s == "":
 		return &apiError{http.StatusBadRequest, "invalid_request", "profile_url is required"}
@@ -443,7 +417,7 @@ func inputOf(q enrich.ProfileQuery) string {
 }
 
 // profileCost is what a profile lookup of q costs (found: a match).
-func (p Prices) profileCost(q enrich.ProfileQuery, found bool) int64 {
+func (p SeedPrices) profileCost(q enrich.ProfileQuery, found bool) int64 {
 	switch byURL := q.Kind() == domain.InputProfileURL; {
 	case byURL && found:
 		return p.ProfileByURL
@@ -456,7 +430,7 @@ func (p Prices) profileCost(q enrich.ProfileQuery, found bool) int64 {
 }
 
 // GET /v1/profile?profile_url= | ?email= | ?name=&company= | ?name=&domain=
-func (v *Vendor) profile(r *http.Request, _ []byte) answer {
+func (v *Seed) profile(r *http.Request, _ []byte) answer {
 	p := r.URL.Query()
 	q, aerr := v.checkInputs(map[string]string{
 		"profile_url": p.Get("profile_url"), "email": p.Get("email"), "name": p.Get("name"), "company": p.Get("company"),
@@ -480,7 +454,7 @@ func (v *Vendor) profile(r *http.Request, _ []byte) answer {
 }
 
 // GET /v1/email?profile_url=
-func (v *Vendor) email(r *http.Request, _ []byte) answer {
+func (v *Seed) email(r *http.Request, _ []byte) answer {
 	u := strings.TrimSpace(r.URL.Query().Get("profile_url"))
 	if aerr := v.checkProfileURL(u); aerr != nil {
 		return errorAnswer(aerr.status, aerr.code, aerr.msg)
@@ -503,7 +477,7 @@ func (v *Vendor) email(r *http.Request, _ []byte) answer {
 }
 
 // GET /v1/phone?profile_url=
-func (v *Vendor) phone(r *http.Request, _ []byte) answer {
+func (v *Seed) phone(r *http.Request, _ []byte) answer {
 	u := strings.TrimSpace(r.URL.Query().Get("profile_url"))
 	if aerr := v.checkProfileURL(u); aerr != nil {
 		return errorAnswer(aerr.status, aerr.code, aerr.msg)
@@ -548,7 +522,7 @@ type errorJSON struct {
 
 // POST /v1/bulk {"rows": [...], "include": ["email", "phone"]}: results in
 // shuffled order, matched by index; a bad row gets its own error.
-func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
+func (v *Seed) bulk(_ *http.Request, body []byte) answer {
 	var req struct {
 		Rows    *[]json.RawMessage `json:"rows"`
 		Include []string           `json:"include"`
@@ -560,7 +534,7 @@ func (v *Vendor) bulk(_ *http.Request, body []byte) answer {
 		return errorAnswer(http.StatusBadRequest, "invalid_request", "rows is required")
 	}
 	rows := *req.Rows
-	if len(rows) > MaxBulkRows {
+	if len(rows) > SeedMaxBulkRows {
 		return errorAnswer(http.StatusBadRequest, "too_many_rows", "at most 100 rows per call")
 	}
 	var wantEmail, wantPhone bool

@@ -1,18 +1,19 @@
-// Package fakevendor is a faithful fake of the enrichment vendor
+// The seed fake is a faithful fake of the seed enrichment vendor
 // (/work/shared/vendor-api.md, section 1), as an http.Handler: every endpoint,
 // Bearer auth, a per-key rate limit answering 429 with Retry-After, credit
 // charging with its own ledger, Idempotency-Key replays, deterministic hit
 // rates and records, and injected faults (503s, malformed answers, slow
 // answers, connection resets) drawn from a seeded source.
 //
-// Tests use it in-process (httptest.NewServer(fakevendor.New(opts))); the
-// fakevendor command serves it for demos and benchmarks. It speaks the wire
-// format on its own (it does not reuse the client's wire code), so a client
-// bug is not hidden by the same bug in the fake.
+// Tests use it in-process (httptest.NewServer(enrichtest.NewSeed(opts))); the
+// dev/fakevendor command serves it for demos and benchmarks. It speaks the
+// wire format on its own (it does not reuse the client's wire code), so a
+// client bug is not hidden by the same bug in the fake.
 //
 // Besides the vendor's API, it serves test-only control endpoints without auth:
 // GET /_fake/ledger, GET /_fake/stats, GET and POST /_fake/faults.
-package fakevendor
+
+package enrichtest
 
 import (
 	"math/rand/v2"
@@ -25,58 +26,58 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich"
 )
 
-// Charges in credits of the default price list ([DefaultPrices]), sent in
+// Charges in credits of the default price list ([DefaultSeedPrices]), sent in
 // X-Credits-Charged. A bulk call costs the sum of its rows (a row with an
 // error costs 0); 4xx, 429 and 503 answers cost 0.
 const (
-	CostProfileByURL    = 1  // profile by profile_url, match or no match
-	CostProfileBySearch = 2  // profile by name+company, name+domain or email, match or no match
-	CostEmail           = 5  // email found, not verified
-	CostEmailVerified   = 10 // email found and verified
-	CostPhone           = 5  // numbers found, no mobile among them
-	CostPhoneMobile     = 25 // numbers found, a mobile among them
-	MaxBulkRows         = 100
-	// IdempotencyTTL is how long an Idempotency-Key's first answer is replayed.
-	IdempotencyTTL = 24 * time.Hour
+	SeedCostProfileByURL    = 1  // profile by profile_url, match or no match
+	SeedCostProfileBySearch = 2  // profile by name+company, name+domain or email, match or no match
+	SeedCostEmail           = 5  // email found, not verified
+	SeedCostEmailVerified   = 10 // email found and verified
+	SeedCostPhone           = 5  // numbers found, no mobile among them
+	SeedCostPhoneMobile     = 25 // numbers found, a mobile among them
+	SeedMaxBulkRows         = 100
+	// SeedIdempotencyTTL is how long an Idempotency-Key's first answer is replayed.
+	SeedIdempotencyTTL = 24 * time.Hour
 )
 
-// Prices is the fake's price list, in credits. The contract gives only
+// SeedPrices is the fake's price list, in credits. The contract gives only
 // ranges (profile 1-2, email 5-10, phone 5-25): a vendor may price a
 // no-match apart from a match, and charge for a miss.
-type Prices struct {
+type SeedPrices struct {
 	ProfileByURL, ProfileBySearch               int64 // a match, by profile_url; by name+company, name+domain or email
 	ProfileByURLNoMatch, ProfileBySearchNoMatch int64 // no match (the search was done)
 	Email, EmailVerified, EmailMiss             int64 // an email found, not verified; verified; none found
 	Phone, PhoneMobile, PhoneMiss               int64 // numbers found without a mobile; with one; none found
 }
 
-// DefaultPrices: profile 1 by URL and 2 by search, match or not; email 5,
+// DefaultSeedPrices: profile 1 by URL and 2 by search, match or not; email 5,
 // 10 verified; phone 5, 25 with a mobile; misses free.
-func DefaultPrices() Prices {
-	return Prices{
-		ProfileByURL: CostProfileByURL, ProfileBySearch: CostProfileBySearch,
-		ProfileByURLNoMatch: CostProfileByURL, ProfileBySearchNoMatch: CostProfileBySearch,
-		Email: CostEmail, EmailVerified: CostEmailVerified,
-		Phone: CostPhone, PhoneMobile: CostPhoneMobile,
+func DefaultSeedPrices() SeedPrices {
+	return SeedPrices{
+		ProfileByURL: SeedCostProfileByURL, ProfileBySearch: SeedCostProfileBySearch,
+		ProfileByURLNoMatch: SeedCostProfileByURL, ProfileBySearchNoMatch: SeedCostProfileBySearch,
+		Email: SeedCostEmail, EmailVerified: SeedCostEmailVerified,
+		Phone: SeedCostPhone, PhoneMobile: SeedCostPhoneMobile,
 	}
 }
 
-// ChargedMissPrices is a vendor that prices by outcome and charges its
+// SeedChargedMissPrices is a vendor that prices by outcome and charges its
 // misses, inside the contract's ranges: a profile no-match 1 and a match
 // 2 (however looked up), an email miss 5 and a hit 10 (verified or not), a
 // phone miss 5 and a hit 25 (mobile or not).
-func ChargedMissPrices() Prices {
-	return Prices{
+func SeedChargedMissPrices() SeedPrices {
+	return SeedPrices{
 		ProfileByURL: 2, ProfileBySearch: 2, ProfileByURLNoMatch: 1, ProfileBySearchNoMatch: 1,
 		Email: 10, EmailVerified: 10, EmailMiss: 5,
 		Phone: 25, PhoneMobile: 25, PhoneMiss: 5,
 	}
 }
 
-// Options configure a [Vendor]. New uses them as given (a zero hit rate
-// means nothing matches): start from [DefaultOptions] and change what the
+// SeedOptions configure a [Seed]. New uses them as given (a zero hit rate
+// means nothing matches): start from [DefaultSeedOptions] and change what the
 // test needs.
-type Options struct {
+type SeedOptions struct {
 	// APIKeys are the accepted keys. Empty: {"test-key"}.
 	APIKeys []string
 	// NoPlanKeys are keys that authenticate but whose plan has no API access:
@@ -133,16 +134,16 @@ type Options struct {
 	// negative: overage is billed, never blocked.
 	StartCredits int64
 	// Prices is the price list. Zero value: DefaultPrices().
-	Prices Prices
+	Prices SeedPrices
 	// Now tells the time (rate limit, ledger, idempotency expiry). Default
 	// time.Now. Latency and delays use real timers.
 	Now func() time.Time
 }
 
-// DefaultOptions: key "test-key", no rate limit, no latency, hit rates
+// DefaultSeedOptions: key "test-key", no rate limit, no latency, hit rates
 // profile 0.8, email 0.6, phone 0.3, no faults, seed 1, 1,000,000 credits.
-func DefaultOptions() Options {
-	return Options{
+func DefaultSeedOptions() SeedOptions {
+	return SeedOptions{
 		APIKeys:        []string{"test-key"},
 		ProfileHitRate: 0.8,
 		EmailHitRate:   0.6,
@@ -153,9 +154,9 @@ func DefaultOptions() Options {
 	}
 }
 
-// Faults are the options that can change while the fake runs ([Vendor.SetFaults],
+// SeedFaults are the options that can change while the fake runs ([Seed.SetFaults],
 // POST /_fake/faults). In JSON, durations are strings such as "250ms".
-type Faults struct {
+type SeedFaults struct {
 	RPS           float64
 	Burst         int
 	Latency       time.Duration
@@ -167,9 +168,9 @@ type Faults struct {
 	ResetRate     float64
 }
 
-// LedgerEntry is one call that did work (a 2xx or 404 answer that was not
+// SeedLedgerEntry is one call that did work (a 2xx or 404 answer that was not
 // a replay), whatever it cost (a missed email costs 0).
-type LedgerEntry struct {
+type SeedLedgerEntry struct {
 	Time           time.Time `json:"time"`
 	APIKey         string    `json:"-"`
 	Endpoint       string    `json:"endpoint"` // "profile", "email", "phone", "bulk"
@@ -179,8 +180,8 @@ type LedgerEntry struct {
 	Credits        int64     `json:"credits"`
 }
 
-// Stats count what the fake was asked and how it answered.
-type Stats struct {
+// SeedStats count what the fake was asked and how it answered.
+type SeedStats struct {
 	Requests     int64            `json:"requests"`    // /v1 requests
 	ByEndpoint   map[string]int64 `json:"by_endpoint"` // requests by endpoint
 	ByStatus     map[int]int64    `json:"by_status"`   // answers by HTTP status (resets are not answers)
@@ -193,49 +194,49 @@ type Stats struct {
 	TotalCharged int64            `json:"total_charged"`
 }
 
-// Vendor is the fake. It is safe for concurrent use.
-type Vendor struct {
-	opts   Options // immutable after New but for the faults (below)
+// Seed is the fake. It is safe for concurrent use.
+type Seed struct {
+	opts   SeedOptions // immutable after New but for the faults (below)
 	keys   map[string]bool
 	noPlan map[string]bool
 	mux    *http.ServeMux
 
 	mu        sync.Mutex
-	faults    Faults
+	faults    SeedFaults
 	rng       *rand.Rand
 	limiters  map[string]*rate.Limiter
 	idem      map[idemScope]*idemEntry
 	lastPurge time.Time
-	ledger    []LedgerEntry
+	ledger    []SeedLedgerEntry
 	charged   int64
-	stats     Stats
+	stats     SeedStats
 }
 
-// New returns a fake configured by opts (see [Options] for its defaults).
-func New(opts Options) *Vendor {
+// NewSeed returns a fake configured by opts (see [SeedOptions] for its defaults).
+func NewSeed(opts SeedOptions) *Seed {
 	if len(opts.APIKeys) == 0 {
 		opts.APIKeys = []string{"test-key"}
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	if opts.Prices == (Prices{}) {
-		opts.Prices = DefaultPrices()
+	if opts.Prices == (SeedPrices{}) {
+		opts.Prices = DefaultSeedPrices()
 	}
-	v := &Vendor{
+	v := &Seed{
 		opts:     opts,
 		keys:     map[string]bool{},
 		noPlan:   map[string]bool{},
 		rng:      rand.New(rand.NewPCG(uint64(opts.Seed), 0x5eed)),
 		limiters: map[string]*rate.Limiter{},
 		idem:     map[idemScope]*idemEntry{},
-		faults: Faults{
+		faults: SeedFaults{
 			RPS: opts.RPS, Burst: opts.Burst,
 			Latency: opts.Latency, LatencyJitter: opts.LatencyJitter,
 			FailRate: opts.FailRate, MalformedRate: opts.MalformedRate,
 			SlowRate: opts.SlowRate, SlowDelay: opts.SlowDelay, ResetRate: opts.ResetRate,
 		},
-		stats: Stats{ByEndpoint: map[string]int64{}, ByStatus: map[int]int64{}},
+		stats: SeedStats{ByEndpoint: map[string]int64{}, ByStatus: map[int]int64{}},
 	}
 	for _, k := range opts.APIKeys {
 		v.keys[k] = true
@@ -248,27 +249,27 @@ func New(opts Options) *Vendor {
 }
 
 // ServeHTTP serves the vendor's API and the /_fake control endpoints.
-func (v *Vendor) ServeHTTP(w http.ResponseWriter, r *http.Request) { v.mux.ServeHTTP(w, r) }
+func (v *Seed) ServeHTTP(w http.ResponseWriter, r *http.Request) { v.mux.ServeHTTP(w, r) }
 
 // SetFaults changes fault rates, latency and the rate limit from now on.
-func (v *Vendor) SetFaults(f Faults) {
+func (v *Seed) SetFaults(f SeedFaults) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.setFaultsLocked(f)
 }
 
 // Faults returns the faults in force.
-func (v *Vendor) Faults() Faults {
+func (v *Seed) Faults() SeedFaults {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.faults
 }
 
 // Ledger returns a copy of the ledger, one entry per call that did work.
-func (v *Vendor) Ledger() []LedgerEntry {
+func (v *Seed) Ledger() []SeedLedgerEntry {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	out := make([]LedgerEntry, len(v.ledger))
+	out := make([]SeedLedgerEntry, len(v.ledger))
 	for i, e := range v.ledger {
 		e.Inputs = append([]string(nil), e.Inputs...)
 		out[i] = e
@@ -277,14 +278,14 @@ func (v *Vendor) Ledger() []LedgerEntry {
 }
 
 // TotalCharged is the sum of every charge so far.
-func (v *Vendor) TotalCharged() int64 {
+func (v *Seed) TotalCharged() int64 {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.charged
 }
 
 // Stats returns a copy of the counters.
-func (v *Vendor) Stats() Stats {
+func (v *Seed) Stats() SeedStats {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	s := v.stats
@@ -302,22 +303,22 @@ func (v *Vendor) Stats() Stats {
 
 // ProfileHit reports whether a profile lookup of q matches. An invalid query
 // never does.
-func (v *Vendor) ProfileHit(q enrich.ProfileQuery) bool {
+func (v *Seed) ProfileHit(q enrich.ProfileQuery) bool {
 	h, ok := profileHash(q)
 	return ok && unit(h) < v.opts.ProfileHitRate
 }
 
 // EmailHit reports whether an email lookup of profileURL finds an address.
-func (v *Vendor) EmailHit(profileURL string) bool {
+func (v *Seed) EmailHit(profileURL string) bool {
 	return unit(hash("email-hit", normURL(profileURL))) < v.opts.EmailHitRate
 }
 
 // PhoneHit reports whether a phone lookup of profileURL finds numbers.
-func (v *Vendor) PhoneHit(profileURL string) bool {
+func (v *Seed) PhoneHit(profileURL string) bool {
 	return unit(hash("phone-hit", normURL(profileURL))) < v.opts.PhoneHitRate
 }
 
-func burst(f Faults) int {
+func burst(f SeedFaults) int {
 	if f.Burst <= 0 {
 		return 1
 	}

@@ -1,4 +1,4 @@
-package fakevendor_test
+package enrichtest_test
 
 import (
 	"encoding/json"
@@ -15,50 +15,50 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 )
 
-// clock is a settable time for Options.Now.
-type clock struct {
+// seedClock is a settable time for SeedOptions.Now.
+type seedClock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
+func newSeedClock() *seedClock { return &seedClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
 
-func (c *clock) Now() time.Time {
+func (c *seedClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *clock) Advance(d time.Duration) {
+func (c *seedClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
 
-func start(t *testing.T, mutate func(*fakevendor.Options)) (*fakevendor.Vendor, *httptest.Server) {
+func startSeed(t *testing.T, mutate func(*enrichtest.SeedOptions)) (*enrichtest.Seed, *httptest.Server) {
 	t.Helper()
-	opts := fakevendor.DefaultOptions()
+	opts := enrichtest.DefaultSeedOptions()
 	opts.APIKeys = []string{"key-a", "key-b"}
 	if mutate != nil {
 		mutate(&opts)
 	}
-	v := fakevendor.New(opts)
+	v := enrichtest.NewSeed(opts)
 	srv := httptest.NewServer(v)
 	t.Cleanup(srv.Close)
 	return v, srv
 }
 
-type reply struct {
+type seedReply struct {
 	status int
 	header http.Header
 	body   string
 }
 
 // call makes one raw HTTP request to the fake.
-func call(t *testing.T, srv *httptest.Server, method, path, key, idem, body string) reply {
+func callSeed(t *testing.T, srv *httptest.Server, method, path, key, idem, body string) seedReply {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, srv.URL+path, strings.NewReader(body))
 	if err != nil {
@@ -79,7 +79,7 @@ func call(t *testing.T, srv *httptest.Server, method, path, key, idem, body stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	return reply{resp.StatusCode, resp.Header, string(b)}
+	return seedReply{resp.StatusCode, resp.Header, string(b)}
 }
 
 func profilePath(u string) string { return "/v1/profile?profile_url=" + url.QueryEscape(u) }
@@ -97,16 +97,16 @@ func errorCode(t *testing.T, body string) string {
 
 func TestRateLimitPastBurst(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
-	v, srv := start(t, func(o *fakevendor.Options) { o.RPS, o.Burst, o.Now = 2, 3, clk.Now })
+	clk := newSeedClock()
+	v, srv := startSeed(t, func(o *enrichtest.SeedOptions) { o.RPS, o.Burst, o.Now = 2, 3, clk.Now })
 	p := profilePath("https://platform.example/in/jane")
 
 	for i := range 3 {
-		if r := call(t, srv, "GET", p, "key-a", "", ""); r.status/100 != 2 && r.status != 404 {
+		if r := callSeed(t, srv, "GET", p, "key-a", "", ""); r.status/100 != 2 && r.status != 404 {
 			t.Fatalf("call %d within the burst: %d %s", i, r.status, r.body)
 		}
 	}
-	r := call(t, srv, "GET", p, "key-a", "", "")
+	r := callSeed(t, srv, "GET", p, "key-a", "", "")
 	if r.status != 429 || r.header.Get("Retry-After") != "1" || errorCode(t, r.body) != "rate_limited" {
 		t.Fatalf("past the burst: %d Retry-After %q %s", r.status, r.header.Get("Retry-After"), r.body)
 	}
@@ -117,31 +117,31 @@ func TestRateLimitPastBurst(t *testing.T) {
 		t.Fatalf("a 429 was charged %q", r.header.Get("X-Credits-Charged"))
 	}
 	// The bucket is per key.
-	if r := call(t, srv, "GET", p, "key-b", "", ""); r.status == 429 {
+	if r := callSeed(t, srv, "GET", p, "key-b", "", ""); r.status == 429 {
 		t.Fatal("key-b limited by key-a's calls")
 	}
 	// Half a second later, one token is back.
 	clk.Advance(500 * time.Millisecond)
-	if r := call(t, srv, "GET", p, "key-a", "", ""); r.status == 429 {
+	if r := callSeed(t, srv, "GET", p, "key-a", "", ""); r.status == 429 {
 		t.Fatal("no token after 500ms at 2 rps")
 	}
-	if r := call(t, srv, "GET", p, "key-a", "", ""); r.status != 429 {
+	if r := callSeed(t, srv, "GET", p, "key-a", "", ""); r.status != 429 {
 		t.Fatalf("status %d, want 429", r.status)
 	}
 	if s := v.Stats(); s.ByStatus[429] != 2 || s.Requests != 7 || s.ByEndpoint["profile"] != 7 {
 		t.Fatalf("stats = %+v", s)
 	}
 	// Lifting the limit at run time.
-	v.SetFaults(fakevendor.Faults{})
-	if r := call(t, srv, "GET", p, "key-a", "", ""); r.status == 429 {
+	v.SetFaults(enrichtest.SeedFaults{})
+	if r := callSeed(t, srv, "GET", p, "key-a", "", ""); r.status == 429 {
 		t.Fatal("still limited after SetFaults without RPS")
 	}
 }
 
 func TestDeterministicHits(t *testing.T) {
 	t.Parallel()
-	a, srvA := start(t, nil)
-	b, _ := start(t, func(o *fakevendor.Options) { o.Seed = 99 })
+	a, srvA := startSeed(t, nil)
+	b, _ := startSeed(t, func(o *enrichtest.SeedOptions) { o.Seed = 99 })
 	var hits int
 	for i := range 1000 {
 		u := fmt.Sprintf("https://platform.example/in/member-%d", i)
@@ -167,22 +167,22 @@ func TestDeterministicHits(t *testing.T) {
 	// The HTTP answer agrees with the predicate, and the same input gets the same record.
 	for i := range 20 {
 		u := fmt.Sprintf("https://platform.example/in/member-%d", i)
-		r1 := call(t, srvA, "GET", profilePath(u), "key-a", "", "")
-		r2 := call(t, srvA, "GET", profilePath(u), "key-b", "", "")
+		r1 := callSeed(t, srvA, "GET", profilePath(u), "key-a", "", "")
+		r2 := callSeed(t, srvA, "GET", profilePath(u), "key-b", "", "")
 		if want := a.ProfileHit(enrich.ProfileQuery{ProfileURL: u}); (r1.status == 200) != want || r1.body != r2.body {
 			t.Fatalf("%s: status %d (hit %v), bodies equal %v", u, r1.status, want, r1.body == r2.body)
 		}
 	}
-	none := fakevendor.DefaultOptions()
+	none := enrichtest.DefaultSeedOptions()
 	none.ProfileHitRate = 0
-	if fakevendor.New(none).ProfileHit(enrich.ProfileQuery{ProfileURL: "https://platform.example/in/member-1"}) {
+	if enrichtest.NewSeed(none).ProfileHit(enrich.ProfileQuery{ProfileURL: "https://platform.example/in/member-1"}) {
 		t.Fatal("hit rate 0 matched")
 	}
 }
 
 func TestLedgerEqualsChargesSeen(t *testing.T) {
 	t.Parallel()
-	v, srv := start(t, func(o *fakevendor.Options) { o.RejectSubstring = "POISON" })
+	v, srv := startSeed(t, func(o *enrichtest.SeedOptions) { o.RejectSubstring = "POISON" })
 	c, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: "key-a"})
 	if err != nil {
 		t.Fatal(err)
@@ -232,28 +232,28 @@ func TestLedgerEqualsChargesSeen(t *testing.T) {
 	if seen == 0 || seen != v.TotalCharged() || seen != ledger {
 		t.Fatalf("client saw %d, fake total %d, ledger sum %d", seen, v.TotalCharged(), ledger)
 	}
-	var sum fakevendor.LedgerSummary
-	if r := call(t, srv, "GET", "/_fake/ledger", "", "", ""); r.status != 200 || json.Unmarshal([]byte(r.body), &sum) != nil {
+	var sum enrichtest.SeedLedgerSummary
+	if r := callSeed(t, srv, "GET", "/_fake/ledger", "", "", ""); r.status != 200 || json.Unmarshal([]byte(r.body), &sum) != nil {
 		t.Fatalf("/_fake/ledger: %d %s", r.status, r.body)
 	}
 	if sum.TotalCredits != seen || sum.BilledCalls != 40*3+1 || sum.CallsByEndpoint["bulk"] != 1 || sum.ByStatus[400] != 1 {
 		t.Fatalf("summary = %+v", sum)
 	}
-	var st fakevendor.Stats
-	if r := call(t, srv, "GET", "/_fake/stats", "", "", ""); json.Unmarshal([]byte(r.body), &st) != nil || st.Replays != 40 || st.TotalCharged != seen {
+	var st enrichtest.SeedStats
+	if r := callSeed(t, srv, "GET", "/_fake/stats", "", "", ""); json.Unmarshal([]byte(r.body), &st) != nil || st.Replays != 40 || st.TotalCharged != seen {
 		t.Fatalf("/_fake/stats: %s", r.body)
 	}
 }
 
 func TestBulkShuffledWithRowErrors(t *testing.T) {
 	t.Parallel()
-	_, srv := start(t, func(o *fakevendor.Options) { o.RejectSubstring = "POISON" })
+	_, srv := startSeed(t, func(o *enrichtest.SeedOptions) { o.RejectSubstring = "POISON" })
 	rows := []map[string]string{{"name": "CTO"}, {"profile_url": "https://platform.example/in/POISON"}, {"email": "not-an-email"}}
 	for i := range 20 {
 		rows = append(rows, map[string]string{"profile_url": fmt.Sprint("https://platform.example/in/m-", i)})
 	}
 	body, _ := json.Marshal(map[string]any{"rows": rows, "include": []string{"email", "phone"}})
-	r := call(t, srv, "POST", "/v1/bulk", "key-a", "", string(body))
+	r := callSeed(t, srv, "POST", "/v1/bulk", "key-a", "", string(body))
 	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
@@ -283,52 +283,52 @@ func TestBulkShuffledWithRowErrors(t *testing.T) {
 			t.Fatalf("indexes %v, want each row once", idx)
 		}
 	}
-	if r := call(t, srv, "POST", "/v1/bulk", "key-a", "", `{"rows": []}`); r.status != 400 {
+	if r := callSeed(t, srv, "POST", "/v1/bulk", "key-a", "", `{"rows": []}`); r.status != 400 {
 		t.Fatalf("no rows: %d", r.status)
 	}
-	if r := call(t, srv, "POST", "/v1/bulk", "key-a", "", `{"rows": [{"email": "a@b.example"}], "include": ["fax"]}`); r.status != 400 {
+	if r := callSeed(t, srv, "POST", "/v1/bulk", "key-a", "", `{"rows": [{"email": "a@b.example"}], "include": ["fax"]}`); r.status != 400 {
 		t.Fatalf("bad include: %d", r.status)
 	}
 }
 
 func TestIdempotency(t *testing.T) {
 	t.Parallel()
-	clk := newClock()
-	v, srv := start(t, func(o *fakevendor.Options) { o.Now = clk.Now; o.ProfileHitRate = 1 })
+	clk := newSeedClock()
+	v, srv := startSeed(t, func(o *enrichtest.SeedOptions) { o.Now = clk.Now; o.ProfileHitRate = 1 })
 	p := profilePath("https://platform.example/in/jane")
 
-	first := call(t, srv, "GET", p, "key-a", "idem", "")
-	replay := call(t, srv, "GET", p, "key-a", "idem", "")
+	first := callSeed(t, srv, "GET", p, "key-a", "idem", "")
+	replay := callSeed(t, srv, "GET", p, "key-a", "idem", "")
 	if first.header.Get("X-Credits-Charged") != "1" || replay.header.Get("X-Credits-Charged") != "0" ||
 		replay.header.Get("Idempotent-Replayed") != "true" || replay.body != first.body {
 		t.Fatalf("first %v, replay %v", first.header, replay.header)
 	}
-	if r := call(t, srv, "GET", profilePath("https://platform.example/in/john"), "key-a", "idem", ""); r.status != 422 || errorCode(t, r.body) != "idempotency_mismatch" {
+	if r := callSeed(t, srv, "GET", profilePath("https://platform.example/in/john"), "key-a", "idem", ""); r.status != 422 || errorCode(t, r.body) != "idempotency_mismatch" {
 		t.Fatalf("reused key: %d %s", r.status, r.body)
 	}
 	// Keys are per API key.
-	if r := call(t, srv, "GET", p, "key-b", "idem", ""); r.header.Get("X-Credits-Charged") != "1" {
+	if r := callSeed(t, srv, "GET", p, "key-b", "idem", ""); r.header.Get("X-Credits-Charged") != "1" {
 		t.Fatalf("key-b replayed key-a's answer")
 	}
 	// After 24 h the key is new work again.
-	clk.Advance(fakevendor.IdempotencyTTL + time.Minute)
-	if r := call(t, srv, "GET", p, "key-a", "idem", ""); r.header.Get("X-Credits-Charged") != "1" {
+	clk.Advance(enrichtest.SeedIdempotencyTTL + time.Minute)
+	if r := callSeed(t, srv, "GET", p, "key-a", "idem", ""); r.header.Get("X-Credits-Charged") != "1" {
 		t.Fatalf("expired key replayed")
 	}
 	// A 4xx answer is not stored: the key stays usable.
-	if r := call(t, srv, "GET", "/v1/profile", "key-a", "fresh", ""); r.status != 400 {
+	if r := callSeed(t, srv, "GET", "/v1/profile", "key-a", "fresh", ""); r.status != 400 {
 		t.Fatalf("no input: %d", r.status)
 	}
-	if r := call(t, srv, "GET", p, "key-a", "fresh", ""); r.status != 200 {
+	if r := callSeed(t, srv, "GET", p, "key-a", "fresh", ""); r.status != 200 {
 		t.Fatalf("key after a 400: %d %s", r.status, r.body)
 	}
 	if v.TotalCharged() != 4 {
 		t.Fatalf("charged %d, want 4", v.TotalCharged())
 	}
 
-	ign, srvIgn := start(t, func(o *fakevendor.Options) { o.IgnoreIdempotency = true })
-	call(t, srvIgn, "GET", p, "key-a", "idem", "")
-	call(t, srvIgn, "GET", p, "key-a", "idem", "")
+	ign, srvIgn := startSeed(t, func(o *enrichtest.SeedOptions) { o.IgnoreIdempotency = true })
+	callSeed(t, srvIgn, "GET", p, "key-a", "idem", "")
+	callSeed(t, srvIgn, "GET", p, "key-a", "idem", "")
 	if ign.TotalCharged() != 2 || len(ign.Ledger()) != 2 {
 		t.Fatalf("ignoring idempotency charged %d", ign.TotalCharged())
 	}
@@ -336,7 +336,7 @@ func TestIdempotency(t *testing.T) {
 
 func TestAuthAndValidation(t *testing.T) {
 	t.Parallel()
-	_, srv := start(t, func(o *fakevendor.Options) { o.NoPlanKeys = []string{"free-key"} })
+	_, srv := startSeed(t, func(o *enrichtest.SeedOptions) { o.NoPlanKeys = []string{"free-key"} })
 	for _, tc := range []struct {
 		path, key string
 		status    int
@@ -351,7 +351,7 @@ func TestAuthAndValidation(t *testing.T) {
 		{"/v1/email?profile_url=platform.example", "key-a", 422, "invalid_profile_url"},
 		{"/v1/phone", "key-a", 400, "invalid_request"},
 	} {
-		r := call(t, srv, "GET", tc.path, tc.key, "", "")
+		r := callSeed(t, srv, "GET", tc.path, tc.key, "", "")
 		if r.status != tc.status || errorCode(t, r.body) != tc.code {
 			t.Errorf("%s as %q: %d %s, want %d %s", tc.path, tc.key, r.status, r.body, tc.status, tc.code)
 		}
@@ -360,34 +360,34 @@ func TestAuthAndValidation(t *testing.T) {
 
 func TestFaults(t *testing.T) {
 	t.Parallel()
-	v, srv := start(t, func(o *fakevendor.Options) { o.Latency = 0; o.ProfileHitRate = 1 })
+	v, srv := startSeed(t, func(o *enrichtest.SeedOptions) { o.Latency = 0; o.ProfileHitRate = 1 })
 	p := profilePath("https://platform.example/in/jane")
 
-	r := call(t, srv, "POST", "/_fake/faults", "", "", `{"malformed_rate": 1, "slow_delay": "5ms"}`)
+	r := callSeed(t, srv, "POST", "/_fake/faults", "", "", `{"malformed_rate": 1, "slow_delay": "5ms"}`)
 	if r.status != 200 || !strings.Contains(r.body, `"malformed_rate":1`) || !strings.Contains(r.body, `"slow_delay":"5ms"`) {
 		t.Fatalf("POST /_fake/faults: %d %s", r.status, r.body)
 	}
-	r = call(t, srv, "GET", p, "key-a", "", "")
+	r = callSeed(t, srv, "GET", p, "key-a", "", "")
 	if r.status != 200 || json.Valid([]byte(r.body)) || r.header.Get("X-Credits-Charged") != "1" {
 		t.Fatalf("malformed answer: %d %q %v", r.status, r.body, r.header)
 	}
 	for _, bad := range []string{`{"fail_rate": 2}`, `{"fail_rate": 0.6, "reset_rate": 0.6}`, `{"fail_rat": 1}`, `{"latency": "soon"}`} {
-		if r := call(t, srv, "POST", "/_fake/faults", "", "", bad); r.status != 400 {
+		if r := callSeed(t, srv, "POST", "/_fake/faults", "", "", bad); r.status != 400 {
 			t.Fatalf("POST %s: %d", bad, r.status)
 		}
 	}
-	r = call(t, srv, "POST", "/_fake/faults", "", "", `{"malformed_rate": 0, "fail_rate": 1}`)
+	r = callSeed(t, srv, "POST", "/_fake/faults", "", "", `{"malformed_rate": 0, "fail_rate": 1}`)
 	if f := v.Faults(); r.status != 200 || f.FailRate != 1 || f.MalformedRate != 0 || f.SlowDelay != 5*time.Millisecond {
 		t.Fatalf("faults = %+v", f)
 	}
-	r = call(t, srv, "GET", p, "key-a", "", "")
+	r = callSeed(t, srv, "GET", p, "key-a", "", "")
 	if r.status != 503 || errorCode(t, r.body) != "unavailable" {
 		t.Fatalf("fail: %d %s", r.status, r.body)
 	}
 	if s := v.Stats(); s.Malformed != 1 || s.ByStatus[503] != 1 || v.TotalCharged() != 1 {
 		t.Fatalf("stats = %+v, charged %d", s, v.TotalCharged())
 	}
-	if r := call(t, srv, "GET", "/_fake/faults", "", "", ""); !strings.Contains(r.body, `"fail_rate":1`) {
+	if r := callSeed(t, srv, "GET", "/_fake/faults", "", "", ""); !strings.Contains(r.body, `"fail_rate":1`) {
 		t.Fatalf("GET /_fake/faults: %s", r.body)
 	}
 }
@@ -395,10 +395,10 @@ func TestFaults(t *testing.T) {
 func TestSeededFaultsRepeat(t *testing.T) {
 	t.Parallel()
 	statuses := func() []int {
-		_, srv := start(t, func(o *fakevendor.Options) { o.FailRate = 0.3; o.Seed = 7 })
+		_, srv := startSeed(t, func(o *enrichtest.SeedOptions) { o.FailRate = 0.3; o.Seed = 7 })
 		var out []int
 		for i := range 50 {
-			out = append(out, call(t, srv, "GET", profilePath(fmt.Sprint("https://platform.example/in/m-", i)), "key-a", "", "").status)
+			out = append(out, callSeed(t, srv, "GET", profilePath(fmt.Sprint("https://platform.example/in/m-", i)), "key-a", "", "").status)
 		}
 		return out
 	}
@@ -413,10 +413,10 @@ func TestSeededFaultsRepeat(t *testing.T) {
 // header of its own.
 func TestIdempotencyWithoutReplayHeader(t *testing.T) {
 	t.Parallel()
-	_, srv := start(t, func(o *fakevendor.Options) { o.ProfileHitRate = 1; o.NoReplayHeader = true })
+	_, srv := startSeed(t, func(o *enrichtest.SeedOptions) { o.ProfileHitRate = 1; o.NoReplayHeader = true })
 	p := profilePath("https://platform.example/in/jane")
-	first := call(t, srv, "GET", p, "key-a", "idem", "")
-	replay := call(t, srv, "GET", p, "key-a", "idem", "")
+	first := callSeed(t, srv, "GET", p, "key-a", "idem", "")
+	replay := callSeed(t, srv, "GET", p, "key-a", "idem", "")
 	if first.header.Get("X-Credits-Charged") != "1" || replay.header.Get("X-Credits-Charged") != "0" || replay.body != first.body ||
 		replay.header.Get("X-Credits-Remaining") != first.header.Get("X-Credits-Remaining") {
 		t.Fatalf("first %v, replay %v", first.header, replay.header)

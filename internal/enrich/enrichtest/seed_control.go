@@ -1,4 +1,4 @@
-package fakevendor
+package enrichtest
 
 import (
 	"bytes"
@@ -15,22 +15,22 @@ import (
 // The /_fake endpoints: read-only views for scripts in another process, and
 // a way to change faults while the fake runs. No auth: the fake is a test tool.
 
-// LedgerSummary is the answer of GET /_fake/ledger.
-type LedgerSummary struct {
-	TotalCredits      int64            `json:"total_credits"`
-	RemainingCredits  int64            `json:"remaining_credits"`
-	BilledCalls       int64            `json:"billed_calls"`
-	CallsByEndpoint   map[string]int64 `json:"calls_by_endpoint"`   // billed calls
-	CreditsByEndpoint map[string]int64 `json:"credits_by_endpoint"` // credits charged
-	ByStatus          map[int]int64    `json:"by_status"`           // every /v1 answer
-	Entries           []LedgerEntry    `json:"entries,omitempty"`   // with ?entries=1
+// SeedLedgerSummary is the answer of GET /_fake/ledger.
+type SeedLedgerSummary struct {
+	TotalCredits      int64             `json:"total_credits"`
+	RemainingCredits  int64             `json:"remaining_credits"`
+	BilledCalls       int64             `json:"billed_calls"`
+	CallsByEndpoint   map[string]int64  `json:"calls_by_endpoint"`   // billed calls
+	CreditsByEndpoint map[string]int64  `json:"credits_by_endpoint"` // credits charged
+	ByStatus          map[int]int64     `json:"by_status"`           // every /v1 answer
+	Entries           []SeedLedgerEntry `json:"entries,omitempty"`   // with ?entries=1
 }
 
 // Summary sums the ledger up.
-func (v *Vendor) Summary() LedgerSummary {
+func (v *Seed) Summary() SeedLedgerSummary {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	s := LedgerSummary{
+	s := SeedLedgerSummary{
 		TotalCredits:      v.charged,
 		RemainingCredits:  v.opts.StartCredits - v.charged,
 		BilledCalls:       int64(len(v.ledger)),
@@ -48,7 +48,7 @@ func (v *Vendor) Summary() LedgerSummary {
 	return s
 }
 
-func (v *Vendor) serveLedger(w http.ResponseWriter, r *http.Request) {
+func (v *Seed) serveLedger(w http.ResponseWriter, r *http.Request) {
 	s := v.Summary()
 	if r.URL.Query().Get("entries") == "1" {
 		s.Entries = v.Ledger()
@@ -56,17 +56,17 @@ func (v *Vendor) serveLedger(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, s)
 }
 
-func (v *Vendor) serveStats(w http.ResponseWriter, _ *http.Request) {
+func (v *Seed) serveStats(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, v.Stats())
 }
 
-func (v *Vendor) serveFaults(w http.ResponseWriter, _ *http.Request) {
+func (v *Seed) serveFaults(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, v.Faults())
 }
 
 // postFaults applies a partial update: fields absent from the JSON keep
 // their value. It answers the faults now in force.
-func (v *Vendor) postFaults(w http.ResponseWriter, r *http.Request) {
+func (v *Seed) postFaults(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
@@ -88,7 +88,7 @@ func (v *Vendor) postFaults(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, f)
 }
 
-func (v *Vendor) setFaultsLocked(f Faults) {
+func (v *Seed) setFaultsLocked(f SeedFaults) {
 	v.faults = f
 	if f.RPS <= 0 { // unlimited: buckets start afresh if a limit comes back
 		clear(v.limiters)
@@ -109,7 +109,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // Validate returns an error for a rate outside [0, 1], rates summing over 1,
 // or a negative rate limit or duration.
-func (f Faults) Validate() error {
+func (f SeedFaults) Validate() error {
 	var sum float64
 	for name, r := range map[string]float64{"fail_rate": f.FailRate, "malformed_rate": f.MalformedRate, "slow_rate": f.SlowRate, "reset_rate": f.ResetRate} {
 		if r < 0 || r > 1 {
@@ -141,7 +141,7 @@ type faultsJSON struct {
 }
 
 // MarshalJSON writes every field, durations as strings.
-func (f Faults) MarshalJSON() ([]byte, error) {
+func (f SeedFaults) MarshalJSON() ([]byte, error) {
 	return json.Marshal(faultsJSON{
 		RPS: &f.RPS, Burst: &f.Burst,
 		Latency: ptr(f.Latency.String()), LatencyJitter: ptr(f.LatencyJitter.String()),
@@ -152,7 +152,7 @@ func (f Faults) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON sets the fields present in b and keeps the others; unknown
 // fields are an error (a typo in a chaos script should be loud).
-func (f *Faults) UnmarshalJSON(b []byte) error {
+func (f *SeedFaults) UnmarshalJSON(b []byte) error {
 	var j faultsJSON
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
