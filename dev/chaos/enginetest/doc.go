@@ -2,7 +2,7 @@
 // built by the test) against the engines a deployment past one machine
 // runs: Redis behind Sentinel with a primary killed mid-job, and many
 // workers, schedulers and API processes sharing one vendor key. Each test
-// ends with the invariants of internal/chaos (every row terminal, none
+// ends with the invariants of dev/chaos/rig (every row terminal, none
 // lost, none charged twice, the ledger equal to the fake vendor's bill) and
 // prints what it measured.
 //

@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -62,7 +62,7 @@ func binaries(t *testing.T) string {
 		if raceBuild {
 			args = append(args, "-race")
 		}
-		cmd := exec.Command("go", append(args, "../../cmd/api", "../../cmd/worker", "../../cmd/scheduler")...)
+		cmd := exec.Command("go", append(args, "../../../cmd/api", "../../../cmd/worker", "../../../cmd/scheduler")...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -227,7 +227,7 @@ func (s *stack) callTimes() []time.Time {
 
 // start runs one binary until the test ends and returns the rest of its
 // ready line.
-func (s *stack) start(ctx context.Context, name, binary, ready string) (*chaos.Proc, string) {
+func (s *stack) start(ctx context.Context, name, binary, ready string) (*rig.Proc, string) {
 	s.t.Helper()
 	p, line, err := s.tryStart(ctx, name, binary, ready)
 	if err != nil {
@@ -236,8 +236,8 @@ func (s *stack) start(ctx context.Context, name, binary, ready string) (*chaos.P
 	return p, line
 }
 
-func (s *stack) tryStart(ctx context.Context, name, binary, ready string) (*chaos.Proc, string, error) {
-	p, line, err := chaos.Start(ctx, chaos.ProcSpec{Name: name, Path: filepath.Join(s.bin, binary), Env: s.env,
+func (s *stack) tryStart(ctx context.Context, name, binary, ready string) (*rig.Proc, string, error) {
+	p, line, err := rig.Start(ctx, rig.ProcSpec{Name: name, Path: filepath.Join(s.bin, binary), Env: s.env,
 		Log: filepath.Join(s.dir, name+".log"), Ready: ready, ReadyTimeout: time.Minute})
 	if err != nil {
 		return nil, "", err
@@ -247,9 +247,9 @@ func (s *stack) tryStart(ctx context.Context, name, binary, ready string) (*chao
 }
 
 // startMany starts n processes of binary at once, named name-1 .. name-n.
-func (s *stack) startMany(ctx context.Context, n int, name, binary, ready string) ([]*chaos.Proc, []string) {
+func (s *stack) startMany(ctx context.Context, n int, name, binary, ready string) ([]*rig.Proc, []string) {
 	s.t.Helper()
-	procs, lines, errs := make([]*chaos.Proc, n), make([]string, n), make([]error, n)
+	procs, lines, errs := make([]*rig.Proc, n), make([]string, n), make([]error, n)
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() { procs[i], lines[i], errs[i] = s.tryStart(ctx, fmt.Sprintf("%s-%d", name, i+1), binary, ready) })
@@ -399,9 +399,9 @@ func (s *stack) waitReservations(ctx context.Context, within time.Duration) {
 
 // figures checks one job against the vendor's ledger (expected 0: rows
 // are not counted as lost, for a job a budget paused).
-func (s *stack) figures(ctx context.Context, jobID string, expected int) chaos.Figures {
+func (s *stack) figures(ctx context.Context, jobID string, expected int) rig.Figures {
 	s.t.Helper()
-	f, err := chaos.CheckJob(ctx, s.db, jobID, expected, s.vendor.Ledger())
+	f, err := rig.CheckJob(ctx, s.db, jobID, expected, s.vendor.Ledger())
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -410,7 +410,7 @@ func (s *stack) figures(ctx context.Context, jobID string, expected int) chaos.F
 
 // summary is the fault's line: rows, lost, double-charged, spent against
 // billed.
-func summary(f chaos.Figures) string {
+func summary(f rig.Figures) string {
 	return fmt.Sprintf("%s; spent %d, billed %d", f.Line(), f.JobSpent, f.Vendor)
 }
 

@@ -1,10 +1,11 @@
-// Package chaos injects faults into a running enrichq and checks, from
+// Package rig injects faults into a running enrichq and checks, from
 // Postgres and the fake vendor's ledger, that nothing was lost and nothing
-// paid twice. It holds the pieces dev/chaos and the fault tests share: a TCP
-// proxy that can cut every connection (a Postgres restart as its clients see
-// it, without touching the real server), process control for the real
+// paid twice. It holds the pieces the chaos command (dev/chaos), the fault
+// tests and the engine tests (dev/chaos/enginetest) share: a TCP proxy that
+// can cut every connection (a Postgres restart as its clients see it,
+// without touching the real server), process control for the real
 // binaries, a private Redis, and the invariant checks.
-package chaos
+package rig
 
 import (
 	"errors"

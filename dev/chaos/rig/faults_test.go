@@ -1,4 +1,4 @@
-package chaos_test
+package rig_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
@@ -154,7 +154,7 @@ func TestRedisFlushMidRun(t *testing.T) {
 		flushErr error
 	)
 	flushed := r.atVendorCall(8, func() {
-		deleted, flushErr = chaos.FlushQueue(context.Background(), r.rdb, r.queue, r.rlKey+"*")
+		deleted, flushErr = rig.FlushQueue(context.Background(), r.rdb, r.queue, r.rlKey+"*")
 	})
 	id := r.submit(rows("flush", n))
 	r.startWorker(workerConfig{})

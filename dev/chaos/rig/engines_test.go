@@ -1,4 +1,4 @@
-package chaos_test
+package rig_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -28,7 +28,7 @@ import (
 // skipWithoutEngine skips the test when err says an engine is missing.
 func skipWithoutEngine(t *testing.T, err error) {
 	t.Helper()
-	if errors.Is(err, chaos.ErrNoEngine) {
+	if errors.Is(err, rig.ErrNoEngine) {
 		t.Skip(err)
 	}
 	if err != nil {
@@ -38,7 +38,7 @@ func skipWithoutEngine(t *testing.T, err error) {
 
 // engineRig is the rig of an engine test: n lookups (profile and email,
 // single lookups) against a fake vendor answering in 5 ms.
-func engineRig(t *testing.T, database string) *rig {
+func engineRig(t *testing.T, database string) *stack {
 	return newRig(t, rigConfig{database: database,
 		processor: jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 4, Lease: 2 * time.Second},
 		vendor:    func(o *enrichtest.SeedOptions) { o.Latency = 5 * time.Millisecond }})
@@ -65,7 +65,7 @@ func reachable(t *testing.T, st *store.Store, within time.Duration) {
 
 // finishFault waits for the job, closes the books of calls cut by the fault,
 // checks every invariant and prints the fault's summary line.
-func (r *rig) finishFault(name, id string, n int, faultAt time.Time, workers ...*worker) {
+func (r *stack) finishFault(name, id string, n int, faultAt time.Time, workers ...*worker) {
 	r.t.Helper()
 	reachable(r.t, r.direct, 60*time.Second)
 	if p := r.waitDone(id, 90*time.Second); p.state != "completed" {
@@ -100,7 +100,7 @@ func TestPostgresFailoverMidJob(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	primary, err := chaos.StartPrimary(ctx, "standby1")
+	primary, err := rig.StartPrimary(ctx, "standby1")
 	skipWithoutEngine(t, err)
 	t.Cleanup(primary.Close)
 	standby, err := primary.StartStandby(ctx, "standby1")
@@ -114,7 +114,7 @@ func TestPostgresFailoverMidJob(t *testing.T) {
 	if err := primary.CreateDatabase(ctx, "enrichq"); err != nil {
 		t.Fatal(err)
 	}
-	dbURL := chaos.MultiHostURL("enrichq", primary, standby)
+	dbURL := rig.MultiHostURL("enrichq", primary, standby)
 	migrate(t, dbURL, "")
 	r := engineRig(t, dbURL)
 	if !r.st.CheckReplication(ctx, r.log) {
@@ -165,7 +165,7 @@ func TestPipelineThroughPgBouncer(t *testing.T) {
 	if u.Port() == "" {
 		host += ":5432"
 	}
-	bouncer, err := chaos.StartPgBouncer(ctx, host)
+	bouncer, err := rig.StartPgBouncer(ctx, host)
 	skipWithoutEngine(t, err)
 	t.Cleanup(bouncer.Close)
 	// A database of its own, empty, migrated over the direct URL while the

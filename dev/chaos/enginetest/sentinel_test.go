@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/jobs"
 )
@@ -27,7 +27,7 @@ import (
 // finishing came back.
 func TestSentinelFailover(t *testing.T) {
 	needBinary(t, "redis-server", "redis-server")
-	needBinary(t, chaos.SentinelBinary, "redis-sentinel")
+	needBinary(t, rig.SentinelBinary, "redis-sentinel")
 	t0 := time.Now()
 	binaries(t)
 	t.Logf("binaries built in %.1fs", time.Since(t0).Seconds())
@@ -37,7 +37,7 @@ func TestSentinelFailover(t *testing.T) {
 	master := "enginetest-" + randomHex(3)
 	dir := t.TempDir()
 	password := "pw-" + randomHex(4)
-	g, err := chaos.StartSentinelGroup(ctx, filepath.Join(dir, "redis"), master, chaos.SentinelSettings{Password: password})
+	g, err := rig.StartSentinelGroup(ctx, filepath.Join(dir, "redis"), master, rig.SentinelSettings{Password: password})
 	if err != nil {
 		t.Fatal(err)
 	}

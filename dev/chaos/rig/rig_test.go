@@ -1,4 +1,4 @@
-package chaos_test
+package rig_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
@@ -30,14 +30,14 @@ import (
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
-// rig is enrichq assembled in-process for one fault test: a database of its
+// stack is enrichq assembled in-process for one fault test: a database of its
 // own (reached through a proxy that can cut it), a queue and limiter key of
 // its own on the shared Redis, the fake vendor over HTTP, and workers that
 // can be started, stopped and killed one by one.
-type rig struct {
+type stack struct {
 	t      *testing.T
 	dbURL  string       // direct, for the checks
-	proxy  *chaos.Proxy // in front of Postgres for everything but the checks
+	proxy  *rig.Proxy   // in front of Postgres for everything but the checks
 	direct *store.Store // the checks' store
 	st     *store.Store // the sweeper's and submitter's store, through the proxy
 
@@ -77,7 +77,7 @@ type rigConfig struct {
 	database string
 }
 
-func newRig(t *testing.T, cfg rigConfig) *rig {
+func newRig(t *testing.T, cfg rigConfig) *stack {
 	t.Helper()
 	if cfg.chunk == 0 {
 		cfg.chunk = 20
@@ -95,7 +95,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	if pc.Lease == 0 {
 		pc.Lease = 2 * time.Second
 	}
-	r := &rig{t: t, cfg: cfg}
+	r := &stack{t: t, cfg: cfg}
 	r.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	if testing.Verbose() && os.Getenv("CHAOS_LOG") != "" {
 		r.log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -132,7 +132,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 		if u.Port() == "" {
 			host += ":5432"
 		}
-		r.proxy, err = chaos.NewProxy("127.0.0.1:0", host)
+		r.proxy, err = rig.NewProxy("127.0.0.1:0", host)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	t.Cleanup(func() {
 		_ = r.enq.Inspector.DeleteQueue(r.queue, true)
 		_ = r.enq.Close()
-		_, _ = chaos.FlushQueue(context.Background(), r.rdb, r.queue, r.rlKey+"*")
+		_, _ = rig.FlushQueue(context.Background(), r.rdb, r.queue, r.rlKey+"*")
 	})
 	r.sub = &jobs.Submitter{Store: r.st, Enqueuer: r.enq, Log: r.log, ChunkSize: cfg.chunk}
 	r.sweeper = maintenance.NewMaintainer(r.st, r.log, maintenance.Services(r.st, r.enq,
@@ -165,7 +165,7 @@ func newRig(t *testing.T, cfg rigConfig) *rig {
 	return r
 }
 
-func (r *rig) openStore(u string) *store.Store {
+func (r *stack) openStore(u string) *store.Store {
 	r.t.Helper()
 	st, err := store.Open(context.Background(), u, store.Options{})
 	if err != nil {
@@ -176,7 +176,7 @@ func (r *rig) openStore(u string) *store.Store {
 }
 
 // proxiedURL is the database URL through p.
-func (r *rig) proxiedURL(p *chaos.Proxy) string {
+func (r *stack) proxiedURL(p *rig.Proxy) string {
 	u, _ := url.Parse(r.dbURL)
 	u.Host = p.Addr()
 	return u.String()
@@ -187,7 +187,7 @@ func (r *rig) proxiedURL(p *chaos.Proxy) string {
 // can be killed (its connections cut for good) without touching the others.
 type worker struct {
 	srv      *asynq.Server
-	proxy    *chaos.Proxy
+	proxy    *rig.Proxy
 	st       *store.Store
 	shutdown sync.Once
 	proc     *jobs.Processor
@@ -200,7 +200,7 @@ type workerConfig struct {
 	concurrency     int
 }
 
-func (r *rig) startWorker(wc workerConfig) *worker {
+func (r *stack) startWorker(wc workerConfig) *worker {
 	r.t.Helper()
 	if wc.shutdownTimeout == 0 {
 		wc.shutdownTimeout = 5 * time.Second
@@ -214,7 +214,7 @@ func (r *rig) startWorker(wc workerConfig) *worker {
 	} else {
 		// The worker's proxy forwards to the rig's: a Postgres restart (the
 		// rig's proxy) reaches it, and its own kill reaches only it.
-		p, err := chaos.NewProxy("127.0.0.1:0", r.proxy.Addr())
+		p, err := rig.NewProxy("127.0.0.1:0", r.proxy.Addr())
 		if err != nil {
 			r.t.Fatal(err)
 		}
@@ -303,7 +303,7 @@ func rows(tag string, n int) []ingest.RowIn {
 	return out
 }
 
-func (r *rig) submit(in []ingest.RowIn, lookups ...domain.Stage) string {
+func (r *stack) submit(in []ingest.RowIn, lookups ...domain.Stage) string {
 	r.t.Helper()
 	if len(lookups) == 0 {
 		lookups = []domain.Stage{domain.StageProfile, domain.StageEmail}
@@ -327,7 +327,7 @@ type jobProgress struct {
 
 func (p jobProgress) done() bool { return (p.state != "queued" && p.state != "running") || p.finished }
 
-func (r *rig) progress(id string) jobProgress {
+func (r *stack) progress(id string) jobProgress {
 	r.t.Helper()
 	job, err := r.direct.JobByID(context.Background(), id)
 	if err != nil {
@@ -351,7 +351,7 @@ func (r *rig) progress(id string) jobProgress {
 // eventually polls cond every 20 ms until it holds, sweeping as the
 // scheduler would (errors of a sweep are expected while Postgres is down),
 // and fails the test past within.
-func (r *rig) eventually(within time.Duration, what string, cond func() bool) {
+func (r *stack) eventually(within time.Duration, what string, cond func() bool) {
 	r.t.Helper()
 	deadline := time.Now().Add(within)
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -374,7 +374,7 @@ func (r *rig) eventually(within time.Duration, what string, cond func() bool) {
 // moment the test picks after polling, meets the job in the same state on any
 // machine: on a loaded CI machine a poll can come late enough to find the job
 // finished. Call it before starting the workers; one at a time.
-func (r *rig) atVendorCall(k int64, fault func()) <-chan struct{} {
+func (r *stack) atVendorCall(k int64, fault func()) <-chan struct{} {
 	h := &callHook{at: k, fault: fault, done: make(chan struct{})}
 	if !r.callHook.CompareAndSwap(nil, h) {
 		r.t.Fatal("atVendorCall: a fault is already set")
@@ -383,7 +383,7 @@ func (r *rig) atVendorCall(k int64, fault func()) <-chan struct{} {
 }
 
 // await waits for ch to be closed.
-func (r *rig) await(ch <-chan struct{}, within time.Duration, what string) {
+func (r *stack) await(ch <-chan struct{}, within time.Duration, what string) {
 	r.t.Helper()
 	select {
 	case <-ch:
@@ -393,7 +393,7 @@ func (r *rig) await(ch <-chan struct{}, within time.Duration, what string) {
 }
 
 // waitDone waits for the job to end (completed, paused, canceled).
-func (r *rig) waitDone(id string, within time.Duration) jobProgress {
+func (r *stack) waitDone(id string, within time.Duration) jobProgress {
 	r.t.Helper()
 	var p jobProgress
 	r.eventually(within, "job "+id+" ends", func() bool {
@@ -406,7 +406,7 @@ func (r *rig) waitDone(id string, within time.Duration) jobProgress {
 // expireReservations makes every open reservation due, as if its TTL
 // (lease + 1 minute) had passed, and sweeps: the scheduler counts it as
 // spent. Used once the job has ended, for the reservations of killed workers.
-func (r *rig) expireReservations() int {
+func (r *stack) expireReservations() int {
 	r.t.Helper()
 	ctx := context.Background()
 	n := storetest.LapseReservations(r.t, r.direct)
@@ -417,7 +417,7 @@ func (r *rig) expireReservations() int {
 }
 
 // ledger is the job's calls in the credit ledger.
-func (r *rig) ledger(id string) []store.LedgerEntry {
+func (r *stack) ledger(id string) []store.LedgerEntry {
 	r.t.Helper()
 	entries, err := r.direct.LedgerEntries(context.Background(), id)
 	if err != nil {
@@ -427,7 +427,7 @@ func (r *rig) ledger(id string) []store.LedgerEntry {
 }
 
 // rows is every row of the job, in row order.
-func (r *rig) rows(id string) []store.Result {
+func (r *stack) rows(id string) []store.Result {
 	r.t.Helper()
 	var all []store.Result
 	for {
@@ -450,9 +450,9 @@ func lastRowID(rows []store.Result) int64 {
 }
 
 // check computes the figures of a job against the fake vendor's ledger.
-func (r *rig) check(id string, expected int) chaos.Figures {
+func (r *stack) check(id string, expected int) rig.Figures {
 	r.t.Helper()
-	f, err := chaos.CheckJob(context.Background(), r.direct, id, expected, r.vendor.Ledger())
+	f, err := rig.CheckJob(context.Background(), r.direct, id, expected, r.vendor.Ledger())
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -461,7 +461,7 @@ func (r *rig) check(id string, expected int) chaos.Figures {
 }
 
 // requireClean fails the test unless every invariant holds.
-func requireClean(t *testing.T, f chaos.Figures) {
+func requireClean(t *testing.T, f rig.Figures) {
 	t.Helper()
 	requireRows(t, f)
 	if f.DoubleCharged != 0 {
@@ -475,7 +475,7 @@ func requireClean(t *testing.T, f chaos.Figures) {
 // requireRows fails the test unless every row is terminal, none lost or
 // half-written, and the books are closed (nothing reserved, the job's spend
 // equal to its ledger).
-func requireRows(t *testing.T, f chaos.Figures) {
+func requireRows(t *testing.T, f rig.Figures) {
 	t.Helper()
 	if f.Lost != 0 || f.Extra != 0 || f.Inconsistent != 0 {
 		t.Errorf("rows: %d lost (%v), %d stored twice, %d half-written", f.Lost, f.States, f.Extra, f.Inconsistent)
@@ -491,7 +491,7 @@ func requireRows(t *testing.T, f chaos.Figures) {
 // requireExactMoney fails the test unless the job's books are closed and
 // equal the vendor's bill to the credit: nothing reserved, nothing counted
 // at a worst case, the job's spend equal to what the vendor billed.
-func requireExactMoney(t *testing.T, f chaos.Figures) {
+func requireExactMoney(t *testing.T, f rig.Figures) {
 	t.Helper()
 	requireMoney(t, f)
 	if f.Reserved != 0 || f.Settled+f.Unknown != f.Vendor || f.JobSpent != f.Vendor {
@@ -503,7 +503,7 @@ func requireExactMoney(t *testing.T, f chaos.Figures) {
 // requireMoney checks the money invariants: no input billed twice, and
 // enrichq's ledger equal to the vendor's bill but for what calls of
 // unknown outcome are counted at their worst case.
-func requireMoney(t *testing.T, f chaos.Figures) {
+func requireMoney(t *testing.T, f rig.Figures) {
 	t.Helper()
 	if f.DoubleCharged != 0 {
 		t.Errorf("%d inputs billed twice (%v), e.g. %v", f.DoubleCharged, f.DoubleCauses, f.DoubleSamples)

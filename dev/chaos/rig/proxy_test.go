@@ -1,4 +1,4 @@
-package chaos_test
+package rig_test
 
 import (
 	"bufio"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 )
 
 // echo is a TCP server answering each line with itself.
@@ -45,7 +45,7 @@ func roundTrip(c net.Conn, msg string) (string, error) {
 
 func TestProxyCutsAndComesBack(t *testing.T) {
 	t.Parallel()
-	p, err := chaos.NewProxy("127.0.0.1:0", echo(t))
+	p, err := rig.NewProxy("127.0.0.1:0", echo(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 	"github.com/enrichq/enrichq/internal/domain"
 )
 
@@ -40,7 +40,7 @@ func TestManyProcesses(t *testing.T) {
 	binaries(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	r, err := chaos.StartRedis(ctx, "", t.TempDir())
+	r, err := rig.StartRedis(ctx, "", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
