@@ -20,6 +20,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/platform/platformapi"
@@ -159,16 +160,12 @@ func (p *Platform) ExpiryWindow() time.Duration { return p.cfg.ExpiryWindow }
 // ConnectTTL is how long a connect request stays valid.
 func (p *Platform) ConnectTTL() time.Duration { return p.cfg.StateTTL }
 
-// Settings is what a binary knows of the platform, as plain values: its
-// API, the OAuth app, the key of member tokens, and the tuning its member
-// syncs share with vendor chunks (zero: the defaults).
+// Settings is what a binary knows of the platform: its configuration as
+// read from the environment (its API, the OAuth app, the key of member
+// tokens), and the tuning its member syncs share with vendor chunks (zero:
+// the defaults).
 type Settings struct {
-	URL, Version           string
-	AuthURL, TokenURL      string
-	ClientID, ClientSecret string
-	RedirectURL            string
-	TokenKey               string // 32-byte keys, comma-separated; the first seals
-	ExpiryWindow           time.Duration
+	config.Platform
 	Timeout                time.Duration // of one call to the platform; default DefaultTimeout
 	ChunkSize, MaxAttempts int
 	Lease                  time.Duration
