@@ -264,30 +264,9 @@ func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Du
 	return retryIn, nil
 }
 
-// claimTTL is how long a claim's lookup markers live: 90 % of the rows'
-// lease, as for vendor chunks.
-func claimTTL(lease time.Duration) time.Duration { return lease * 9 / 10 }
-
 // heartbeat extends the claim's lease until the returned func is called.
 func (p *Platform) heartbeat(ctx context.Context, claim store.PlatformClaim) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(p.cfg.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := p.store.ExtendLease(ctx, claim.Token, claim.IDs(), p.cfg.Lease, claimTTL(p.cfg.Lease)); err != nil && ctx.Err() == nil {
-					p.log.Warn("lease extension failed", "err", err)
-				}
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+	return jobs.KeepLease(ctx, p.store, p.log, claim.Token, claim.IDs(), p.cfg.Lease)
 }
 
 // Reasons of failed member rows.
