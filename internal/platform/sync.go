@@ -144,45 +144,94 @@ type syncResult struct {
 // ProcessSync syncs one chunk of a member sync job. It returns a positive
 // duration when rows of the chunk wait for a short retry.
 func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Duration, error) {
-	job, err := p.store.JobByID(ctx, ref.JobID)
-	if errors.Is(err, store.ErrNotFound) {
-		p.log.Warn("member sync chunk of an unknown job dropped", "job_id", ref.JobID, "chunk", ref.Chunk)
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if !job.State.Runnable() {
-		return 0, nil
-	}
-	claim, err := p.store.ClaimPlatformChunk(ctx, ref.JobID, ref.Chunk, p.cfg.Lease, p.cfg.Now())
-	if err != nil {
-		return 0, err
-	}
-	if len(claim.Rows) == 0 {
-		return 0, nil // rows due later are the scheduler's to hand out again
-	}
-	if err := p.store.StartJob(ctx, job.ID); err != nil {
+	job, claim, err := p.claimSync(ctx, ref)
+	if err != nil || len(claim.Rows) == 0 {
 		return 0, err
 	}
 	stopBeat := p.heartbeat(ctx, claim)
 	defer stopBeat()
-
-	results := make([]syncResult, len(claim.Rows))
-	var (
-		mu      sync.Mutex
-		stopped *platformapi.Error
-		keyErr  bool
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, p.cfg.Concurrency)
-	)
-	halted := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return stopped != nil || keyErr
+	results, halt := p.syncRows(ctx, claim.Rows)
+	t := tallySync(results, p.cfg.Now())
+	sctx := context.WithoutCancel(ctx)
+	if err := p.saveSync(sctx, claim.Token, t); err != nil {
+		return 0, err
 	}
-	for i, row := range claim.Rows {
-		if halted() || ctx.Err() != nil {
+	if t.parked > 0 {
+		p.log.Warn("platform daily quota reached: rows parked until after midnight UTC", "job_id", job.ID, "chunk", ref.Chunk,
+			"rows", t.parked, "until", t.parkedUntil.UTC())
+	}
+	if reason := halt.reason(); reason != "" {
+		return 0, p.pauseSync(sctx, job.ID, reason)
+	}
+	if _, err := p.store.FinishJobs(sctx, job.ID); err != nil {
+		return 0, err
+	}
+	return t.retryIn, nil
+}
+
+// claimSync claims the due rows of a chunk and starts its job. A chunk of
+// an unknown or no longer runnable job, or without due rows, yields no rows
+// (rows due later are the scheduler's to hand out again).
+func (p *Platform) claimSync(ctx context.Context, ref store.ChunkRef) (store.Job, store.PlatformClaim, error) {
+	job, err := p.store.JobByID(ctx, ref.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		p.log.Warn("member sync chunk of an unknown job dropped", "job_id", ref.JobID, "chunk", ref.Chunk)
+		return job, store.PlatformClaim{}, nil
+	}
+	if err != nil || !job.State.Runnable() {
+		return job, store.PlatformClaim{}, err
+	}
+	claim, err := p.store.ClaimPlatformChunk(ctx, ref.JobID, ref.Chunk, p.cfg.Lease, p.cfg.Now())
+	if err != nil || len(claim.Rows) == 0 {
+		return job, claim, err
+	}
+	return job, claim, p.store.StartJob(ctx, job.ID)
+}
+
+// syncHalt is why the rest of a chunk is not synced: the platform refuses
+// every call of the application (400, 426), or member tokens do not open.
+type syncHalt struct {
+	mu      sync.Mutex
+	stopped *platformapi.Error
+	keyErr  bool
+}
+
+func (h *syncHalt) halted() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stopped != nil || h.keyErr
+}
+
+// note keeps the first stop a row's result brings.
+func (h *syncHalt) note(r syncResult) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r.stop != nil && h.stopped == nil {
+		h.stopped = r.stop
+	}
+	h.keyErr = h.keyErr || r.keyErr
+}
+
+// reason is the job's pause reason; "" when nothing halted.
+func (h *syncHalt) reason() string {
+	switch {
+	case h.stopped != nil:
+		return h.stopped.Message
+	case h.keyErr:
+		return errTokenKey.Error()
+	}
+	return ""
+}
+
+// syncRows syncs the claimed rows, Concurrency at a time. Once a row halts
+// the job, the rows not yet started are released untouched.
+func (p *Platform) syncRows(ctx context.Context, rows []store.SyncRow) ([]syncResult, *syncHalt) {
+	results := make([]syncResult, len(rows))
+	halt := &syncHalt{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, p.cfg.Concurrency)
+	for i, row := range rows {
+		if halt.halted() || ctx.Err() != nil {
 			results[i] = syncResult{out: store.SyncOutcome{RowID: row.ID}, release: true}
 			continue
 		}
@@ -190,78 +239,73 @@ func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Du
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if halted() {
+			if halt.halted() {
 				results[i] = syncResult{out: store.SyncOutcome{RowID: row.ID}, release: true}
 				return
 			}
 			r := p.syncRow(ctx, row)
-			mu.Lock()
-			if r.stop != nil && stopped == nil {
-				stopped = r.stop
-			}
-			keyErr = keyErr || r.keyErr
-			mu.Unlock()
+			halt.note(r)
 			results[i] = r
 		}()
 	}
 	wg.Wait()
+	return results, halt
+}
 
-	var outs []store.SyncOutcome
-	var release []int64
-	parked, parkedUntil := 0, time.Time{}
-	var retryIn time.Duration // the soonest transient retry, if within shortWait
-	now := p.cfg.Now()
+// syncTally is a chunk's results sorted: the outcomes to save, the rows to
+// release, the rows parked until the quotas reset, and the soonest
+// transient retry if within shortWait.
+type syncTally struct {
+	outs        []store.SyncOutcome
+	release     []int64
+	parked      int
+	parkedUntil time.Time
+	retryIn     time.Duration
+}
+
+func tallySync(results []syncResult, now time.Time) syncTally {
+	var t syncTally
 	for _, r := range results {
 		if r.release || r.stop != nil || r.keyErr {
-			release = append(release, r.out.RowID)
+			t.release = append(t.release, r.out.RowID)
 			continue
 		}
-		outs = append(outs, r.out)
+		t.outs = append(t.outs, r.out)
 		switch {
 		case r.out.State != domain.RowRetryWait:
 		case !r.out.FailedAttempt: // parked until the quotas reset: the scheduler's
-			parked++
-			if r.out.NextAttemptAt.After(parkedUntil) {
-				parkedUntil = r.out.NextAttemptAt
+			t.parked++
+			if r.out.NextAttemptAt.After(t.parkedUntil) {
+				t.parkedUntil = r.out.NextAttemptAt
 			}
 		default:
-			if d := max(r.out.NextAttemptAt.Sub(now), 10*time.Millisecond); d <= shortWait && (retryIn == 0 || d < retryIn) {
-				retryIn = d
+			if d := max(r.out.NextAttemptAt.Sub(now), 10*time.Millisecond); d <= shortWait && (t.retryIn == 0 || d < t.retryIn) {
+				t.retryIn = d
 			}
 		}
 	}
-	sctx := context.WithoutCancel(ctx)
-	if _, err := p.store.SavePlatformOutcomes(sctx, claim.Token, outs); err != nil {
-		return 0, err
+	return t
+}
+
+// saveSync saves the chunk's outcomes and releases the rows not done.
+func (p *Platform) saveSync(ctx context.Context, token string, t syncTally) error {
+	if _, err := p.store.SavePlatformOutcomes(ctx, token, t.outs); err != nil {
+		return err
 	}
-	if len(release) > 0 {
-		if err := p.store.ReleaseRows(sctx, claim.Token, release); err != nil {
-			return 0, err
-		}
+	if len(t.release) > 0 {
+		return p.store.ReleaseRows(ctx, token, t.release)
 	}
-	if parked > 0 {
-		p.log.Warn("platform daily quota reached: rows parked until after midnight UTC", "job_id", job.ID, "chunk", ref.Chunk,
-			"rows", parked, "until", parkedUntil.UTC())
+	return nil
+}
+
+// pauseSync pauses the job for reason; no call of the application can
+// succeed until its configuration changes.
+func (p *Platform) pauseSync(ctx context.Context, jobID, reason string) error {
+	ok, err := p.store.PauseJob(ctx, jobID, domain.PausedByPlatform, reason)
+	if err == nil && ok {
+		p.log.Error("member sync paused", "job_id", jobID, "reason", reason)
 	}
-	reason := ""
-	switch {
-	case stopped != nil:
-		reason = stopped.Message
-	case keyErr:
-		reason = errTokenKey.Error()
-	}
-	if reason != "" {
-		if ok, err := p.store.PauseJob(sctx, job.ID, domain.PausedByPlatform, reason); err != nil {
-			return 0, err
-		} else if ok {
-			p.log.Error("member sync paused", "job_id", job.ID, "reason", reason)
-		}
-		return 0, nil
-	}
-	if _, err := p.store.FinishJobs(sctx, job.ID); err != nil {
-		return 0, err
-	}
-	return retryIn, nil
+	return err
 }
 
 // heartbeat extends the claim's lease until the returned func is called.
