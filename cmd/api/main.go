@@ -127,10 +127,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	defer enq.Close()
 	var plat *platform.Platform // the platform's own API: off unless configured, refused half-configured
 	if cfg.Platform.Enabled() {
-		p := cfg.Platform
-		settings := platform.Settings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
-			ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
-			ExpiryWindow: p.ExpiryWindow, ChunkSize: cfg.ChunkSize}
+		settings := platform.Settings{Platform: cfg.Platform, ChunkSize: cfg.ChunkSize}
 		if plat, err = platform.Open(st, enq, settings, log.With("component", "platform")); err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -123,7 +123,7 @@ func TestErasureRetentionAudit(t *testing.T) {
 
 func testErasureRetentionAudit(t *testing.T, bulk bool) {
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: bulk},
-		Vendor: func(o *fakevendor.Options) { o.ProfileHitRate, o.EmailHitRate, o.PhoneHitRate = 1, 1, 0.5 }})
+		Vendor: func(o *enrichtest.SeedOptions) { o.ProfileHitRate, o.EmailHitRate, o.PhoneHitRate = 1, 1, 0.5 }})
 	ctx := context.Background()
 	const tenant = "acme"
 	etl, etlKey, err := b.Store.CreateAPIKey(ctx, tenant, "etl", []domain.Scope{domain.ScopeRead})

@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jsonin"
 	"github.com/enrichq/enrichq/internal/platform"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -44,9 +44,9 @@ func (s *server) platformError(w http.ResponseWriter, r *http.Request, err error
 		unknown *store.UnknownMembersError
 	)
 	switch {
-	case errors.Is(err, enrich.ErrColdLookup):
-		msg := enrich.ColdLookupError("").Message
-		if pe, ok := enrich.AsPlatformError(err); ok {
+	case errors.Is(err, platformapi.ErrColdLookup):
+		msg := platformapi.ColdLookupError("").Message
+		if pe, ok := platformapi.AsError(err); ok {
 			msg = pe.Message
 		}
 		err = errorf(http.StatusUnprocessableEntity, "cold_lookup_refused", "%s", msg)
@@ -255,7 +255,7 @@ func (s *server) platformProfile(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for _, k := range profileLookupParams {
 		if q.Has(k) {
-			s.platformError(w, r, enrich.ColdLookupError(q.Get(k)))
+			s.platformError(w, r, platformapi.ColdLookupError(q.Get(k)))
 			return
 		}
 	}
@@ -357,7 +357,7 @@ func readSyncRequest(w http.ResponseWriter, r *http.Request) (platform.SyncReque
 	}
 	for _, k := range profileLookupParams {
 		if v, ok := fields[k]; ok {
-			return platform.SyncRequest{}, enrich.ColdLookupError(firstString(v))
+			return platform.SyncRequest{}, platformapi.ColdLookupError(firstString(v))
 		}
 	}
 	for k := range fields {
@@ -379,8 +379,8 @@ func readSyncRequest(w http.ResponseWriter, r *http.Request) (platform.SyncReque
 			Message: `members is required: a list of member ids, or "all"`, Details: []ingest.FieldError{{Column: "members", Message: "required"}}}
 	case json.Unmarshal(in.Members, &all) == nil:
 		if all != "all" {
-			if enrich.LooksLikeProfileURL(all) {
-				return req, enrich.ColdLookupError(all)
+			if platformapi.LooksLikeProfileURL(all) {
+				return req, platformapi.ColdLookupError(all)
 			}
 			return req, &apiError{Status: http.StatusUnprocessableEntity, Code: "invalid_members",
 				Message: `members must be a list of member ids, or "all"`, Details: []ingest.FieldError{{Column: "members", Message: "not a list"}}}

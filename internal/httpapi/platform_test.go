@@ -14,9 +14,9 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/platform"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
+	"github.com/enrichq/enrichq/internal/platform/platformtest"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -26,29 +26,29 @@ import (
 // platform over HTTP, on a fake clock shared with the fake.
 type platformBundle struct {
 	*bundle
-	fp    *fakeplatform.Platform
+	fp    *platformtest.Platform
 	p     *platform.Platform
-	clock *fakeplatform.Clock
+	clock *platformtest.Clock
 }
 
-func platformSetup(t *testing.T, fake func(*fakeplatform.Options)) *platformBundle {
+func platformSetup(t *testing.T, fake func(*platformtest.Options)) *platformBundle {
 	t.Helper()
-	clock := fakeplatform.NewClock(time.Date(2026, 11, 20, 23, 59, 40, 0, time.UTC))
-	fopts := fakeplatform.DefaultOptions()
+	clock := platformtest.NewClock(time.Date(2026, 11, 20, 23, 59, 40, 0, time.UTC))
+	fopts := platformtest.DefaultOptions()
 	fopts.Now = clock.Now
 	if fake != nil {
 		fake(&fopts)
 	}
-	fp := fakeplatform.New(fopts)
+	fp := platformtest.New(fopts)
 	fsrv := httptest.NewServer(fp)
 	t.Cleanup(fsrv.Close)
-	client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: fsrv.URL, Version: "202611"})
+	client, err := platformapi.NewClient(platformapi.Config{BaseURL: fsrv.URL, Version: "202611"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var oauth *oauth2.Config
-	oauth, err = enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: fsrv.URL + fakeplatform.PathAuthorize,
-		TokenURL: fsrv.URL + fakeplatform.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret,
+	oauth, err = platformapi.NewOAuth(platformapi.OAuthConfig{AuthURL: fsrv.URL + platformtest.PathAuthorize,
+		TokenURL: fsrv.URL + platformtest.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret,
 		RedirectURL: "http://placeholder/v1/platform/callback"})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func (pb *platformBundle) consent(t *testing.T, key, member string) *url.URL {
 
 func (pb *platformBundle) connect(t *testing.T, key, id, name string) memberJSON {
 	t.Helper()
-	pb.fp.AddMember(fakeplatform.Member{ID: id, FirstName: name, LastName: "Doe", Email: strings.ToLower(name) + "@example.com"})
+	pb.fp.AddMember(platformtest.Member{ID: id, FirstName: name, LastName: "Doe", Email: strings.ToLower(name) + "@example.com"})
 	resp, body := get(t, pb.consent(t, key, id).String(), "")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("callback: %s %s", resp.Status, body)
@@ -168,7 +168,7 @@ func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 	}
 
 	// A forged state is refused before any exchange.
-	tokens := pb.fp.Requests(fakeplatform.PathToken)
+	tokens := pb.fp.Requests(platformtest.PathToken)
 	cb := pb.consent(t, keyA, "m-ann")
 	forged := *cb
 	q := forged.Query()
@@ -178,7 +178,7 @@ func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || apiErr(t, body).Code != "invalid_state" {
 		t.Errorf("forged state: %s %s", resp.Status, body)
 	}
-	if pb.fp.Requests(fakeplatform.PathToken) != tokens {
+	if pb.fp.Requests(platformtest.PathToken) != tokens {
 		t.Error("a forged state reached the token endpoint")
 	}
 	// The genuine callback works once; a replay is refused.
@@ -216,7 +216,7 @@ func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 
 func TestPlatformSyncOverHTTP(t *testing.T) {
 	t.Parallel()
-	pb := platformSetup(t, func(o *fakeplatform.Options) { o.MemberDailyQuota = 1 })
+	pb := platformSetup(t, func(o *platformtest.Options) { o.MemberDailyQuota = 1 })
 	ctx := context.Background()
 	ann := pb.connect(t, keyA, "m-ann", "Ann") // /rest/me once: the member's quota today
 	pb.connect(t, keyA, "m-bob", "Bob")

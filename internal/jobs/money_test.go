@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -29,7 +29,7 @@ func TestFourWorkersShareTheVendorLimit(t *testing.T) {
 		// A burst of 4 (200 ms at 20/s) absorbs sends that a loaded machine
 		// delays and then bunches; a limiter running over the rate still
 		// meets 429s within the first second.
-		Vendor:      func(o *fakevendor.Options) { o.RPS, o.Burst = rps, 4 },
+		Vendor:      func(o *enrichtest.SeedOptions) { o.RPS, o.Burst = rps, 4 },
 		Processor:   jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 4},
 		Workers:     4,
 		Concurrency: 2,

@@ -9,7 +9,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -88,7 +88,7 @@ func TestPipelineBulkEndToEnd(t *testing.T) {
 func TestPipelineSingleLookupsWithFaults(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{
-		Vendor:    func(o *fakevendor.Options) { o.FailRate = 0.2; o.MalformedRate = 0.05 },
+		Vendor:    func(o *enrichtest.SeedOptions) { o.FailRate = 0.2; o.MalformedRate = 0.05 },
 		Processor: jobs.ProcessorConfig{Bulk: false, MaxAttempts: 20},
 	})
 	job := submit(b, t, companies(40), ingest.JobOptions{Roles: []string{"Head of Marketing"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone}})
@@ -202,7 +202,7 @@ func TestPipelineUnreadableCacheEntryIsBoughtAgain(t *testing.T) {
 func TestPipelinePoisonRowFailsAlone(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{
-		Vendor:    func(o *fakevendor.Options) { o.RejectSubstring = "poison" },
+		Vendor:    func(o *enrichtest.SeedOptions) { o.RejectSubstring = "poison" },
 		Processor: jobs.ProcessorConfig{Bulk: true},
 	})
 	rows := companies(10)

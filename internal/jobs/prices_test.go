@@ -11,7 +11,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -67,8 +67,8 @@ func namedCompanies(tag string, n int) []ingest.RowIn {
 // at 5: the ledger is the bill, to the credit.
 func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) {
-		o.Prices = fakevendor.ChargedMissPrices()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) {
+		o.Prices = enrichtest.SeedChargedMissPrices()
 		o.NoReplayHeader = true
 	}})
 	b.Submitter.Enqueuer = nil
@@ -291,8 +291,8 @@ func (v *losesOnce) Profile(ctx context.Context, q enrich.ProfileQuery, key stri
 // settles it to 1, marked, before the job completes.
 func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) {
-		o.Prices = fakevendor.ChargedMissPrices()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) {
+		o.Prices = enrichtest.SeedChargedMissPrices()
 		o.NoReplayHeader = true
 	}})
 	b.Submitter.Enqueuer = nil
@@ -341,7 +341,7 @@ func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 // calls, are solved together for the prices they determine.
 func TestBulkCallsTeachPrices(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) { o.Prices = fakevendor.ChargedMissPrices() }})
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) { o.Prices = enrichtest.SeedChargedMissPrices() }})
 	b.Submitter.Enqueuer = nil
 	ctx := context.Background()
 	account := fmt.Sprintf("acct-bulk-%d", time.Now().UnixNano())

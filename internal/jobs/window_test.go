@@ -9,7 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -37,7 +37,7 @@ func TestSmallJobIsNotStarvedByABigOne(t *testing.T) {
 	t.Parallel()
 	const window = 4
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}, Concurrency: 2,
-		Vendor:      func(o *fakevendor.Options) { o.Latency = 10 * time.Millisecond },
+		Vendor:      func(o *enrichtest.SeedOptions) { o.Latency = 10 * time.Millisecond },
 		Maintenance: maintenance.Settings{Window: window}})
 	b.Submitter.Window = window
 	big := submit(b, t, companies(2000), ingest.JobOptions{Roles: []string{"CFO"}}) // 100 chunks of 20

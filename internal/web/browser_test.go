@@ -16,9 +16,9 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
-	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/platform/platformtest"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -48,7 +48,7 @@ func TestInBrowser(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
 	ctx := startBrowser(t) // first: without a browser there is nothing to set up
-	s := newStack(t, jobstest.Options{Vendor: func(o *fakevendor.Options) { o.Latency = 50 * time.Millisecond }}, true)
+	s := newStack(t, jobstest.Options{Vendor: func(o *enrichtest.SeedOptions) { o.Latency = 50 * time.Millisecond }}, true)
 
 	shots := screenshots(t, ctx)
 	base := s.api.URL
@@ -182,7 +182,7 @@ func TestInBrowser(t *testing.T) {
 	if n := text(t, ctx, chromedp.ID("connected-count")); n != "0" {
 		t.Fatalf("before any consent, %s members are connected", n)
 	}
-	for _, m := range []fakeplatform.Member{{ID: "m-ada", FirstName: "Ada", LastName: "Lovelace", Email: "ada@example.com", Headline: "Head of Sales"},
+	for _, m := range []platformtest.Member{{ID: "m-ada", FirstName: "Ada", LastName: "Lovelace", Email: "ada@example.com", Headline: "Head of Sales"},
 		{ID: "m-bob", FirstName: "Bob", LastName: "Stone", Email: "bob@example.com", Headline: "Account Executive"}} {
 		s.platform.AddMember(m)
 		s.platform.SignIn(m.ID) // the member, signed in at the platform, consents

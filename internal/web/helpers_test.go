@@ -18,11 +18,11 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/platform"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
+	"github.com/enrichq/enrichq/internal/platform/platformtest"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/service"
 )
@@ -62,7 +62,7 @@ type stack struct {
 	api   *httptest.Server
 	clock *clock
 	// platform is the fake platform of a stack made withPlatform; nil otherwise.
-	platform *fakeplatform.Platform
+	platform *platformtest.Platform
 }
 
 // clock is a settable clock for the page's sessions; it follows the real
@@ -100,20 +100,20 @@ func newStack(t *testing.T, o jobstest.Options, withPlatform bool) *stack {
 		},
 	}
 	var (
-		fp    *fakeplatform.Platform
+		fp    *platformtest.Platform
 		oauth *oauth2.Config
 	)
 	if withPlatform {
-		fopts := fakeplatform.DefaultOptions()
-		fp = fakeplatform.New(fopts)
+		fopts := platformtest.DefaultOptions()
+		fp = platformtest.New(fopts)
 		fsrv := httptest.NewServer(fp)
 		t.Cleanup(fsrv.Close)
-		client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: fsrv.URL, Version: "202611"})
+		client, err := platformapi.NewClient(platformapi.Config{BaseURL: fsrv.URL, Version: "202611"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		oauth, err = enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: fsrv.URL + fakeplatform.PathAuthorize,
-			TokenURL: fsrv.URL + fakeplatform.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret,
+		oauth, err = platformapi.NewOAuth(platformapi.OAuthConfig{AuthURL: fsrv.URL + platformtest.PathAuthorize,
+			TokenURL: fsrv.URL + platformtest.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret,
 			RedirectURL: "http://placeholder/v1/platform/callback"})
 		if err != nil {
 			t.Fatal(err)

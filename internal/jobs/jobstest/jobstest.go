@@ -20,7 +20,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/maintenance"
@@ -47,7 +47,7 @@ func RandomName(prefix string) string {
 // asynq, and the fake vendor.
 type Bundle struct {
 	Store     *store.Store
-	Vendor    *fakevendor.Vendor
+	Vendor    *enrichtest.Seed
 	Client    *enrich.Client
 	Enqueuer  *jobs.Enqueuer
 	Submitter *jobs.Submitter
@@ -60,7 +60,7 @@ type Bundle struct {
 
 // Options shape a Bundle.
 type Options struct {
-	Vendor    func(*fakevendor.Options) // adjust the fake vendor
+	Vendor    func(*enrichtest.SeedOptions) // adjust the fake vendor
 	Processor jobs.ProcessorConfig
 	Workers   int  // asynq servers; default 1
 	NoWorker  bool // start no worker
@@ -79,12 +79,12 @@ type Options struct {
 // New starts a pipeline for one test; everything stops when the test ends.
 func New(t *testing.T, o Options) *Bundle {
 	t.Helper()
-	vopts := fakevendor.DefaultOptions()
+	vopts := enrichtest.DefaultSeedOptions()
 	vopts.Seed = 7
 	if o.Vendor != nil {
 		o.Vendor(&vopts)
 	}
-	fv := fakevendor.New(vopts)
+	fv := enrichtest.NewSeed(vopts)
 	srv := httptest.NewServer(fv)
 	t.Cleanup(srv.Close)
 
