@@ -34,6 +34,7 @@ import (
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/platform"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/spool"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -152,25 +153,28 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	limits.MaxLookups = cfg.MaxRows
 	reg := metrics.NewRegistry()
 	metrics.PostgresReplication(reg, st.CheckReplication(ctx, log)) // a warning when a failover could lose commits
-	api := httpapi.NewServer(httpapi.Deps{
-		Metrics:        metrics.NewHTTP(reg),
-		StatusCacheTTL: cfg.StatusCache,
-		Store:          st,
-		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
+	svc := service.New(service.Config{
+		Store: st,
+		Submitter: &service.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
 			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk, Account: cfg.VendorAccount,
 			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
-		Keys:              httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
-		Limits:            limits,
+		Platform:         plat,
+		Limits:           limits,
+		StatusCacheTTL:   cfg.StatusCache,
+		UploadsPerTenant: cfg.UploadsPerTenant,
+		UploadsTotal:     cfg.UploadsTotal,
+		ErasureKey:       []byte(cfg.ErasureKey),
+	})
+	api := httpapi.NewServer(httpapi.Deps{
+		Service:           svc,
+		Metrics:           metrics.NewHTTP(reg),
+		Keys:              httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), svc),
 		MCPMaxBudget:      cfg.MCPMaxBudget,
 		MCPMaxDailyBudget: cfg.MCPMaxDailyBudget,
 		MCPAllowedOrigins: cfg.MCPAllowedOrigins,
 		BehindTLSProxy:    cfg.BehindTLSProxy,
 		Ready:             []httpapi.ReadyCheck{{Name: "postgres", Ping: st.Ping}, {Name: "redis", Ping: redisPing}},
 		Log:               log,
-		Platform:          plat,
-		UploadsPerTenant:  cfg.UploadsPerTenant,
-		UploadsTotal:      cfg.UploadsTotal,
-		ErasureKey:        []byte(cfg.ErasureKey),
 	})
 
 	// /metrics beside the API (Prometheus text format, no key: keep the

@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -32,30 +32,9 @@ type stack struct {
 
 func newStack(t *testing.T, o jobstest.Options) *stack {
 	t.Helper()
-	b := jobstest.New(t, o)
-	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
-		Store: b.Store, Submitter: b.Submitter, Log: b.Log,
-		Keys:         httpapi.NewStaticKeys(map[string]string{apiKey: "acme"}),
-		MCPMaxBudget: mcpCeiling,
-	}))
-	t.Cleanup(api.Close)
-	// The scheduler, as cmd/scheduler runs it: it is what marks jobs finished.
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(25 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_, _ = b.Maintainer.RunOnce(ctx)
-			}
-		}
-	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return &stack{url: api.URL, b: b, api: api}
+	api := apitest.Start(t, apitest.Options{Pipeline: o, Static: map[string]string{apiKey: "acme"}, Scheduler: true,
+		Deps: func(d *httpapi.Deps) { d.MCPMaxBudget = mcpCeiling }})
+	return &stack{url: api.URL, b: api.Bundle, api: api.API}
 }
 
 // result is what one run of the command printed and returned.

@@ -44,12 +44,12 @@ func (p *Processor) refreshPrices(ctx context.Context) {
 		p.log.Warn("the learned price list was not read; the book stays as it was", "err", err)
 		return
 	}
-	p.cfg.Prices.Load(learnedPrices(list))
+	p.cfg.Prices.Load(LearnedPrices(list))
 }
 
-// learnedPrices converts the store's price list to the book's (classes this
+// LearnedPrices converts the store's price list to the book's (classes this
 // version does not know are left out).
-func learnedPrices(list []store.VendorPrice) []enrich.LearnedPrice {
+func LearnedPrices(list []store.VendorPrice) []enrich.LearnedPrice {
 	out := make([]enrich.LearnedPrice, 0, len(list))
 	for _, v := range list {
 		c, err := enrich.ParsePriceClass(v.Class)

@@ -10,7 +10,8 @@ import (
 // SetBudget sets the budget of the tenant's job id (scope submit): budget
 // nil removes it. Raising the budget of a job paused by it resumes the job;
 // a finished job's budget cannot change (a *ConflictError job_finished).
-func (s *Service) SetBudget(ctx context.Context, p Principal, id string, budget *int64) (JobStatus, error) {
+func (s *Service) SetBudget(ctx context.Context, p Principal, id string, budget *int64) (_ JobStatus, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return JobStatus{}, err
 	}
@@ -39,7 +40,8 @@ type JobCosts struct {
 }
 
 // Costs returns what the tenant's job id cost, by stage (scope read).
-func (s *Service) Costs(ctx context.Context, p Principal, id string) (JobCosts, error) {
+func (s *Service) Costs(ctx context.Context, p Principal, id string) (_ JobCosts, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeRead); err != nil {
 		return JobCosts{}, err
 	}
@@ -71,7 +73,8 @@ func (s *Service) Costs(ctx context.Context, p Principal, id string) (JobCosts, 
 
 // PauseCause says why the tenant's job id is paused ("" when it is not):
 // each cause has its own way back (scope read).
-func (s *Service) PauseCause(ctx context.Context, p Principal, id string) (domain.PauseCause, error) {
+func (s *Service) PauseCause(ctx context.Context, p Principal, id string) (_ domain.PauseCause, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeRead); err != nil {
 		return "", err
 	}

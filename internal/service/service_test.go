@@ -14,7 +14,6 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -34,16 +33,16 @@ var (
 func setup(t *testing.T) (*service.Service, *store.Store) {
 	t.Helper()
 	st := storetest.New(t)
-	svc := service.New(service.Config{Store: st, Submitter: &jobs.Submitter{Store: st}})
+	svc := service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st}})
 	return svc, st
 }
 
 // submission is a JSON upload of n companies, with options.
-func submission(n int, opts ingest.JobOptions) jobs.Submission {
+func submission(n int, opts ingest.JobOptions) service.Submission {
 	if opts.Lookups == nil {
 		opts.Lookups = []domain.Stage{domain.StageProfile}
 	}
-	return jobs.Submission{Format: "json", Options: opts, Feed: func(emit func(ingest.Lookup) error) error {
+	return service.Submission{Format: "json", Options: opts, Feed: func(emit func(ingest.Lookup) error) error {
 		for i := 1; i <= n; i++ {
 			if err := emit(ingest.Lookup{Row: i, Ref: fmt.Sprint("r", i), Kind: domain.InputNameCompany,
 				Name: fmt.Sprint("Person ", i), Company: "Acme"}); err != nil {

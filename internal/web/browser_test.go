@@ -19,7 +19,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
-	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/service"
 )
 
 // Environment of the browser test (docs/web.md, "Tests").
@@ -51,7 +51,7 @@ func TestInBrowser(t *testing.T) {
 	s := newStack(t, jobstest.Options{Vendor: func(o *fakevendor.Options) { o.Latency = 50 * time.Millisecond }}, true)
 
 	shots := screenshots(t, ctx)
-	base := s.api.URL
+	base := s.URL
 
 	// Sign in: a wrong key is refused, the right one opens the jobs.
 	do(t, ctx, "open the page", chromedp.Navigate(base+"/"))
@@ -184,15 +184,15 @@ func TestInBrowser(t *testing.T) {
 	}
 	for _, m := range []fakeplatform.Member{{ID: "m-ada", FirstName: "Ada", LastName: "Lovelace", Email: "ada@example.com", Headline: "Head of Sales"},
 		{ID: "m-bob", FirstName: "Bob", LastName: "Stone", Email: "bob@example.com", Headline: "Account Executive"}} {
-		s.platform.AddMember(m)
-		s.platform.SignIn(m.ID) // the member, signed in at the platform, consents
+		s.Platform.AddMember(m)
+		s.Platform.SignIn(m.ID) // the member, signed in at the platform, consents
 		do(t, ctx, "open the members", chromedp.Navigate(base+"/ui/members"))
 		navigate(t, ctx, "connect "+m.ID, chromedp.Click(chromedp.ID("connect")))
 		if loc := mustPath(t, location(t, ctx)); loc != "/v1/platform/callback" {
 			t.Fatalf("after the consent screen, at %s", loc)
 		}
 	}
-	members, err := s.Store.ListPlatformMembers(context.Background(), tenantA, store.MemberFilter{Limit: 10})
+	members, err := s.Store.ListPlatformMembers(context.Background(), tenantA, service.MemberFilter{Limit: 10})
 	if err != nil || len(members) != 2 {
 		t.Fatalf("members: %d, %v", len(members), err)
 	}

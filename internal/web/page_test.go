@@ -12,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xuri/excelize/v2"
-
+	"github.com/enrichq/enrichq/internal/ingest/ingesttest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 	"github.com/enrichq/enrichq/internal/web"
@@ -52,7 +51,7 @@ func TestPage(t *testing.T) {
 		}
 		// The right key: a session cookie, HttpOnly and SameSite=Strict, and no key in it.
 		_, body = p.get("/ui/signin")
-		req, _ := http.NewRequest(http.MethodPost, s.api.URL+"/ui/signin", strings.NewReader(url.Values{"csrf": {csrf(t, body)}, "key": {keyA}}.Encode()))
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/ui/signin", strings.NewReader(url.Values{"csrf": {csrf(t, body)}, "key": {keyA}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		for _, c := range p.client.Jar.Cookies(req.URL) {
 			req.AddCookie(c)
@@ -96,7 +95,7 @@ func TestPage(t *testing.T) {
 
 	t.Run("SecureCookieBehindTLS", func(t *testing.T) {
 		t.Parallel()
-		req, _ := http.NewRequest(http.MethodGet, s.api.URL+"/ui/signin", nil)
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/ui/signin", nil)
 		req.Header.Set("X-Forwarded-Proto", "https")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -230,7 +229,7 @@ func TestPage(t *testing.T) {
 			"list.csv":  []byte("ref,company\nr1,Acme AG\nr2,Beta GmbH\nr3,Gamma SA\n"),
 			"list.tsv":  []byte("ref\tcompany\nr1\tAcme AG\nr2\tBeta GmbH\nr3\tGamma SA\n"),
 			"list.json": []byte(`{"rows": [{"ref": "r1", "company": "Acme AG"}, {"ref": "r2", "company": "Beta GmbH"}, {"ref": "r3", "company": "Gamma SA"}]}`),
-			"list.xlsx": xlsxBytes(t, rows),
+			"list.xlsx": ingesttest.XLSX(t, rows),
 		}
 		for name, data := range files {
 			resp, body := p.upload(name, data, url.Values{"roles": {"CTO, VP Sales"}, "lookups": {"profile"}, "budget_credits": {"50"}})
@@ -318,7 +317,7 @@ func (p *person) upload(filename string, data []byte, fields url.Values) (*http.
 // redirects) and its body.
 func (p *person) postMultipart(path, contentType string, body io.Reader) (*http.Response, string) {
 	p.t.Helper()
-	resp, err := p.client.Post(p.s.api.URL+path, contentType, body)
+	resp, err := p.client.Post(p.s.URL+path, contentType, body)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -326,23 +325,6 @@ func (p *person) postMultipart(path, contentType string, body io.Reader) (*http.
 	var out bytes.Buffer
 	_, _ = out.ReadFrom(resp.Body)
 	return resp, out.String()
-}
-
-func xlsxBytes(t *testing.T, rows [][]any) []byte {
-	t.Helper()
-	f := excelize.NewFile()
-	defer f.Close()
-	for r, row := range rows {
-		cell, _ := excelize.CoordinatesToCellName(1, r+1)
-		if err := f.SetSheetRow("Sheet1", cell, &row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var buf bytes.Buffer
-	if err := f.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 // Cancel from the job's page: the job is canceled and the page says so;
