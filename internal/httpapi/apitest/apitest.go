@@ -40,7 +40,8 @@ type Options struct {
 	Static map[string]string
 	// Stored: keys created in the store (`api keys create`) are known too.
 	Stored bool
-	// Service adjusts the service's configuration; Deps the API's.
+	// Service adjusts the service's configuration; Deps the API's (its
+	// Now is the service's clock too, unless Service sets one).
 	Service func(*service.Config)
 	Deps    func(*httpapi.Deps)
 	// Scheduler steps the scheduler's services in the background (what
@@ -75,10 +76,17 @@ func Start(t *testing.T, o Options) *Stack {
 	if o.Service != nil {
 		o.Service(&cfg)
 	}
-	svc := service.New(cfg)
-	deps := httpapi.Deps{Service: svc, Log: b.Log, Keys: o.keys(svc)}
+	deps := httpapi.Deps{Log: b.Log}
 	if o.Deps != nil {
 		o.Deps(&deps)
+	}
+	if cfg.Now == nil {
+		cfg.Now = deps.Now // one clock for the API and the service
+	}
+	svc := service.New(cfg)
+	deps.Service = svc
+	if deps.Keys == nil {
+		deps.Keys = o.keys(svc)
 	}
 	api := httptest.NewServer(httpapi.NewServer(deps))
 	t.Cleanup(api.Close)
