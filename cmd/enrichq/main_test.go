@@ -67,19 +67,10 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
-func companies(n int) string {
-	var b strings.Builder
-	b.WriteString("ref,company,owner\n")
-	for i := range n {
-		fmt.Fprintf(&b, "crm-%03d,Company %d AG,owner-%d\n", i, i, i%3)
-	}
-	return b.String()
-}
-
 func TestSubmitWaitThenResults(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, jobstest.Options{})
-	file := writeFile(t, "companies.csv", companies(40))
+	file := writeFile(t, "companies.csv", apitest.CompaniesCSV(40))
 
 	r := cli(t, s.url, "submit", file, "--roles", "VP Sales", "--lookups", "profile,email", "--budget", "100000",
 		"--name", "cli test", "--wait", "--interval", "50ms")
@@ -189,7 +180,7 @@ func TestSubmitWaitJSONAndBar(t *testing.T) {
 func TestSubmitWaitPausedJobFails(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, jobstest.Options{})
-	file := writeFile(t, "companies.csv", companies(10))
+	file := writeFile(t, "companies.csv", apitest.CompaniesCSV(10))
 	r := cli(t, s.url, "submit", file, "--roles", "VP Sales", "--budget", "1", "--wait", "--interval", "50ms")
 	if exitCode(r.err) != 1 || !strings.Contains(r.err.Error(), " paused: ") || !strings.Contains(r.err.Error(), "budget") {
 		t.Fatalf("a job paused by its budget:\n%v", r)
@@ -226,12 +217,12 @@ func TestSubmitBadFile(t *testing.T) {
 func TestSubmitWithoutWaitAndCancel(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, jobstest.Options{NoWorker: true})
-	r := cli(t, s.url, "submit", writeFile(t, "c.csv", companies(5)), "--roles", "CTO,CFO", "--idempotency-key", "k-1")
+	r := cli(t, s.url, "submit", writeFile(t, "c.csv", apitest.CompaniesCSV(5)), "--roles", "CTO,CFO", "--idempotency-key", "k-1")
 	id := strings.TrimSpace(r.stdout)
 	if r.err != nil || len(id) != 36 || !strings.Contains(r.stderr, "10 lookups") {
 		t.Fatalf("submit:\n%v", r)
 	}
-	again := cli(t, s.url, "submit", writeFile(t, "c.csv", companies(5)), "--roles", "CTO,CFO", "--idempotency-key", "k-1")
+	again := cli(t, s.url, "submit", writeFile(t, "c.csv", apitest.CompaniesCSV(5)), "--roles", "CTO,CFO", "--idempotency-key", "k-1")
 	if again.err != nil || strings.TrimSpace(again.stdout) != id || !strings.Contains(again.stderr, "submitted before") {
 		t.Fatalf("replay:\n%v", again)
 	}
@@ -244,7 +235,7 @@ func TestSubmitWithoutWaitAndCancel(t *testing.T) {
 func TestEstimate(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, jobstest.Options{NoWorker: true})
-	file := writeFile(t, "companies.csv", companies(10))
+	file := writeFile(t, "companies.csv", apitest.CompaniesCSV(10))
 	r := cli(t, s.url, "estimate", file, "--roles", "VP Sales", "--lookups", "profile,email", "--budget", "1")
 	if r.err != nil || !strings.Contains(r.stdout, "rows:     10 lookups") || !strings.Contains(r.stdout, "credits:  ") ||
 		!strings.Contains(r.stdout, "the job would pause") {

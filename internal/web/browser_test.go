@@ -18,6 +18,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/service"
 )
@@ -78,7 +79,7 @@ func TestInBrowser(t *testing.T) {
 	dir := t.TempDir()
 	list := filepath.Join(dir, "companies.csv")
 	const companies = 40
-	if err := os.WriteFile(list, []byte(companiesCSV(companies)), 0o600); err != nil {
+	if err := os.WriteFile(list, []byte(apitest.CompaniesCSV(companies)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	do(t, ctx, "open the new-job form", chromedp.Navigate(base+"/ui/jobs/new"),
@@ -93,7 +94,7 @@ func TestInBrowser(t *testing.T) {
 	shots("estimate")
 	estMin, estMax := number(t, text(t, ctx, chromedp.ID("est-min"))), number(t, text(t, ctx, chromedp.ID("est-max")))
 	q := url.Values{"dry_run": {"true"}, "roles": {"VP Sales"}, "lookups": {"profile,email"}, "budget_credits": {"100000"}}
-	resp, body := s.call(t, http.MethodPost, "/v1/jobs?"+q.Encode(), keyA, "text/csv", strings.NewReader(companiesCSV(companies)))
+	resp, body := s.call(t, http.MethodPost, "/v1/jobs?"+q.Encode(), keyA, "text/csv", strings.NewReader(apitest.CompaniesCSV(companies)))
 	var apiEst struct{ Credits struct{ Min, Max int64 } }
 	if err := json.Unmarshal(body, &apiEst); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("API dry run: %s %s", resp.Status, body)
@@ -165,7 +166,7 @@ func TestInBrowser(t *testing.T) {
 	shots("job-resumed-done")
 
 	// Another tenant's job is not found, even by its id.
-	resp, body = s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", keyB, "text/csv", strings.NewReader(companiesCSV(2)))
+	resp, body = s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", keyB, "text/csv", strings.NewReader(apitest.CompaniesCSV(2)))
 	var other struct{ ID string }
 	if err := json.Unmarshal(body, &other); err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("tenant B's job: %s %s", resp.Status, body)

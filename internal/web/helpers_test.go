@@ -1,13 +1,11 @@
 package web_test
 
 import (
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,14 +137,4 @@ func (p *person) signIn(key string) string {
 		p.t.Fatalf("sign in: %s at %s:\n%.600s", resp.Status, resp.Request.URL.Path, body)
 	}
 	return body
-}
-
-// companiesCSV is a list of n companies with an extra column.
-func companiesCSV(n int) string {
-	var b strings.Builder
-	b.WriteString("ref,company,owner\n")
-	for i := range n {
-		fmt.Fprintf(&b, "crm-%03d,Company %d AG,owner-%d\n", i+1, i+1, i%3)
-	}
-	return b.String()
 }

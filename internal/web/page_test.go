@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/ingest/ingesttest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -27,7 +28,7 @@ func TestPage(t *testing.T) {
 
 	// A job of each tenant, through the API.
 	submit := func(key string) string {
-		resp, body := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", key, "text/csv", strings.NewReader(companiesCSV(3)))
+		resp, body := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", key, "text/csv", strings.NewReader(apitest.CompaniesCSV(3)))
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("submit: %s %s", resp.Status, body)
 		}
@@ -284,7 +285,7 @@ func TestPage(t *testing.T) {
 		}
 		// Companies without roles: the file is good, the estimate is refused,
 		// and the file is not kept either.
-		resp, body = p.upload("noroles.csv", []byte(companiesCSV(3)), url.Values{"lookups": {"profile"}})
+		resp, body = p.upload("noroles.csv", []byte(apitest.CompaniesCSV(3)), url.Values{"lookups": {"profile"}})
 		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "role") {
 			t.Errorf("companies without roles: %s\n%.1500s", resp.Status, body)
 		}
@@ -332,7 +333,7 @@ func (p *person) postMultipart(path, contentType string, body io.Reader) (*http.
 func TestCancelFromPage(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, jobstest.Options{NoWorker: true}, false) // the job waits: nothing works on it
-	resp, body := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", keyA, "text/csv", strings.NewReader(companiesCSV(5)))
+	resp, body := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", keyA, "text/csv", strings.NewReader(apitest.CompaniesCSV(5)))
 	var st struct{ ID string }
 	if err := json.Unmarshal(body, &st); err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("submit: %s %s", resp.Status, body)

@@ -9,9 +9,11 @@ package apitest
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -222,4 +224,15 @@ func (s *Stack) CreateKey(t *testing.T, tenant, name string, scopes []domain.Sco
 		t.Fatal(err)
 	}
 	return ak.ID, key
+}
+
+// CompaniesCSV is a CSV list of n companies with an extra column:
+// "ref,company,owner", then "crm-001,Company 1 AG,owner-1" and so on.
+func CompaniesCSV(n int) string {
+	var b strings.Builder
+	b.WriteString("ref,company,owner\n")
+	for i := range n {
+		fmt.Fprintf(&b, "crm-%03d,Company %d AG,owner-%d\n", i+1, i+1, i%3)
+	}
+	return b.String()
 }
