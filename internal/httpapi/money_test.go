@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -93,7 +94,7 @@ func TestJobCostsByStage(t *testing.T) {
 		t.Fatalf("costs: %d %s", resp.StatusCode, data)
 	}
 	c := decode[struct {
-		ByStage map[string]store.StageCost `json:"by_stage"`
+		ByStage map[string]service.StageCost `json:"by_stage"`
 		Credits struct {
 			Spent int64 `json:"spent"`
 		} `json:"credits"`

@@ -18,6 +18,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/secretbox"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -138,7 +139,7 @@ func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 	pb := platformSetup(t, nil)
 
 	m := pb.connect(t, keyA, "m-ann", "Ann")
-	if m.Name != "Ann Doe" || m.Status != store.MemberActive || m.TokenExpiresAt == nil || m.ExpiresInSeconds == nil ||
+	if m.Name != "Ann Doe" || m.Status != service.MemberActive || m.TokenExpiresAt == nil || m.ExpiresInSeconds == nil ||
 		strings.Join(m.Scopes, " ") != "openid profile email" || m.Email != "ann@example.com" {
 		t.Errorf("member %+v", m)
 	}

@@ -29,10 +29,13 @@ func (s *Service) SetBudget(ctx context.Context, p Principal, id string, budget 
 	return s.status(ctx, job)
 }
 
+// StageCost is what one stage of a job cost: its calls and credits.
+type StageCost = store.StageCost
+
 // JobCosts is what a job cost, by stage, and its credits.
 type JobCosts struct {
 	JobID   string                           `json:"job_id"`
-	ByStage map[domain.Stage]store.StageCost `json:"by_stage"`
+	ByStage map[domain.Stage]StageCost `json:"by_stage"`
 	Credits JobCredits                       `json:"credits"`
 	// Balance sets the job's ledger beside the vendor's balance readings
 	// (X-Credits-Remaining) of its calls: the second witness.
@@ -54,7 +57,7 @@ func (s *Service) Costs(ctx context.Context, p Principal, id string) (_ JobCosts
 		return JobCosts{}, err
 	}
 	if byStage == nil {
-		byStage = map[domain.Stage]store.StageCost{}
+		byStage = map[domain.Stage]StageCost{}
 	}
 	drift, err := s.store.JobDrift(ctx, job.ID)
 	if err != nil {
