@@ -34,9 +34,9 @@ type StageCost = store.StageCost
 
 // JobCosts is what a job cost, by stage, and its credits.
 type JobCosts struct {
-	JobID   string                           `json:"job_id"`
+	JobID   string                     `json:"job_id"`
 	ByStage map[domain.Stage]StageCost `json:"by_stage"`
-	Credits JobCredits                       `json:"credits"`
+	Credits JobCredits                 `json:"credits"`
 	// Balance sets the job's ledger beside the vendor's balance readings
 	// (X-Credits-Remaining) of its calls: the second witness.
 	Balance store.Drift `json:"balance"`

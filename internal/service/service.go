@@ -1,6 +1,7 @@
 // Package service is what a tenant's API key can do, whatever the door it
 // comes in by: estimate and submit jobs, follow them, read their results and
-// the results feed, change a budget, cancel. REST (internal/httpapi) calls
+// the results feed, change a budget, cancel.
+//
 // The doors (REST in internal/httpapi, the web page in internal/web, MCP in
 // internal/mcpserver) call it and nothing below it: none imports the store or
 // internal/jobs, so that none can disagree with another on money or tenancy.
