@@ -18,6 +18,7 @@ import (
 	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/platform/platformtest"
 	"github.com/enrichq/enrichq/internal/secretbox"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -57,14 +58,14 @@ func platformSetup(t *testing.T, fake func(*platformtest.Options)) *platformBund
 	_, _ = rand.Read(key)
 	box, _ := secretbox.New(key)
 	var p *platform.Platform
-	b := setup(t, func(d *Deps) {
+	b := setup(t, func(d *deps) {
 		d.Now = clock.Now
-		p, err = platform.New(d.Store, nil, platform.Config{Client: client, OAuth: oauth, Box: box,
+		p, err = platform.New(d.svc.Store, nil, platform.Config{Client: client, OAuth: oauth, Box: box,
 			Now: clock.Now, Rand: func() float64 { return 0 }}, d.Log)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.Platform = p
+		d.svc.Platform = p
 	})
 	oauth.RedirectURL = b.srv.URL + "/v1/platform/callback" // known once the server listens
 	return &platformBundle{bundle: b, fp: fp, p: p, clock: clock}
@@ -138,13 +139,13 @@ func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 	pb := platformSetup(t, nil)
 
 	m := pb.connect(t, keyA, "m-ann", "Ann")
-	if m.Name != "Ann Doe" || m.Status != store.MemberActive || m.TokenExpiresAt == nil || m.ExpiresInSeconds == nil ||
+	if m.Name != "Ann Doe" || m.Status != service.MemberActive || m.TokenExpiresAt == nil || m.ExpiresInSeconds == nil ||
 		strings.Join(m.Scopes, " ") != "openid profile email" || m.Email != "ann@example.com" {
 		t.Errorf("member %+v", m)
 	}
 	// The token is stored encrypted; the state and verifier are used up.
-	sealed := storetest.SealedMemberToken(t, pb.st, m.ID)
-	states := storetest.ConnectStates(t, pb.st)
+	sealed := storetest.SealedMemberToken(t, pb.Store, m.ID)
+	states := storetest.ConnectStates(t, pb.Store)
 	if bytes.Contains(sealed, []byte("AQ")) || bytes.Contains(sealed, []byte("access_token")) || states != 0 {
 		t.Errorf("token stored as %q, %d connect states left", sealed, states)
 	}
@@ -301,7 +302,7 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 	}
 	id := decode[syncStatus](t, body).ID
 	// The scheduler hands the chunk out (this API has no queue of its own).
-	if refs, err := pb.st.PlatformChunksToEnqueue(ctx, pb.clock.Now(), time.Hour, 100); err != nil || len(refs) != 1 || refs[0].JobID != id {
+	if refs, err := pb.Store.PlatformChunksToEnqueue(ctx, pb.clock.Now(), time.Hour, 100); err != nil || len(refs) != 1 || refs[0].JobID != id {
 		t.Fatalf("dispatch of bob's sync: %v %v", refs, err)
 	}
 	if _, err := pb.p.ProcessSync(ctx, store.ChunkRef{JobID: id}); err != nil {
@@ -316,7 +317,7 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 		t.Errorf("resume: %s %s", resp.Status, body)
 	}
 	// Due at the scheduler's next dispatch, not after the recheck of the hand-out before the pause.
-	if refs, err := pb.st.PlatformChunksToEnqueue(ctx, pb.clock.Now(), time.Hour, 100); err != nil || len(refs) != 1 || refs[0].JobID != id {
+	if refs, err := pb.Store.PlatformChunksToEnqueue(ctx, pb.clock.Now(), time.Hour, 100); err != nil || len(refs) != 1 || refs[0].JobID != id {
 		t.Errorf("dispatch after resume: %v %v", refs, err)
 	}
 

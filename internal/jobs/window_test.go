@@ -40,11 +40,11 @@ func TestSmallJobIsNotStarvedByABigOne(t *testing.T) {
 		Vendor:      func(o *enrichtest.SeedOptions) { o.Latency = 10 * time.Millisecond },
 		Maintenance: maintenance.Settings{Window: window}})
 	b.Submitter.Window = window
-	big := submit(b, t, companies(2000), ingest.JobOptions{Roles: []string{"CFO"}}) // 100 chunks of 20
+	big := b.Submit(t, jobstest.Companies(2000), ingest.JobOptions{Roles: []string{"CFO"}}) // 100 chunks of 20
 	if n := len(queued(t, b)); n > window {
 		t.Fatalf("%d chunks of the big job queued at submit, want at most %d", n, window)
 	}
-	small := submit(b, t, companies(10), ingest.JobOptions{Roles: []string{"CEO"}})
+	small := b.Submit(t, jobstest.Companies(10), ingest.JobOptions{Roles: []string{"CEO"}})
 	b.WaitJob(t, small.ID, domain.JobCompleted)
 	counts, err := b.Store.RowCounts(context.Background(), big.ID)
 	if err != nil {

@@ -23,7 +23,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -44,18 +44,18 @@ type apiRig struct {
 	srv *httptest.Server
 }
 
-func newAPI(t *testing.T, opts ...func(*httpapi.Deps)) *apiRig {
+func newAPI(t *testing.T, opts ...func(*service.Config, *httpapi.Deps)) *apiRig {
 	t.Helper()
 	st := storetest.New(t)
+	cfg := service.Config{Store: st, Submitter: &service.Submitter{Store: st, Log: quiet}} // no queue: the scheduler would enqueue
 	deps := httpapi.Deps{
-		Store:     st,
-		Submitter: &jobs.Submitter{Store: st, Log: quiet}, // no queue: the scheduler would enqueue
-		Keys:      httpapi.NewStaticKeys(map[string]string{apiKey: "acme"}),
-		Log:       quiet,
+		Keys: httpapi.NewStaticKeys(map[string]string{apiKey: "acme"}),
+		Log:  quiet,
 	}
 	for _, o := range opts {
-		o(&deps)
+		o(&cfg, &deps)
 	}
+	deps.Service = service.New(cfg)
 	srv := httptest.NewServer(httpapi.NewServer(deps))
 	t.Cleanup(srv.Close)
 	return &apiRig{st: st, srv: srv}
@@ -301,7 +301,7 @@ func TestUpload100MB(t *testing.T) {
 // the byte limit (TestUpload100MB), not by the lookups.
 func TestUploadMillionRows(t *testing.T) {
 	t.Parallel()
-	a := newAPI(t, func(d *httpapi.Deps) { d.Limits = ingest.Limits{MaxLookups: 10_000} })
+	a := newAPI(t, func(c *service.Config, _ *httpapi.Deps) { c.Limits = ingest.Limits{MaxLookups: 10_000} })
 	g := &gen{head: "email\n", n: 1_000_000, row: func(i int) string { return fmt.Sprintf("person%07d@example-company.co\n", i) }}
 	got := a.post(t, "text/csv", "", g)
 	if got.status != http.StatusRequestEntityTooLarge || got.code != ingest.CodeTooLarge {
@@ -348,9 +348,9 @@ func TestBodyThatNeverEnds(t *testing.T) {
 	// Endless bodies on a server with generous time bounds (so that the byte
 	// limit is what ends them, even on a loaded machine); trickling ones on a
 	// server whose hard bound is 2s.
-	a := newAPI(t, func(d *httpapi.Deps) { d.Limits = ingest.Limits{MaxBytes: 1 << 20} })
-	slow := newAPI(t, func(d *httpapi.Deps) {
-		d.Limits = ingest.Limits{MaxBytes: 1 << 20}
+	a := newAPI(t, func(c *service.Config, _ *httpapi.Deps) { c.Limits = ingest.Limits{MaxBytes: 1 << 20} })
+	slow := newAPI(t, func(c *service.Config, d *httpapi.Deps) {
+		c.Limits = ingest.Limits{MaxBytes: 1 << 20}
 		d.UploadIdleTimeout = 300 * time.Millisecond
 		d.UploadTimeout = 2 * time.Second
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/service"
 )
 
 // The same invariants as dev/chaos, smaller and in-process: every row
@@ -177,7 +178,7 @@ func TestPostgresRestartMidRun(t *testing.T) {
 	r := newRig(t, rigConfig{processor: jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 2, Lease: time.Second},
 		vendor: func(o *enrichtest.SeedOptions) { o.Latency = 5 * time.Millisecond }})
 	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
-		Store: r.st, Submitter: r.sub, Keys: httpapi.NewStaticKeys(map[string]string{"chaos-key-0001": "acme"}), Log: r.log,
+		Service: service.New(service.Config{Store: r.st, Submitter: r.sub}), Keys: httpapi.NewStaticKeys(map[string]string{"chaos-key-0001": "acme"}), Log: r.log,
 		Ready: []httpapi.ReadyCheck{{Name: "postgres", Ping: r.st.Ping}},
 	}))
 	t.Cleanup(api.Close)

@@ -26,6 +26,7 @@ import (
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/maintenance"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -48,7 +49,7 @@ type stack struct {
 	queue     string
 	rlKey     string
 	enq       *jobs.Enqueuer
-	sub       *jobs.Submitter
+	sub       *service.Submitter
 	sweeper   *maintenance.Maintainer
 	log       *slog.Logger
 	cfg       rigConfig
@@ -159,7 +160,7 @@ func newRig(t *testing.T, cfg rigConfig) *stack {
 		_ = r.enq.Close()
 		_, _ = rig.FlushQueue(context.Background(), r.rdb, r.queue, r.rlKey+"*")
 	})
-	r.sub = &jobs.Submitter{Store: r.st, Enqueuer: r.enq, Log: r.log, ChunkSize: cfg.chunk}
+	r.sub = &service.Submitter{Store: r.st, Enqueuer: r.enq, Log: r.log, ChunkSize: cfg.chunk}
 	r.sweeper = maintenance.NewMaintainer(r.st, r.log, maintenance.Services(r.st, r.enq,
 		maintenance.Settings{Recheck: 200 * time.Millisecond, MaxAttempts: pc.MaxAttempts}, r.log)...)
 	return r
@@ -309,7 +310,7 @@ func (r *stack) submit(in []ingest.RowIn, lookups ...domain.Stage) string {
 		lookups = []domain.Stage{domain.StageProfile, domain.StageEmail}
 	}
 	opts := ingest.JobOptions{Lookups: lookups, MaxAge: 720 * time.Hour}
-	job, created, err := r.sub.Submit(context.Background(), jobs.Submission{Tenant: "acme", Format: "json", Options: opts,
+	job, created, err := r.sub.Submit(context.Background(), service.Submission{Tenant: "acme", Format: "json", Options: opts,
 		Feed: func(emit func(ingest.Lookup) error) error {
 			return ingest.ExpandRows(in, ingest.Options{}, ingest.DefaultLimits(), emit)
 		}})

@@ -24,6 +24,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/maintenance"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -50,7 +51,7 @@ type Bundle struct {
 	Vendor    *enrichtest.Seed
 	Client    *enrich.Client
 	Enqueuer  *jobs.Enqueuer
-	Submitter *jobs.Submitter
+	Submitter *service.Submitter
 	// Maintainer steps the scheduler's services (RunOnce); WaitJob runs it.
 	Maintainer *maintenance.Maintainer
 	Queue      string
@@ -74,6 +75,8 @@ type Options struct {
 	// AppRole connects the store as storetest.AppRole, the services' role
 	// of a production setup (no owner's powers), instead of the owner.
 	AppRole bool
+	// MaxConns sizes the store's pool; 0 is the store's default.
+	MaxConns int
 }
 
 // New starts a pipeline for one test; everything stops when the test ends.
@@ -115,6 +118,9 @@ func New(t *testing.T, o Options) *Bundle {
 		t.Fatal(err)
 	}
 	st := storetest.New(t)
+	if o.MaxConns > 0 {
+		st = storetest.OpenWith(t, storetest.NewDatabase(t), store.Options{MaxConns: int32(o.MaxConns)})
+	}
 	if o.AppRole {
 		st = storetest.OpenAsApp(t, storetest.NewDatabase(t))
 	}
@@ -165,7 +171,7 @@ func New(t *testing.T, o Options) *Bundle {
 	}
 	return &Bundle{
 		Store: st, Vendor: fv, Client: client, Enqueuer: enq, Queue: queue, RedisOpt: asynqOpt, Log: log,
-		Submitter:  &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: 20},
+		Submitter:  &service.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: 20},
 		Maintainer: maintenance.NewMaintainer(st, log, maintenance.Services(st, enq, ms, log)...),
 	}
 }
