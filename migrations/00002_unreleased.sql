@@ -165,6 +165,117 @@ $$;
 -- +goose StatementEnd
 
 ------------------------------------------------------------------------------
+-- Vendors' answer rates per segment
+------------------------------------------------------------------------------
+
+-- What each vendor answered, per segment of rows (domain.Segment: the input's
+-- kind and the company's country, "name_domain/fr") and stage: the rows
+-- asked, those it answered, and the credits it billed for them (its own
+-- credits). The automatic vendor order (internal/vendororder) learns its
+-- hit rates and expected charges from these; every worker adds its batches
+-- and reads the sums, so that what one learns all use. Not a tenant's data:
+-- a vendor's rate on a kind of row is the same whoever asked.
+CREATE TABLE vendor_rates (
+    vendor     text        NOT NULL CHECK (vendor <> ''),
+    segment    text        NOT NULL CHECK (segment LIKE '%/%'),
+    stage      text        NOT NULL CHECK (stage IN ('profile', 'email', 'phone')),
+    asked      bigint      NOT NULL DEFAULT 0 CHECK (asked >= 0),
+    found      bigint      NOT NULL DEFAULT 0 CHECK (found >= 0 AND found <= asked),
+    credits    bigint      NOT NULL DEFAULT 0 CHECK (credits >= 0),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (vendor, segment, stage)
+);
+
+------------------------------------------------------------------------------
+-- Several vendors: the waterfall
+------------------------------------------------------------------------------
+
+-- credit_ledger.vendor: the configured name of the vendor the call went to
+-- (docs/vendors.md); NULL for calls made before vendors had names (the one
+-- vendor of ENRICHQ_VENDOR_*, named "vendor"). Every amount of a ledger
+-- row, and of its account's usage, is in budget units: the vendor's
+-- credits times its credit_value.
+ALTER TABLE credit_ledger ADD COLUMN vendor text CONSTRAINT credit_ledger_vendor_check CHECK (vendor <> '');
+
+-- jobs.vendors: the job's own vendor order (the `vendors` option), names
+-- of the vendors file; NULL: the tenants' order, else the learned one.
+ALTER TABLE jobs ADD COLUMN vendors text[] CONSTRAINT jobs_vendors_check CHECK (cardinality(vendors) > 0);
+
+-- A vendor taken out of the waterfall for a tenant: it said it was out of
+-- credits (402) or refused its key (401, 403). Its rows go to the other
+-- vendors until `until` (then one call tries it again); vendor_skips counts,
+-- per job, the rows that went without it meanwhile.
+CREATE TABLE vendor_outages (
+    tenant     text        NOT NULL CONSTRAINT vendor_outages_tenant_check CHECK (tenant <> ''),
+    vendor     text        NOT NULL CONSTRAINT vendor_outages_vendor_check CHECK (vendor <> ''),
+    reason     text        NOT NULL,
+    since      timestamptz NOT NULL DEFAULT now(),
+    until      timestamptz NOT NULL,
+    PRIMARY KEY (tenant, vendor)
+);
+
+-- The rows of a job that skipped a vendor out of the waterfall (by vendor).
+CREATE TABLE vendor_skips (
+    job_id     uuid        NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+    vendor     text        NOT NULL,
+    rows       bigint      NOT NULL DEFAULT 0 CONSTRAINT vendor_skips_rows_check CHECK (rows >= 0),
+    PRIMARY KEY (job_id, vendor)
+);
+
+-- enrichq_reserve with the vendor's name for the ledger row (the 0.1.0
+-- function, without it, stays for a worker of before).
+-- +goose StatementBegin
+CREATE FUNCTION enrichq_reserve(p_job uuid, p_row bigint, p_row_count integer, p_stage text, p_endpoint text,
+    p_key text, p_credits bigint, p_ttl_ms bigint, p_account text, p_allowance bigint, p_vendor text,
+    OUT outcome text, OUT ledger_id bigint, OUT state text, OUT spent bigint, OUT reserved bigint, OUT budget bigint)
+LANGUAGE plpgsql AS $$
+#variable_conflict use_column
+DECLARE
+    v_month date := date_trunc('month', now() AT TIME ZONE 'UTC')::date;
+    v_found boolean;
+BEGIN
+    -- 1. The job's row.
+    UPDATE jobs j SET credits_reserved = j.credits_reserved + p_credits, updated_at = now()
+    WHERE j.id = p_job AND j.state IN ('queued', 'running')
+      AND (j.budget_credits IS NULL OR j.credits_spent + j.credits_reserved + p_credits <= j.budget_credits);
+    IF NOT FOUND THEN
+        SELECT j.state, j.credits_spent, j.credits_reserved, j.budget_credits INTO state, spent, reserved, budget
+        FROM jobs j WHERE j.id = p_job;
+        IF NOT FOUND THEN
+            outcome := 'not_found';
+        ELSIF state NOT IN ('queued', 'running') THEN
+            outcome := 'not_running';
+        ELSE
+            outcome := 'job_budget';
+        END IF;
+        RETURN;
+    END IF;
+    -- 2. The account's row.
+    IF p_account IS NOT NULL THEN
+        UPDATE account_usage a SET reserved = a.reserved + p_credits, updated_at = now()
+        WHERE a.account = p_account AND a.month = v_month
+          AND (p_allowance IS NULL OR a.spent + a.reserved + p_credits <= p_allowance);
+        IF NOT FOUND THEN
+            -- Give the job's credits back (its row is ours until commit: nobody saw them).
+            UPDATE jobs j SET credits_reserved = j.credits_reserved - p_credits WHERE j.id = p_job;
+            SELECT a.spent, a.reserved INTO spent, reserved FROM account_usage a WHERE a.account = p_account AND a.month = v_month;
+            v_found := FOUND;
+            budget := p_allowance;
+            outcome := CASE WHEN v_found THEN 'account_budget' ELSE 'no_account_row' END;
+            RETURN;
+        END IF;
+    END IF;
+    -- 3. The ledger's row.
+    INSERT INTO credit_ledger (job_id, row_id, row_count, stage, endpoint, idempotency_key, reserved, expires_at, account, account_month, vendor)
+    VALUES (p_job, p_row, p_row_count, p_stage, p_endpoint, p_key, p_credits, now() + p_ttl_ms * interval '1 millisecond',
+        p_account, CASE WHEN p_account IS NOT NULL THEN v_month END, p_vendor)
+    RETURNING id INTO ledger_id;
+    outcome := 'ok';
+END
+$$;
+-- +goose StatementEnd
+
+------------------------------------------------------------------------------
 -- Watches: lists kept fresh on a schedule, and what changed
 ------------------------------------------------------------------------------
 
@@ -335,6 +446,13 @@ DROP TABLE watch_changes;
 DROP TABLE watch_runs;
 DROP TABLE watch_inputs;
 DROP TABLE watches;
+
+DROP FUNCTION enrichq_reserve(uuid, bigint, integer, text, text, text, bigint, bigint, text, bigint, text);
+DROP TABLE vendor_skips;
+DROP TABLE vendor_outages;
+ALTER TABLE jobs DROP COLUMN vendors;
+ALTER TABLE credit_ledger DROP COLUMN vendor;
+DROP TABLE vendor_rates;
 
 DROP FUNCTION enrichq_resettle(bigint, bigint, text);
 ALTER TABLE credit_ledger DROP COLUMN replay_class, DROP COLUMN witnessed_at;

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -21,7 +22,7 @@ type usageError struct{ error }
 
 const ledgerUsage = `usage:
   api ledger account [-month YYYY-MM] [-account ID] [-json]   what the vendor key spent in a month (default: this one, UTC)
-  api ledger job [-json] JOB_ID                               what a job cost, by stage
+  api ledger job [-json] JOB_ID                               what a job cost, by stage and by vendor
   api ledger prices [-account ID] [-json]                     what the vendor charges, class by class, as its answers showed`
 
 // ledgerCommand answers the two questions of whoever pays the vendor, from
@@ -125,9 +126,13 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 		if err != nil {
 			return err
 		}
+		byVendor, err := st.JobVendorCosts(ctx, job.ID)
+		if err != nil {
+			return err
+		}
 		if *asJSON {
-			return json.NewEncoder(stdout).Encode(map[string]any{"job_id": job.ID, "by_stage": costs, "spent": job.CreditsSpent,
-				"reserved": job.CreditsReserved, "budget": job.BudgetCredits})
+			return json.NewEncoder(stdout).Encode(map[string]any{"job_id": job.ID, "by_stage": costs, "by_vendor": byVendor,
+				"spent": job.CreditsSpent, "reserved": job.CreditsReserved, "budget": job.BudgetCredits})
 		}
 		stages := make([]domain.Stage, 0, len(costs))
 		for s := range costs {
@@ -140,6 +145,12 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 			fmt.Fprintf(tw, "%s\t%d\t%d\t\n", s, costs[s].Calls, costs[s].Credits)
 		}
 		fmt.Fprintf(tw, "total\t\t%d\t\n", job.CreditsSpent)
+		// Every vendor's credits in budget units (its credits times its credit_value).
+		vendors := slices.Sorted(maps.Keys(byVendor))
+		fmt.Fprintf(tw, "\nvendor\tcalls\tcredits\t\n")
+		for _, v := range vendors {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t\n", v, byVendor[v].Calls, byVendor[v].Credits)
+		}
 		return tw.Flush()
 	}
 	return usageError{errors.New(ledgerUsage)}

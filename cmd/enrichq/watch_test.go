@@ -16,6 +16,7 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/maintenance"
@@ -81,14 +82,12 @@ func TestWatchLifeFromTheCLI(t *testing.T) {
 	clock := func() time.Time { return time.Unix(0, now.Load()).UTC() }
 	set := func(t time.Time) { now.Store(t.UnixNano()) }
 	m := &mover{moved: map[string]bool{}}
-	b := jobstest.New(t, jobstest.Options{
+	api := apitest.Start(t, apitest.Options{Pipeline: jobstest.Options{
 		VendorHandler: func(h http.Handler) http.Handler { m.inner = h; return m },
 		Processor:     jobs.ProcessorConfig{Now: clock},
 		Maintenance:   maintenance.Settings{Now: clock, ChunkSize: 20},
-	})
-	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log, Now: clock,
-		Keys: httpapi.NewStaticKeys(map[string]string{apiKey: "acme"})}))
-	t.Cleanup(api.Close)
+	}, Static: map[string]string{apiKey: "acme"}, Deps: func(d *httpapi.Deps) { d.Now = clock }})
+	b := api.Bundle
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {

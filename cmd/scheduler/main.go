@@ -72,10 +72,7 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 		Metrics:     metrics.NewPipeline(reg),
 	}, log)
 	if cfg.Platform.Enabled() { // due member sync chunks, token refresh and expiry reports
-		p := cfg.Platform
-		settings := platform.Settings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
-			ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
-			ExpiryWindow: p.ExpiryWindow, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
+		settings := platform.Settings{Platform: cfg.Platform, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
 		plat, err := platform.Open(st, enq, settings, log.With("component", "platform"))
 		if err != nil {
 			return err

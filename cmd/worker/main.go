@@ -7,18 +7,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/hibiken/asynq"
 	asynqmetrics "github.com/hibiken/asynq/x/metrics"
 
 	"github.com/enrichq/enrichq/internal/config"
-	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
 	"github.com/enrichq/enrichq/internal/platform"
@@ -63,27 +59,7 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 		return err
 	}
 	defer rc.Close()
-	limiter, err := ratelimit.New(rc.Client, ratelimit.Options{
-		Key:     ratelimit.KeyPrefix(cfg.Vendor.Key),
-		Rate:    cfg.Vendor.RPS,
-		Burst:   cfg.Vendor.Burst,
-		MaxWait: 20 * time.Second,
-		Logger:  log.With("component", "ratelimit"),
-	})
-	if err != nil {
-		return err
-	}
-	// The vendor key's price list: learned from its answers, shared through
-	// Postgres (the processor reads it again as it goes), the cost table
-	// until then. The client and the processor price with the same book.
-	prices := enrich.NewPriceBook(enrich.DefaultCosts(), nil)
-	vendor, err := enrich.NewClient(enrich.Config{
-		BaseURL:    cfg.Vendor.URL,
-		APIKey:     cfg.Vendor.Key,
-		HTTPClient: &http.Client{Timeout: cfg.Vendor.Timeout},
-		UserAgent:  "enrichq-worker",
-		Prices:     prices,
-	})
+	vendors, err := vendorConfigs(cfg.Vendors, rc.Client, log)
 	if err != nil {
 		return err
 	}
@@ -92,16 +68,20 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 	inspector := asynq.NewInspector(rc.Asynq)
 	defer inspector.Close()
 	reg.MustRegister(asynqmetrics.NewQueueMetricsCollector(inspector))
+	order, stopOrder, err := vendorOrder(ctx, cfg.Vendors, st, reg, log)
+	if err != nil {
+		return err
+	}
+	defer stopOrder() // after the drain: what the last chunks observed is written
+
 	enq := jobs.NewEnqueuer(rc.Asynq, cfg.Queue) // hands a job's next chunks as its chunks end
 	defer enq.Close()
-	proc := jobs.NewProcessor(st, vendor, limiter, jobs.ProcessorConfig{
+	proc := jobs.NewProcessor(st, vendors, jobs.ProcessorConfig{
 		Enqueuer:          enq,
 		Metrics:           metrics.NewPipeline(reg),
-		Account:           cfg.Vendor.Account(),
-		Prices:            prices,
-		AccountAllowance:  cfg.Vendor.Allowance(),
-		Bulk:              cfg.Vendor.Bulk,
-		HonoursKeys:       cfg.Vendor.HonoursKeys,
+		Bulk:              true, // where each vendor's own bulk setting allows
+		Orderer:           order,
+		TenantOrder:       cfg.Vendors.Order,
 		LookupConcurrency: cfg.LookupConcurrency,
 		MaxAttempts:       cfg.MaxAttempts,
 		Lease:             cfg.Lease,
@@ -153,8 +133,6 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 // platformSettings are the platform's settings of the worker: its calls
 // share the vendor's timeout, its rows the vendor chunks' tuning.
 func platformSettings(cfg config.Worker) platform.Settings {
-	p := cfg.Platform
-	return platform.Settings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
-		ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
-		ExpiryWindow: p.ExpiryWindow, Timeout: cfg.Vendor.Timeout, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
+	return platform.Settings{Platform: cfg.Platform, Timeout: cfg.Vendor.Timeout, ChunkSize: cfg.ChunkSize,
+		MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
 }

@@ -523,15 +523,6 @@ func checkVendorURL(s string) string {
 	return ""
 }
 
-// requireSeed is the worker's check of a vendors file until it speaks to
-// several vendors: it calls the first seed vendor only.
-func (v Vendors) requireSeed() error {
-	if _, ok := v.Seed(); !ok && len(v.List) > 0 {
-		return fmt.Errorf("vendors file %s: no vendor of kind seed: this worker calls the first seed vendor only", v.File)
-	}
-	return nil
-}
-
 // legacy is the seed spec as the worker's Vendor of today.
 func (v VendorSpec) legacy() Vendor {
 	return Vendor{URL: v.URL, Key: v.Key, RPS: v.Rate, Burst: v.Burst, Bulk: v.Bulk, HonoursKeys: v.HonoursKeys,

@@ -218,8 +218,8 @@ func TestVendorsFileShape(t *testing.T) {
 	}
 }
 
-// The file names every vendor: a legacy variable beside it is an error,
-// and the worker (which calls the seed vendor until the waterfall) needs one.
+// The file names every vendor: a legacy variable beside it is an error;
+// a file of one pdl vendor alone serves the worker and the API.
 func TestVendorsFileAndLegacyVariables(t *testing.T) {
 	t.Parallel()
 	pdlOnly := writeFile(t, "vendors:\n  - {name: p, kind: pdl, url: 'http://127.0.0.1:9', key_env: K, rate: 1}\n")
@@ -228,7 +228,6 @@ func TestVendorsFileAndLegacyVariables(t *testing.T) {
 	_, err := WorkerFromEnv(env(e))
 	for _, want := range []string{
 		"ENRICHQ_VENDOR_URL is set as well as ENRICHQ_VENDORS_FILE", "ENRICHQ_VENDOR_KEY is set as well", "ENRICHQ_VENDOR_RPS is set as well",
-		"vendors file " + pdlOnly + ": no vendor of kind seed",
 	} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("worker error %v does not say %q", err, want)
@@ -239,5 +238,9 @@ func TestVendorsFileAndLegacyVariables(t *testing.T) {
 	}
 	if _, err := APIFromEnv(env(map[string]string{"ENRICHQ_VENDORS_FILE": pdlOnly})); err != nil {
 		t.Errorf("the API with a pdl vendor alone: %v", err)
+	}
+	w, err := WorkerFromEnv(env(map[string]string{"ENRICHQ_VENDORS_FILE": pdlOnly, "K": "k"}))
+	if err != nil || len(w.Vendors.List) != 1 || w.Vendors.List[0].Kind != VendorPDL {
+		t.Errorf("the worker with a pdl vendor alone: %+v, %v", w.Vendors.List, err)
 	}
 }

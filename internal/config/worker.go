@@ -9,7 +9,8 @@ import (
 type Worker struct {
 	Common
 	// Vendor: URL and Key are required. With a vendors file, the file's
-	// first seed vendor (the one this worker calls).
+	// first seed vendor, else its first vendor: its timeout is the member
+	// syncs' (the worker calls every vendor of Vendors).
 	Vendor Vendor
 	// Vendors: every configured vendor (ENRICHQ_VENDORS_FILE), or the one
 	// seed vendor of the ENRICHQ_VENDOR_* variables.
@@ -57,6 +58,8 @@ func WorkerFromEnv(getenv func(string) string) (Worker, error) {
 		c.Vendors = readVendors(r, c.Vendor, true)
 		if s, ok := c.Vendors.Seed(); ok && c.Vendors.File != "" {
 			c.Vendor = s.legacy()
+		} else if c.Vendors.File != "" && len(c.Vendors.List) > 0 {
+			c.Vendor = c.Vendors.List[0].legacy()
 		}
 		r.int("ENRICHQ_WORKER_CONCURRENCY", &c.Concurrency)
 		r.duration("ENRICHQ_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
@@ -68,8 +71,8 @@ func WorkerFromEnv(getenv func(string) string) (Worker, error) {
 
 func (c Worker) validate() error {
 	vendor := c.Vendor.validate()
-	if c.Vendors.File != "" { // its entries are checked as it is read
-		vendor = c.Vendors.requireSeed()
+	if c.Vendors.File != "" {
+		vendor = nil // the file's entries are checked as it is read
 	}
 	return errors.Join(
 		c.Common.validate(),

@@ -14,23 +14,43 @@ import (
 // the question's stage; AskBulk is /v1/bulk with "include".
 type Seed struct {
 	name    string
-	c       *Client
+	c       SeedAPI
+	costs   CostTable
 	honours domain.HonoursKeys
 }
 
 var _ Vendor = (*Seed)(nil)
 
+// SeedAPI is the seed vendor's calls as [*Client] makes them: the seam a
+// test wraps to lose, hold or fail answers under the adapter.
+type SeedAPI interface {
+	Profile(ctx context.Context, q ProfileQuery, idempotencyKey string) (ProfileResult, error)
+	Email(ctx context.Context, profileURL, idempotencyKey string) (EmailResult, error)
+	Phone(ctx context.Context, profileURL, idempotencyKey string) (PhoneResult, error)
+	Bulk(ctx context.Context, rows []ProfileQuery, include []domain.Stage, idempotencyKey string) (BulkResult, error)
+}
+
 // NewSeed is the seed adapter named name over c. honoursKeys is the
 // configured Idempotency-Key behaviour ("" is auto).
 func NewSeed(name string, c *Client, honoursKeys domain.HonoursKeys) *Seed {
+	return NewSeedOver(name, c, c.costs, honoursKeys)
+}
+
+// NewSeedOver is the seed adapter named name over api (a [*Client], or a
+// wrapper of one), priced by costs.
+func NewSeedOver(name string, api SeedAPI, costs CostTable, honoursKeys domain.HonoursKeys) *Seed {
 	if honoursKeys == "" {
 		honoursKeys = domain.HonoursKeysAuto
 	}
-	return &Seed{name: name, c: c, honours: honoursKeys}
+	return &Seed{name: name, c: api, costs: costs, honours: honoursKeys}
 }
 
-// Client is the client the adapter speaks through.
-func (s *Seed) Client() *Client { return s.c }
+// Client is the client the adapter speaks through; nil when it speaks
+// through another SeedAPI.
+func (s *Seed) Client() *Client {
+	c, _ := s.c.(*Client)
+	return c
+}
 
 // Name is the vendor's configured name.
 func (s *Seed) Name() string { return s.name }
@@ -66,7 +86,7 @@ func (s *Seed) Caps() Caps {
 // same hit or miss, and with it (a bulk row) the other stages cost what they
 // find; alone, an email or a phone lookup costs nothing when missed.
 func (s *Seed) Price(q Question) Price {
-	t := s.c.costs
+	t := s.costs
 	if q.Asks(domain.StageProfile) {
 		c := t.ProfileCost(q.Query.Kind())
 		p := Price{Miss: c, Hit: c, Worst: c}

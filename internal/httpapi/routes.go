@@ -44,6 +44,7 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/watches/{id}/changes", s.authenticate(scopeRead, s.watchChanges)) // ?cursor=&limit=: what changed, oldest first
 
 	s.mux.Handle("GET /v1/results", s.authenticate(scopeRead, s.resultsFeed)) // every job's results in commit order, ?since=&limit= (feed.go)
+	s.mux.Handle("GET /v1/vendors", s.authenticate(scopeRead, s.listVendors)) // the vendors, their rates per segment and stage, the automatic order
 
 	// MCP for AI assistants (mcp.go, docs/mcp.md): Streamable HTTP, stateless. Any scope gets in; the
 	// tools offered follow the key's scopes (read: status, list, results; submit: estimate, submit, cancel, raise).

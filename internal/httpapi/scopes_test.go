@@ -35,7 +35,7 @@ const (
 	keyNoTenant = "key-no-tenant"
 )
 
-func scopedKeys(d *Deps) {
+func scopedKeys(d *deps) {
 	d.Keys = principalKeys{
 		keyA:        {Tenant: tenantA, KeyID: "a", Scopes: domain.Scopes},
 		keyRead:     {Tenant: tenantA, KeyID: "r", Scopes: []domain.Scope{domain.ScopeRead}},
@@ -51,7 +51,7 @@ func scopedKeys(d *Deps) {
 func TestRouteScopes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, scopedKeys)
-	if _, err := b.st.EnsureTenant(context.Background(), tenantA); err != nil {
+	if _, err := b.Store.EnsureTenant(context.Background(), tenantA); err != nil {
 		t.Fatal(err)
 	}
 	job := b.mustCreate(t, keyA, "", oneRow)
@@ -71,6 +71,7 @@ func TestRouteScopes(t *testing.T) {
 		{http.MethodPost, "/v1/jobs/" + job.ID + "/cancel", "", domain.ScopeSubmit},
 		{http.MethodGet, "/v1/results", "", domain.ScopeRead},
 		{http.MethodGet, "/v1/audit", "", domain.ScopeRead},
+		{http.MethodGet, "/v1/vendors", "", domain.ScopeRead},
 		{http.MethodPost, "/v1/erasures", `{"email": "jane@example.com"}`, domain.ScopeAdmin},
 		{http.MethodGet, "/v1/erasures", "", domain.ScopeAdmin},
 		{http.MethodDelete, "/v1/erasures/" + job.ID, "", domain.ScopeAdmin},
@@ -136,6 +137,7 @@ func TestKeyWithoutTenantSeesNothing(t *testing.T) {
 		{http.MethodPost, "/v1/jobs/" + job.ID + "/resume", ""},
 		{http.MethodPost, "/v1/account/webhook-secret", ""},
 		{http.MethodGet, "/v1/audit", ""},
+		{http.MethodGet, "/v1/vendors", ""},
 		{http.MethodGet, "/v1/erasures", ""},
 		{http.MethodPost, "/v1/erasures", `{"email": "jane@example.com"}`},
 		{http.MethodDelete, "/v1/erasures/" + job.ID, ""},

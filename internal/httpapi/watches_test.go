@@ -16,12 +16,12 @@ import (
 func TestWatchesAPI(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	if _, err := b.st.EnsureTenant(context.Background(), tenantA); err != nil {
+	if _, err := b.Store.EnsureTenant(context.Background(), tenantA); err != nil {
 		t.Fatal(err)
 	}
 	open := b.mustCreate(t, keyA, "lookups=profile", "ref,profile_url\nx1,https://platform.example/in/xavier\n")
 	id := resultsJob(t, b)
-	if _, err := b.st.FinishJobs(context.Background(), id); err != nil {
+	if _, err := b.Store.FinishJobs(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	post := func(body string) (*http.Response, []byte) {

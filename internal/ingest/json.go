@@ -20,6 +20,7 @@ type JobRequest struct {
 	Name          string   `json:"name,omitempty"`
 	Rows          []RowIn  `json:"rows"`
 	Roles         []string `json:"roles,omitempty"`
+	Vendors       []string `json:"vendors,omitempty"`
 	Lookups       []string `json:"lookups,omitempty"`
 	BudgetCredits *int64   `json:"budget_credits,omitempty"`
 	MaxAge        string   `json:"max_age,omitempty"`
@@ -44,7 +45,7 @@ type RowIn struct {
 }
 
 var (
-	jobFields = []string{"name", "rows", "upload_id", "roles", "lookups", "budget_credits", "max_age", "callback_url", "columns"}
+	jobFields = []string{"name", "rows", "upload_id", "roles", "vendors", "lookups", "budget_credits", "max_age", "callback_url", "columns"}
 	rowFields = []string{"ref", "profile_url", "name", "company", "domain", "email", "role", "extra"}
 
 	errNotUTF8 = errors.New("ingest: body is not UTF-8")
@@ -112,6 +113,9 @@ func controlsIn(req *JobRequest) []FieldError {
 	}
 	for i, v := range req.Lookups {
 		check(fmt.Sprintf("lookups[%d]", i), v)
+	}
+	for i, v := range req.Vendors {
+		check(fmt.Sprintf("vendors[%d]", i), v)
 	}
 	for _, f := range slices.Sorted(maps.Keys(req.Columns)) {
 		check("columns", f)
@@ -288,6 +292,8 @@ func (d *jsonDecoder) job() (*JobRequest, error) {
 			req.Roles, err = d.strings(key)
 		case "lookups":
 			req.Lookups, err = d.strings(key)
+		case "vendors":
+			req.Vendors, err = d.strings(key)
 		case "rows":
 			req.Rows, err = d.rows()
 		case "upload_id":

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"math"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -53,7 +54,13 @@ type JobOptions struct {
 	Columns       map[string]string // field -> header, over the header matching; nil for none
 	Encoding      string            // a CSV's text encoding, one of the Encoding constants
 	Sheet         string            // the sheet of an .xlsx; "" for the first
+	// Vendors is the job's own vendor order: names of the vendors file,
+	// unique, at most MaxVendors; nil: the tenant's order.
+	Vendors []string
 }
+
+// MaxVendors bounds a job's vendors option.
+const MaxVendors = 10
 
 // Ingest is what the parsers need of the options.
 func (o JobOptions) Ingest() Options {
@@ -66,6 +73,7 @@ type optionsIn struct {
 	callback         string
 	budget           *int64
 	lookups, roles   []listItem
+	vendors          []listItem
 	queryBudget      string
 	queryBudgetGiven bool
 	columns          map[string]string
@@ -75,7 +83,7 @@ type optionsIn struct {
 // listItem is one element of lookups or roles with its place for messages.
 type listItem struct{ v, place string }
 
-var queryParams = []string{"name", "lookups", "roles", "budget_credits", "max_age", "callback_url", "columns", "encoding", "sheet"}
+var queryParams = []string{"name", "lookups", "roles", "vendors", "budget_credits", "max_age", "callback_url", "columns", "encoding", "sheet"}
 
 // ParseOptions reads the options of a CSV upload from its query parameters:
 // name, lookups, roles, budget_credits, max_age, callback_url, columns,
@@ -125,7 +133,7 @@ func ParseOptions(v url.Values, lim Limits) (JobOptions, error) {
 			case "sheet":
 				in.sheet = val
 			}
-		case "lookups", "roles":
+		case "lookups", "roles", "vendors":
 			n := 0
 			for _, val := range vals {
 				items, err := splitList(val)
@@ -136,9 +144,12 @@ func ParseOptions(v url.Values, lim Limits) (JobOptions, error) {
 				for _, it := range items {
 					n++
 					li := listItem{v: it, place: fmt.Sprintf("%s item %d", key, n)}
-					if key == "roles" {
+					switch key {
+					case "roles":
 						in.roles = append(in.roles, li)
-					} else {
+					case "vendors":
+						in.vendors = append(in.vendors, li)
+					default:
 						in.lookups = append(in.lookups, li)
 					}
 				}
@@ -191,6 +202,9 @@ func (r *JobRequest) Options(lim Limits) (JobOptions, error) {
 	for i, v := range r.Roles {
 		in.roles = append(in.roles, listItem{v: v, place: fmt.Sprintf("roles[%d]", i)})
 	}
+	for i, v := range r.Vendors {
+		in.vendors = append(in.vendors, listItem{v: v, place: fmt.Sprintf("vendors[%d]", i)})
+	}
 	return in.validate(lim, nil)
 }
 
@@ -241,6 +255,8 @@ func (in *optionsIn) validate(lim Limits, errs []FieldError) (JobOptions, error)
 	if len(o.Roles) > lim.MaxRoles {
 		bad("roles", fmt.Sprintf("%d roles; the limit is %d", len(o.Roles), lim.MaxRoles))
 	}
+
+	o.Vendors = in.vendorOrder(bad)
 
 	if in.budget != nil {
 		if *in.budget < 0 {
@@ -416,3 +432,28 @@ func parseColumnsParam(v string, m *map[string]string) string {
 	}
 	return ""
 }
+
+// vendorOrder validates the vendors option: names as the vendors file
+// spells them ([a-z0-9_-], 1 to 32 characters), each once, at most
+// MaxVendors. Whether each is configured is the service's to check.
+func (in *optionsIn) vendorOrder(bad func(col, msg string)) []string {
+	var out []string
+	for _, it := range in.vendors {
+		name := strings.TrimSpace(it.v)
+		if !vendorName.MatchString(name) {
+			bad("vendors", fmt.Sprintf("%s: %q is not a vendor name (a-z, 0-9, _ and -, 1 to 32 characters)", it.place, clip(it.v)))
+			continue
+		}
+		if slices.Contains(out, name) {
+			bad("vendors", fmt.Sprintf("%s: %s is given twice", it.place, name))
+			continue
+		}
+		out = append(out, name)
+	}
+	if len(out) > MaxVendors {
+		bad("vendors", fmt.Sprintf("%d vendors; the limit is %d", len(out), MaxVendors))
+	}
+	return out
+}
+
+var vendorName = regexp.MustCompile(`^[a-z0-9_-]{1,32}$`)

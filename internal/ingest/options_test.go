@@ -3,6 +3,7 @@ package ingest
 import (
 	"net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -161,5 +162,23 @@ func TestDeferRoles(t *testing.T) {
 	}
 	if _, err := ParseCSV(strings.NewReader("name,company\nJane,\n"), Options{DeferRoles: true}, DefaultLimits(), nil); err == nil {
 		t.Fatal("a name without a company was accepted")
+	}
+}
+
+// The vendors option: names as the vendors file spells them, each once, at
+// most MaxVendors, in the order given.
+func TestVendorsOption(t *testing.T) {
+	t.Parallel()
+	o, err := ParseOptions(url.Values{"vendors": {"pdl, seed"}}, DefaultLimits())
+	if err != nil || !slices.Equal(o.Vendors, []string{"pdl", "seed"}) {
+		t.Errorf("vendors %v, %v", o.Vendors, err)
+	}
+	for _, bad := range []string{"PDL", "pdl,pdl", "a b", strings.Repeat("x", 33), "a,b,c,d,e,f,g,h,i,j,k"} {
+		if _, err := ParseOptions(url.Values{"vendors": {bad}}, DefaultLimits()); err == nil || !strings.Contains(err.Error(), "vendors") {
+			t.Errorf("vendors=%q: %v", bad, err)
+		}
+	}
+	if o, err := ParseOptions(url.Values{}, DefaultLimits()); err != nil || o.Vendors != nil {
+		t.Errorf("no vendors: %v, %v", o.Vendors, err)
 	}
 }

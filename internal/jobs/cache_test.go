@@ -52,7 +52,7 @@ func TestCachedAnswersRoundTrip(t *testing.T) {
 	}
 
 	// An answer without the vendor's raw record is not cached.
-	if stored := encodeCached("profile", answer{profile: &enrich.Profile{ProfileURL: "https://p.example/in/x", Name: "X"}}); stored != nil {
+	if stored := encodeCached("profile", answer{profile: &enrich.Profile{ProfileURL: "https://p.example/in/x", Name: "X"}}, ""); stored != nil {
 		t.Errorf("an answer without its raw record cached as %s", stored)
 	}
 	// Entries in any other form are no answer: typed, empty, not JSON.

@@ -19,7 +19,7 @@ import (
 // holdingVendor answers as the vendor does, then holds its first profile
 // answer (the worker has it, nothing is saved yet) until the test lets go.
 type holdingVendor struct {
-	jobs.Vendor
+	Vendor
 	once     sync.Once
 	answered chan *enrich.Profile
 	release  chan struct{}
@@ -95,9 +95,9 @@ func TestErasureRacingAnInFlightRow(t *testing.T) {
 				b := jobstest.New(t, jobstest.Options{NoWorker: true})
 				b.Submitter.Enqueuer = nil
 				in := c.row(b)
-				job := submit(b, t, []ingest.RowIn{in}, ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+				job := b.Submit(t, []ingest.RowIn{in}, ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 				v := &holdingVendor{Vendor: b.Client, answered: make(chan *enrich.Profile), release: make(chan struct{})}
-				proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{ErasureKey: erasureKey, Bulk: bulk}, b.Log)
+				proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(v, noLimit{}, "")}, jobs.ProcessorConfig{ErasureKey: erasureKey, Bulk: bulk}, b.Log)
 				ctx := context.Background()
 
 				done := make(chan error, 1)

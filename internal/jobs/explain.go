@@ -16,7 +16,7 @@ import (
 func (p *Processor) explain(ctx context.Context, jobID string) {
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	ex, err := p.store.ExplainJob(sctx, jobID, func() bool { return p.honoursKeys(sctx) }, p.learnedPrice)
+	ex, err := p.store.ExplainJob(sctx, jobID, func() bool { return p.honoursKeysAll(sctx) }, p.learnedPrice)
 	if err != nil {
 		p.log.Warn("open calls not explained; they stay counted at their reservation", "job_id", jobID, "err", err)
 		return
@@ -36,10 +36,20 @@ func (p *Processor) explain(ctx context.Context, jobID string) {
 // readings pin exactly (store.WitnessJob). A failure leaves them as
 // inferred.
 func (p *Processor) witnessSettle(ctx context.Context, jobID string) {
-	w, err := p.store.WitnessJob(ctx, jobID, p.cfg.Account, p.honoursKeys(ctx))
+	for _, l := range p.lanes {
+		if l.Account != "" {
+			p.witnessSettleAccount(ctx, jobID, l)
+		}
+	}
+}
+
+// witnessSettleAccount is witnessSettle for the calls of one vendor key:
+// the balance readings of a vendor witness its own calls only.
+func (p *Processor) witnessSettleAccount(ctx context.Context, jobID string, l *lane) {
+	w, err := p.store.WitnessJob(ctx, jobID, l.Account, l.honoursKeys(ctx))
 	switch {
 	case err != nil:
-		p.log.Warn("the balance witness was not read; inferred charges stand", "job_id", jobID, "err", err)
+		p.log.Warn("the balance witness was not read; inferred charges stand", "job_id", jobID, "vendor", l.name, "err", err)
 	case w.Settled > 0:
 		p.log.Info("calls settled by the balance witness: the vendor's readings pinned their charge", "job_id", jobID,
 			"calls", w.Settled, "credits", w.Credits, "confirmed", w.Confirmed)
@@ -51,12 +61,19 @@ func (p *Processor) witnessSettle(ctx context.Context, jobID string) {
 	}
 }
 
-// learnedPrice is the price the vendor has shown for a class (by its name):
-// known is false when it has not (or the name is not a class).
+// learnedPrice is the price the seed vendor has shown for a class (by its
+// name), in budget units: known is false when it has not (or the name is
+// not a class). Classes are the seed's: with two seed vendors, the first's.
 func (p *Processor) learnedPrice(class string) (int64, bool) {
 	c, err := enrich.ParsePriceClass(class)
 	if err != nil {
 		return 0, false
 	}
-	return p.cfg.Prices.Price(c)
+	for _, l := range p.lanes {
+		if l.seed {
+			n, ok := l.Prices.Price(c)
+			return l.units(n), ok
+		}
+	}
+	return 0, false
 }

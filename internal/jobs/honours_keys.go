@@ -11,23 +11,23 @@ import (
 // then does a fresh answer to a retry prove that the earlier sends of its key
 // were not billed. An error reading it counts as not known: the earlier
 // sends then stay at their worst case, over the bill, never under.
-func (p *Processor) honoursKeys(ctx context.Context) bool {
-	switch p.cfg.HonoursKeys {
+func (l *lane) honoursKeys(ctx context.Context) bool {
+	switch l.honoursSetting() {
 	case domain.HonoursKeysTrue:
 		return true
 	case domain.HonoursKeysFalse:
 		return false
 	}
-	if p.honours.Load() {
+	if l.honours.Load() {
 		return true
 	}
-	h, known, err := p.store.HonoursKeys(ctx, p.cfg.Account)
+	h, known, err := l.p.store.HonoursKeys(ctx, l.Account)
 	if err != nil {
-		p.log.Warn("whether the vendor honours Idempotency-Key is not readable; taken as not known", "err", err)
+		l.p.log.Warn("whether the vendor honours Idempotency-Key is not readable; taken as not known", "err", err)
 		return false
 	}
 	if known && h {
-		p.honours.Store(true)
+		l.honours.Store(true)
 	}
 	return known && h
 }
@@ -35,17 +35,29 @@ func (p *Processor) honoursKeys(ctx context.Context) bool {
 // learnHonoursKeys records that the vendor replayed an Idempotency-Key
 // (ledger call by): it honours keys. Recorded whatever the setting, so that
 // auto knows it from then on.
-func (p *Processor) learnHonoursKeys(ctx context.Context, by int64) {
-	if p.honours.Load() {
+func (l *lane) learnHonoursKeys(ctx context.Context, by int64) {
+	if l.honours.Load() {
 		return
 	}
-	first, err := p.store.LearnHonoursKeys(ctx, p.cfg.Account, by)
+	first, err := l.p.store.LearnHonoursKeys(ctx, l.Account, by)
 	if err != nil {
-		p.log.Warn("the vendor's replay was not remembered", "ledger_id", by, "err", err)
+		l.p.log.Warn("the vendor's replay was not remembered", "vendor", l.name, "ledger_id", by, "err", err)
 		return
 	}
-	p.honours.Store(true)
+	l.honours.Store(true)
 	if first {
-		p.log.Info("the vendor honours Idempotency-Key: learned from its first replay", "ledger_id", by)
+		l.p.log.Info("the vendor honours Idempotency-Key: learned from its first replay", "vendor", l.name, "ledger_id", by)
 	}
+}
+
+// honoursKeysAll says whether every vendor is known to honour
+// Idempotency-Key: the explain step weighs a job's calls of all its vendors
+// at once, so a fresh answer settles earlier sends only then.
+func (p *Processor) honoursKeysAll(ctx context.Context) bool {
+	for _, l := range p.lanes {
+		if !l.honoursKeys(ctx) {
+			return false
+		}
+	}
+	return true
 }

@@ -25,10 +25,17 @@ type priceLearner struct {
 // second: another worker may have learned a price. A failure keeps the
 // book as it is.
 func (p *Processor) refreshPrices(ctx context.Context) {
-	if p.cfg.Account == "" {
+	for _, l := range p.lanes {
+		l.refreshPrices(ctx)
+	}
+}
+
+func (ln *lane) refreshPrices(ctx context.Context) {
+	if ln.Account == "" || !ln.seed {
 		return
 	}
-	l := &p.learner
+	p := ln.p
+	l := &ln.learner
 	now := time.Now()
 	l.mu.Lock()
 	due := now.Sub(l.loaded) >= l.reloads
@@ -39,17 +46,17 @@ func (p *Processor) refreshPrices(ctx context.Context) {
 	if !due {
 		return
 	}
-	list, err := p.store.VendorPrices(ctx, p.cfg.Account)
+	list, err := p.store.VendorPrices(ctx, ln.Account)
 	if err != nil {
 		p.log.Warn("the learned price list was not read; the book stays as it was", "err", err)
 		return
 	}
-	p.cfg.Prices.Load(learnedPrices(list))
+	ln.Prices.Load(LearnedPrices(list))
 }
 
-// learnedPrices converts the store's price list to the book's (classes this
+// LearnedPrices converts the store's price list to the book's (classes this
 // version does not know are left out).
-func learnedPrices(list []store.VendorPrice) []enrich.LearnedPrice {
+func LearnedPrices(list []store.VendorPrice) []enrich.LearnedPrice {
 	out := make([]enrich.LearnedPrice, 0, len(list))
 	for _, v := range list {
 		c, err := enrich.ParsePriceClass(v.Class)
@@ -68,18 +75,19 @@ func learnedPrices(list []store.VendorPrice) []enrich.LearnedPrice {
 // learnPrice records that a fresh answer of class (ledger call by) was
 // charged credits: news is written and logged at once, an agreeing answer
 // counted for the next flush.
-func (p *Processor) learnPrice(ctx context.Context, class enrich.PriceClass, credits, by int64) {
-	if !class.Valid() {
+func (ln *lane) learnPrice(ctx context.Context, class enrich.PriceClass, credits, by int64) {
+	if !class.Valid() || !ln.seed {
 		return
 	}
-	news, _ := p.cfg.Prices.Observe(class, credits, p.cfg.Now())
-	if !news || p.cfg.Account == "" {
-		if p.cfg.Account != "" {
-			p.agree(class, credits, 1)
+	p := ln.p
+	news, _ := ln.Prices.Observe(class, credits, p.cfg.Now())
+	if !news || ln.Account == "" {
+		if ln.Account != "" {
+			ln.agree(class, credits, 1)
 		}
 		return
 	}
-	l, err := p.store.LearnPrice(ctx, p.cfg.Account, class.String(), credits, by)
+	l, err := p.store.LearnPrice(ctx, ln.Account, class.String(), credits, by)
 	if err != nil {
 		p.log.Warn("a price the vendor showed was not recorded", "class", class.String(), "credits", credits, "ledger_id", by, "err", err)
 		return
@@ -98,19 +106,20 @@ func (p *Processor) learnPrice(ctx context.Context, class enrich.PriceClass, cre
 // can: the classes without a learned price that this call, with the calls
 // before it, determines (enrich.PriceBook.SolveBulk); when every class has
 // one and the total agrees, each counts as agreeing.
-func (p *Processor) learnBulk(ctx context.Context, counts map[enrich.PriceClass]int64, total, by int64) {
-	if len(counts) == 0 {
+func (ln *lane) learnBulk(ctx context.Context, counts map[enrich.PriceClass]int64, total, by int64) {
+	if len(counts) == 0 || !ln.seed {
 		return
 	}
-	if solved := p.cfg.Prices.SolveBulk(counts, total); len(solved) > 0 {
+	p := ln.p
+	if solved := ln.Prices.SolveBulk(counts, total); len(solved) > 0 {
 		for c, price := range solved {
-			p.learnPrice(ctx, c, price, by)
+			ln.learnPrice(ctx, c, price, by)
 		}
 		return
 	}
 	var sum int64
 	for c, n := range counts {
-		price, known := p.cfg.Prices.Price(c)
+		price, known := ln.Prices.Price(c)
 		if !known {
 			return // two classes or more unknown: nothing to tell
 		}
@@ -120,17 +129,17 @@ func (p *Processor) learnBulk(ctx context.Context, counts map[enrich.PriceClass]
 		p.log.Debug("a bulk call's total disagrees with the learned prices", "ledger_id", by, "charged", total, "priced", sum)
 		return
 	}
-	if p.cfg.Account == "" {
+	if ln.Account == "" {
 		return
 	}
 	for c, n := range counts {
-		price, _ := p.cfg.Prices.Price(c)
-		p.agree(c, price, n)
+		price, _ := ln.Prices.Price(c)
+		ln.agree(c, price, n)
 	}
 }
 
-func (p *Processor) agree(c enrich.PriceClass, credits, n int64) {
-	l := &p.learner
+func (ln *lane) agree(c enrich.PriceClass, credits, n int64) {
+	l := &ln.learner
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.agreed == nil {
@@ -147,7 +156,14 @@ func (p *Processor) agree(c enrich.PriceClass, credits, n int64) {
 // flushPrices adds the agreeing answers counted since the last flush to the
 // shared list.
 func (p *Processor) flushPrices(ctx context.Context) {
-	l := &p.learner
+	for _, l := range p.lanes {
+		l.flushPrices(ctx)
+	}
+}
+
+func (ln *lane) flushPrices(ctx context.Context) {
+	p := ln.p
+	l := &ln.learner
 	l.mu.Lock()
 	agreed := make([]store.PriceAgreement, 0, len(l.agreed))
 	for _, a := range l.agreed {
@@ -160,7 +176,7 @@ func (p *Processor) flushPrices(ctx context.Context) {
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if err := p.store.AgreePrices(sctx, p.cfg.Account, agreed); err != nil {
+	if err := p.store.AgreePrices(sctx, ln.Account, agreed); err != nil {
 		p.log.Warn("answers agreeing with the learned prices were not counted", "err", err)
 	}
 }

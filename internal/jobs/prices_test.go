@@ -11,7 +11,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -22,7 +22,7 @@ import (
 // (the vendor bills it) and loses its answer, on every single lookup: the
 // retry is answered as a replay, charged 0.
 type billedAndLost struct {
-	jobs.Vendor
+	Vendor
 	mu   sync.Mutex
 	seen map[string]bool
 }
@@ -51,14 +51,6 @@ func (v *billedAndLost) Email(ctx context.Context, profileURL, key string) (enri
 	return v.Vendor.Email(ctx, profileURL, key)
 }
 
-func namedCompanies(tag string, n int) []ingest.RowIn {
-	rows := make([]ingest.RowIn, n)
-	for i := range rows {
-		rows[i] = ingest.RowIn{Ref: fmt.Sprintf("%s-%04d", tag, i), Company: fmt.Sprintf("%s Company %d GmbH", tag, i)}
-	}
-	return rows
-}
-
 // A vendor that prices by outcome and charges its misses (a profile
 // no-match 1 and a match 2, an email miss 5 and a hit 10), inside the
 // contract's ranges, unlike the cost table (a profile search 2 either way,
@@ -67,20 +59,22 @@ func namedCompanies(tag string, n int) []ingest.RowIn {
 // at 5: the ledger is the bill, to the credit.
 func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) {
-		o.Prices = fakevendor.ChargedMissPrices()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) {
+		o.Prices = enrichtest.SeedChargedMissPrices()
 		o.NoReplayHeader = true
 	}})
 	b.Submitter.Enqueuer = nil
 	ctx := context.Background()
 	account := fmt.Sprintf("acct-prices-%d", time.Now().UnixNano())
 	book := enrich.NewPriceBook(enrich.DefaultCosts(), nil)
-	cfg := jobs.ProcessorConfig{Account: account, Prices: book, Now: func() time.Time { return time.Now().Add(-time.Hour) }}
+	cfg := jobs.ProcessorConfig{Now: func() time.Time { return time.Now().Add(-time.Hour) }}
+	vc := jobs.SeedVendor(b.Client, noLimit{}, "")
+	vc.Account, vc.Prices = account, book
 	opts := ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}}
 
 	// The first answers: every one read.
-	first := submit(b, t, namedCompanies("first", 30), opts)
-	runRounds(t, b, jobs.NewProcessor(b.Store, b.Client, noLimit{}, cfg, b.Log), first.ID, 2)
+	first := b.Submit(t, jobstest.NamedCompanies("first", 30), opts)
+	runRounds(t, b, jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, cfg, b.Log), first.ID, 2)
 	list, err := b.Store.VendorPrices(ctx, account)
 	if err != nil {
 		t.Fatal(err)
@@ -104,10 +98,11 @@ func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 	// replay (no header: charged 0), and prices the lost send. A worker
 	// that starts afresh reads the learned list from Postgres.
 	billed := b.Vendor.TotalCharged()
-	lost := submit(b, t, namedCompanies("lost", 30), opts)
-	cfg.Prices = nil
+	lost := b.Submit(t, jobstest.NamedCompanies("lost", 30), opts)
 	v := &billedAndLost{Vendor: b.Client, seen: map[string]bool{}}
-	runRounds(t, b, jobs.NewProcessor(b.Store, v, noLimit{}, cfg, b.Log), lost.ID, 5)
+	vc = jobs.SeedVendor(v, noLimit{}, "")
+	vc.Account = account
+	runRounds(t, b, jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, cfg, b.Log), lost.ID, 5)
 	j, err := b.Store.JobByID(ctx, lost.ID)
 	if err != nil || j.State != domain.JobCompleted {
 		t.Fatalf("job %s, %v", j.State, err)
@@ -232,38 +227,10 @@ func TestVendorPricesStored(t *testing.T) {
 	}
 }
 
-// An estimate prices by what the vendor key's answers showed: once an email
-// miss is known to cost 5 and a no-match 1, the least a job can cost counts
-// them so, not by the cost table (a miss free, a search 2 either way).
-func TestEstimateUsesLearnedPrices(t *testing.T) {
-	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true})
-	ctx := context.Background()
-	b.Submitter.Account = fmt.Sprintf("acct-est-%d", time.Now().UnixNano())
-	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, MaxAge: 720 * time.Hour}
-	rows := namedCompanies("est", 10)
-	feed := func(emit func(ingest.Lookup) error) error {
-		return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
-	}
-	est, err := b.Submitter.Estimate(ctx, jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
-	if err != nil || est.Credits.Min != 10*2 || est.Credits.Max != 10*(2+10) {
-		t.Fatalf("by the table: %+v, %v", est.Credits, err)
-	}
-	for class, p := range map[string]int64{"profile/name_company/no_match": 1, "profile/name_company/match": 2, "email/miss": 5, "email/hit": 10, "email/verified": 10} {
-		if _, err := b.Store.LearnPrice(ctx, b.Submitter.Account, class, p, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	est, err = b.Submitter.Estimate(ctx, jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
-	if err != nil || est.Credits.Min != 10*(1+5) || est.Credits.Max != 10*(2+10) {
-		t.Fatalf("by the learned prices: %+v, %v; want min %d, max %d", est.Credits, err, 10*(1+5), 10*(2+10))
-	}
-}
-
 // losesOnce does the work of the first send of the keys lose picks (the
 // vendor bills it) and loses its answer.
 type losesOnce struct {
-	jobs.Vendor
+	Vendor
 	lose func(q enrich.ProfileQuery) bool
 	mu   sync.Mutex
 	seen map[string]bool
@@ -288,8 +255,8 @@ func (v *losesOnce) Profile(ctx context.Context, q enrich.ProfileQuery, key stri
 // settles it to 1, marked, before the job completes.
 func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) {
-		o.Prices = fakevendor.ChargedMissPrices()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) {
+		o.Prices = enrichtest.SeedChargedMissPrices()
 		o.NoReplayHeader = true
 	}})
 	b.Submitter.Enqueuer = nil
@@ -303,9 +270,11 @@ func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 			miss = cmp.Or(miss, c)
 		}
 	}
-	job := submit(b, t, []ingest.RowIn{{Ref: "hit", Company: hit}, {Ref: "miss", Company: miss}}, ingest.JobOptions{Roles: []string{"CFO"}})
+	job := b.Submit(t, []ingest.RowIn{{Ref: "hit", Company: hit}, {Ref: "miss", Company: miss}}, ingest.JobOptions{Roles: []string{"CFO"}})
 	v := &losesOnce{Vendor: b.Client, seen: map[string]bool{}, lose: func(q enrich.ProfileQuery) bool { return q.Company == miss }}
-	proc := jobs.NewProcessor(b.Store, v, noLimit{}, jobs.ProcessorConfig{Account: fmt.Sprintf("acct-witness-%d", time.Now().UnixNano()),
+	vc := jobs.SeedVendor(v, noLimit{}, "")
+	vc.Account = fmt.Sprintf("acct-witness-%d", time.Now().UnixNano())
+	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, jobs.ProcessorConfig{
 		LookupConcurrency: 1, Now: func() time.Time { return time.Now().Add(-time.Hour) }}, b.Log)
 	runRounds(t, b, proc, job.ID, 3)
 	j, err := b.Store.JobByID(ctx, job.ID)
@@ -336,17 +305,19 @@ func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 // calls, are solved together for the prices they determine.
 func TestBulkCallsTeachPrices(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) { o.Prices = fakevendor.ChargedMissPrices() }})
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) { o.Prices = enrichtest.SeedChargedMissPrices() }})
 	b.Submitter.Enqueuer = nil
 	ctx := context.Background()
 	account := fmt.Sprintf("acct-bulk-%d", time.Now().UnixNano())
-	proc := jobs.NewProcessor(b.Store, b.Client, noLimit{}, jobs.ProcessorConfig{Account: account, Bulk: true, BulkSize: 4}, b.Log)
+	vc := jobs.SeedVendor(b.Client, noLimit{}, "")
+	vc.Account = account
+	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, jobs.ProcessorConfig{Bulk: true, BulkSize: 4}, b.Log)
 	// Profiles alone: a match and a no-match are told apart. Then with
 	// email: a matched row is billed its profile and its email together,
 	// told apart now that the match is priced.
-	profiles := submit(b, t, namedCompanies("bulkp", 40), ingest.JobOptions{Roles: []string{"CFO"}})
+	profiles := b.Submit(t, jobstest.NamedCompanies("bulkp", 40), ingest.JobOptions{Roles: []string{"CFO"}})
 	runRounds(t, b, proc, profiles.ID, 2)
-	job := submit(b, t, namedCompanies("bulk", 60), ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	job := b.Submit(t, jobstest.NamedCompanies("bulk", 60), ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 	runRounds(t, b, proc, job.ID, 2)
 	list, err := b.Store.VendorPrices(ctx, account)
 	if err != nil {

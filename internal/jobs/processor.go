@@ -17,15 +17,7 @@ import (
 	"github.com/enrichq/enrichq/internal/store"
 )
 
-// Vendor is the enrichment vendor as the pipeline uses it (*enrich.Client).
-type Vendor interface {
-	Profile(ctx context.Context, q enrich.ProfileQuery, idempotencyKey string) (enrich.ProfileResult, error)
-	Email(ctx context.Context, profileURL, idempotencyKey string) (enrich.EmailResult, error)
-	Phone(ctx context.Context, profileURL, idempotencyKey string) (enrich.PhoneResult, error)
-	Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, idempotencyKey string) (enrich.BulkResult, error)
-}
-
-// Limiter paces vendor calls (*ratelimit.Limiter, shared by every worker).
+// Limiter paces one vendor's calls (*ratelimit.Limiter, shared by every worker).
 type Limiter interface {
 	Wait(ctx context.Context) error
 	Throttled(ctx context.Context, retryAfter time.Duration) error
@@ -52,9 +44,12 @@ const (
 
 // ProcessorConfig tunes a Processor. Zero values take the defaults.
 type ProcessorConfig struct {
-	// Bulk uses POST /v1/bulk for the profile stage (and the stages after it). Default false.
+	// Bulk uses the vendors' bulk endpoints (the seed's POST /v1/bulk for
+	// the profile stage and the stages after it) where they have one and
+	// their VendorConfig does not opt out. Default false.
 	Bulk bool
-	// BulkSize is the rows per bulk call, at most enrich.MaxBulkRows. Default 100.
+	// BulkSize is the rows per bulk call, at most enrich.MaxBulkRows and
+	// each vendor's own maximum. Default 100.
 	BulkSize int
 	// LookupConcurrency is the single lookups in flight per chunk. Default DefaultLookupConcurrency.
 	LookupConcurrency int
@@ -65,23 +60,17 @@ type ProcessorConfig struct {
 	// RetryBase and RetryMax bound the backoff between attempts of a row.
 	// Default DefaultRetryBase and DefaultRetryMax.
 	RetryBase, RetryMax time.Duration
-	// Costs is the cost table: the prices the vendor has not shown yet.
-	// Default enrich.DefaultCosts().
+	// Costs is the seed's cost table: the prices it has not shown yet, for
+	// a seed vendor configured without a price book. Default
+	// enrich.DefaultCosts().
 	Costs enrich.CostTable
-	// Prices is the vendor account's price book: what its answers showed,
-	// learned as they come and shared through Postgres (vendor_prices),
-	// else Costs. It prices what must be inferred (a lost answer's replay)
-	// and the worst case reserved before each call. Default: a book over
-	// Costs, filled from Postgres for Account. The vendor client should
-	// price with the same book (enrich.Config.Prices).
-	Prices *enrich.PriceBook
-	// Account is the vendor key's id (ratelimit.KeyPrefix): its monthly usage
-	// is tracked, and capped by AccountAllowance when that is set.
-	Account          string
-	AccountAllowance *int64
-	// HonoursKeys says whether the vendor is taken to honour Idempotency-Key
-	// (see honoursKeys). Default domain.HonoursKeysAuto: learned.
-	HonoursKeys domain.HonoursKeys
+	// Orderer orders the vendors a row asks, and learns from their
+	// answers. Default StaticOrder: the configured order.
+	Orderer Orderer
+	// TenantOrder is the tenants' default order of vendor names (the
+	// vendors file's order); nil: the configured order, through Orderer. A
+	// job's own `vendors` option wins over both.
+	TenantOrder []string
 	// ErasureKey keys the hashes of the suppression list
 	// (ENRICHQ_ERASURE_KEY): a row whose person was erased while it was in
 	// flight is saved skipped, without its answer. Empty: not checked.
@@ -119,11 +108,8 @@ func (c *ProcessorConfig) fill() {
 	if c.Costs == (enrich.CostTable{}) {
 		c.Costs = enrich.DefaultCosts()
 	}
-	if c.Prices == nil {
-		c.Prices = enrich.NewPriceBook(c.Costs, nil)
-	}
-	if !c.HonoursKeys.Valid() {
-		c.HonoursKeys = domain.HonoursKeysAuto
+	if c.Orderer == nil {
+		c.Orderer = StaticOrder{}
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -133,34 +119,34 @@ func (c *ProcessorConfig) fill() {
 	}
 }
 
-// Processor runs chunk tasks: it claims rows, calls the vendor under the
-// rate limit and the credit budget, and records outcomes.
+// Processor runs chunk tasks: it claims rows, asks the vendors in turn
+// (the waterfall) under their rate limits and the credit budget, and
+// records outcomes.
 type Processor struct {
-	store   *store.Store
-	vendor  Vendor
-	limiter Limiter
-	cfg     ProcessorConfig
-	log     *slog.Logger
+	store *store.Store
+	lanes []*lane // the configured vendors, in configured order
+	cfg   ProcessorConfig
+	log   *slog.Logger
 
-	// honours: the vendor was seen to honour Idempotency-Key (learned once,
-	// never unlearned).
-	honours atomic.Bool
-	// learner keeps cfg.Prices in step with the shared price list.
-	learner priceLearner
+	learnerReloads time.Duration
 
 	// draining is canceled by Drain: no vendor call starts after it.
 	draining context.Context
 	drain    context.CancelFunc
 }
 
-// NewProcessor builds a Processor.
-func NewProcessor(st *store.Store, vendor Vendor, limiter Limiter, cfg ProcessorConfig, log *slog.Logger) *Processor {
+// NewProcessor builds a Processor over the configured vendors (at least
+// one), in their configured order.
+func NewProcessor(st *store.Store, vendors []VendorConfig, cfg ProcessorConfig, log *slog.Logger) *Processor {
 	cfg.fill()
 	if log == nil {
 		log = slog.Default()
 	}
-	p := &Processor{store: st, vendor: vendor, limiter: limiter, cfg: cfg, log: log}
-	p.learner.reloads = time.Second
+	if len(vendors) == 0 {
+		panic("jobs: a processor needs a vendor")
+	}
+	p := &Processor{store: st, cfg: cfg, log: log, learnerReloads: time.Second}
+	p.lanes = newLanes(p, vendors)
 	p.draining, p.drain = context.WithCancel(context.Background())
 	return p
 }
@@ -212,6 +198,14 @@ type chunkRun struct {
 	cacheMu sync.Mutex // guards cache
 	cache   []store.CacheEntry
 	claimed bool // holds lookup claims (released on save)
+
+	// The waterfall's: the vendors out of the tenant's order (guarded by
+	// mu), the rows that skipped each (guarded by rowsMu), the answers to
+	// tell the Orderer (guarded by obsMu).
+	out   map[string]bool
+	skips map[string]int64
+	obsMu sync.Mutex
+	obs   []Observation
 
 	// Where the run's time went, for the "chunk processed" log line.
 	tCache, tClaims, tVendor, tSave time.Duration
@@ -289,7 +283,8 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 }
 
 func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) error {
-	c := &chunkRun{p: p, job: job, token: claim.Token, want: map[domain.Stage]bool{}}
+	c := &chunkRun{p: p, job: job, token: claim.Token, want: map[domain.Stage]bool{}, skips: map[string]int64{}}
+	c.loadOutages(ctx)
 	for _, l := range job.Lookups {
 		c.want[l] = true
 	}
@@ -313,17 +308,14 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 		if len(todo) == 0 {
 			continue
 		}
+		todo = c.askable(ctx, stage, todo)
 		t0 := time.Now()
 		todo = c.fromCache(ctx, stage, todo)
 		t1 := time.Now()
 		todo = c.claimLookups(ctx, stage, todo)
 		t2 := time.Now()
 		if len(todo) > 0 {
-			if stage == domain.StageProfile && p.cfg.Bulk {
-				c.bulk(ctx, todo)
-			} else {
-				c.single(ctx, stage, todo)
-			}
+			c.waterfall(ctx, stage, todo)
 		}
 		t3 := time.Now()
 		if err := c.save(ctx, false); err != nil {
@@ -336,6 +328,7 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 		return err
 	}
 	c.tSave += time.Since(t)
+	c.flushWaterfall(ctx)
 	counts := map[domain.RowState]int{}
 	for _, w := range c.rows {
 		counts[w.end]++

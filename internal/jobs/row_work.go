@@ -3,6 +3,7 @@ package jobs
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -25,6 +26,26 @@ type rowWork struct {
 	// gone: a save did not write the row (its claim lost, the row erased,
 	// or its person suppressed): nothing more is done or saved for it.
 	gone bool
+
+	// The waterfall's state of the row in this run: its vendor order per
+	// stage, the vendors that said no per stage (and the last of them), the
+	// vendors whose match filled it (asked once for everything), and the
+	// vendors it skipped because they were out of the order.
+	order   map[domain.Stage][]*lane
+	tried   map[domain.Stage]map[string]bool
+	lastNo  map[domain.Stage]string
+	filled  map[string]bool
+	skipped []string
+}
+
+// skip records that the row did not ask vendor because it was out of the
+// order (out of credits, its key refused); it reports whether that is new.
+func (w *rowWork) skip(vendor string) bool {
+	if slices.Contains(w.skipped, vendor) {
+		return false
+	}
+	w.skipped = append(w.skipped, vendor)
+	return true
 }
 
 func newRowWork(r store.Row) *rowWork {
@@ -69,8 +90,10 @@ func (c *chunkRun) complete(w *rowWork) bool {
 	return w.end == "" && !c.needs(w, domain.StageProfile) && !c.needs(w, domain.StageEmail) && !c.needs(w, domain.StagePhone)
 }
 
-// answer is one stage's answer for one input: a hit or a no-match.
+// answer is one stage's answer for one input: a hit or a no-match, and
+// the vendor that gave it.
 type answer struct {
+	vendor  string
 	profile *enrich.Profile
 	email   *enrich.Email
 	phones  *enrich.Phones
@@ -93,7 +116,7 @@ func (c *chunkRun) apply(w *rowWork, stage domain.Stage, a answer, remember bool
 	w.dirty = true
 	now := c.p.cfg.Now()
 	if w.out.Prov.FetchedAt.IsZero() {
-		w.out.Prov = store.Provenance{Source: "vendor", FetchedAt: now}
+		w.out.Prov = store.Provenance{Source: sourceOf(a.vendor), FetchedAt: now}
 	}
 	if a.matched(stage) {
 		w.match = true
@@ -112,6 +135,14 @@ func (c *chunkRun) apply(w *rowWork, stage domain.Stage, a answer, remember bool
 	if remember {
 		c.remember(w, stage, a, now)
 	}
+}
+
+// sourceOf is a result's source: the vendor that answered.
+func sourceOf(vendor string) string {
+	if vendor == "" {
+		return DefaultVendorName
+	}
+	return vendor
 }
 
 // leave decides the state the row leaves its run in, written by the next

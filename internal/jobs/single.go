@@ -8,8 +8,9 @@ import (
 	"github.com/enrichq/enrichq/internal/store"
 )
 
-// single runs one lookup per distinct input of stage, concurrently.
-func (c *chunkRun) single(ctx context.Context, stage domain.Stage, todo []*rowWork) {
+// single asks vendor l stage for todo: one lookup per distinct input,
+// concurrently.
+func (c *chunkRun) single(ctx context.Context, l *lane, stage domain.Stage, todo []*rowWork) {
 	groups := map[string][]*rowWork{}
 	var order []string
 	for _, w := range todo {
@@ -29,35 +30,54 @@ func (c *chunkRun) single(ctx context.Context, stage domain.Stage, todo []*rowWo
 		rows := groups[k]
 		wg.Go(func() {
 			defer func() { <-sem }()
-			c.lookup(ctx, stage, rows)
+			c.lookup(ctx, l, stage, rows)
 		})
 	}
 	wg.Wait()
 }
 
-// lookup makes the single call of stage for rows sharing one input.
-func (c *chunkRun) lookup(ctx context.Context, stage domain.Stage, rows []*rowWork) {
+// lookup makes the single call of stage to vendor l for rows sharing one input.
+func (c *chunkRun) lookup(ctx context.Context, l *lane, stage domain.Stage, rows []*rowWork) {
+	if c.isOut(l.name) {
+		return // taken out meanwhile: the rows ask the next vendor
+	}
 	w := rows[0]
 	rowID := w.row.ID
-	key := idempotencyKey(c.job.ID, rowID, stage)
+	key := c.idempotencyKey(l, rowID, stage)
+	q := c.questionFor(l, w, stage)
 	var a answer
-	endpoint := "/v1/" + string(stage)
-	err := c.call(ctx, store.Reservation{RowID: &rowID, RowCount: 1, Stage: stage, Endpoint: endpoint, IdempotencyKey: key,
-		Credits: c.p.cfg.Prices.Worst(stage)}, w.row.Attempts > 0, func(ctx context.Context) (answered, error) {
-		switch stage {
-		case domain.StageProfile:
-			r, err := c.p.vendor.Profile(ctx, profileQuery(w.row), key)
-			a.profile = r.Profile
-			return answered{charge: c.priced(r.Charge)}, err
-		case domain.StageEmail:
-			r, err := c.p.vendor.Email(ctx, w.found, key)
-			a.email = r.Email
-			return answered{charge: c.priced(r.Charge)}, err
-		default:
-			r, err := c.p.vendor.Phone(ctx, w.found, key)
-			a.phones = r.Phones
-			return answered{charge: c.priced(r.Charge)}, err
-		}
+	var charged int64
+	err := c.call(ctx, l, store.Reservation{RowID: &rowID, RowCount: 1, Stage: stage, Endpoint: l.endpoint(stage), IdempotencyKey: key,
+		Credits: l.worst(q)}, w.row.Attempts > 0, func(ctx context.Context) (answered, error) {
+		r, err := l.Vendor.Ask(ctx, q, key)
+		a = answer{profile: r.Profile, email: r.Email, phones: r.Phones}
+		ch := c.priced(l, r.Charge)
+		charged = ch.Credits
+		return answered{charge: ch}, err
 	})
-	c.settleRows(ctx, rows, err, func(w *rowWork, remember bool) { c.apply(w, stage, a, remember) })
+	c.settleRows(ctx, l, rows, err, func(w *rowWork, remember bool) {
+		c.accept(l, w, stage, a, remember)
+	})
+	if err == nil {
+		c.observe(l, w.row, q, a, charged)
+	}
+}
+
+// idempotencyKey is the key of a single call of stage for a row at vendor
+// l: stable across retries of the call, distinct per vendor (the default
+// vendor's as it always was).
+func (c *chunkRun) idempotencyKey(l *lane, rowID int64, stage domain.Stage) string {
+	if l.name == DefaultVendorName {
+		return idempotencyKey(c.job.ID, rowID, stage)
+	}
+	return idempotencyKey(l.name, c.job.ID, rowID, stage)
+}
+
+// endpoint names a vendor's endpoint of stage in the ledger and metrics:
+// the seed's paths, the vendor's name and the stage for another.
+func (l *lane) endpoint(stage domain.Stage) string {
+	if l.seed {
+		return "/v1/" + string(stage)
+	}
+	return l.name + ":" + string(stage)
 }

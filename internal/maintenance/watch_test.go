@@ -17,7 +17,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -46,7 +46,7 @@ type changingVendor struct {
 	gone   map[string]bool
 	on     bool
 	miss   string // a profile URL the fake does not match
-	fv     *fakevendor.Vendor
+	fv     *enrichtest.Seed
 	inner  http.Handler
 	calls  atomic.Int64 // profile calls
 	byURL  map[string]int
@@ -55,7 +55,7 @@ type changingVendor struct {
 
 func (v *changingVendor) wrap(h http.Handler) http.Handler {
 	v.inner = h
-	v.fv = h.(*fakevendor.Vendor)
+	v.fv = h.(*enrichtest.Seed)
 	for i := 0; ; i++ {
 		u := fmt.Sprintf("https://platform.example/in/nobody-%d", i)
 		if !v.fv.ProfileHit(enrich.ProfileQuery{ProfileURL: u}) {
@@ -120,7 +120,7 @@ func submitURLs(t *testing.T, b *jobstest.Bundle, from, to int) store.Job {
 	for i := from; i < to; i++ {
 		rows = append(rows, ingest.RowIn{Ref: fmt.Sprintf("crm-%03d", i), ProfileURL: personURL(i)})
 	}
-	job, created, err := b.Submitter.Submit(context.Background(), jobs.Submission{
+	job, created, err := b.Submitter.Submit(context.Background(), service.Submission{
 		Tenant: "acme", Format: "json", Options: ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile}, MaxAge: 30 * 24 * time.Hour},
 		Feed: func(emit func(ingest.Lookup) error) error {
 			return ingest.ExpandRows(rows, ingest.Options{}, ingest.DefaultLimits(), emit)

@@ -23,6 +23,7 @@ type Pipeline struct {
 	price       *prometheus.GaugeVec
 	priceChange *prometheus.CounterVec
 	witnessed   prometheus.Counter
+	vendorOut   *prometheus.CounterVec
 }
 
 // NewPipeline registers the pipeline's metrics on reg.
@@ -70,7 +71,11 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 		Name: "enrichq_credits_witness_settled_total",
 		Help: "Calls whose charge, inferred, the vendor's balance readings (X-Credits-Remaining) pinned exactly and settled.",
 	})
-	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration, p.drift, p.driftSeen, p.price, p.priceChange, p.witnessed)
+	p.vendorOut = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "enrichq_vendor_out_total",
+		Help: "Times a vendor was taken out of a tenant's waterfall, by vendor and why (out_of_credits, unauthorized, forbidden).",
+	}, []string{"vendor", "class"})
+	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration, p.drift, p.driftSeen, p.price, p.priceChange, p.witnessed, p.vendorOut)
 	return p
 }
 
@@ -83,6 +88,15 @@ func (p *Pipeline) VendorCall(endpoint, outcome string) {
 	if outcome == "rate_limited" {
 		p.throttled.Inc()
 	}
+}
+
+// VendorOut counts a vendor taken out of a tenant's waterfall (class: the
+// error's class). Vendors are the configured few: a bounded label.
+func (p *Pipeline) VendorOut(vendor, class string) {
+	if p == nil {
+		return
+	}
+	p.vendorOut.WithLabelValues(vendor, class).Inc()
 }
 
 // Credits adds credits spent on a stage.

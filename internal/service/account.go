@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -73,6 +72,9 @@ func (s *Service) account(ctx context.Context, set store.TenantSettings) (Accoun
 // with a nil value, the limit is removed.
 type AccountLimits = store.TenantLimits
 
+// Limit is one limit of AccountLimits: set (to a value or to none) or left as it is.
+type Limit = store.Limit
+
 // SetAccountLimits changes the tenant's default job budget and monthly
 // allowance (scope admin) and returns the account. Raising the allowance
 // resumes the tenant's jobs it paused.
@@ -126,7 +128,8 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, p Principal) (Webhook
 // is a *ConflictError budget_exhausted (raise budget_credits instead); one
 // not paused, not_paused. Once resumed, the job finishes as any other, and
 // its callback is sent then.
-func (s *Service) Resume(ctx context.Context, p Principal, id string) (JobStatus, error) {
+func (s *Service) Resume(ctx context.Context, p Principal, id string) (_ JobStatus, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return JobStatus{}, err
 	}
@@ -157,7 +160,7 @@ func (s *Service) Resume(ctx context.Context, p Principal, id string) (JobStatus
 // withDefaultBudget gives a submission without a budget the tenant's
 // default job budget. A tenant unknown to the tenants table (keys of older
 // deployments made before it) has none.
-func (s *Service) withDefaultBudget(ctx context.Context, tenant string, sub *jobs.Submission) error {
+func (s *Service) withDefaultBudget(ctx context.Context, tenant string, sub *Submission) error {
 	if sub.Options.BudgetCredits != nil {
 		return nil
 	}

@@ -29,6 +29,11 @@ type JobStatus struct {
 	// PurgedAt is when retention removed the job's rows and results; its
 	// counts and credits stay. Null: not purged.
 	PurgedAt *time.Time `json:"purged_at"`
+	// VendorSkips counts, by vendor, the rows that went without a vendor
+	// taken out of the waterfall (out of credits, its key refused); absent
+	// when none did. VendorsOut are those of the tenant's vendors out now.
+	VendorSkips map[string]int64     `json:"vendor_skips,omitempty"`
+	VendorsOut  []store.VendorOutage `json:"vendors_out,omitempty"`
 }
 
 // UploadFields are what a job's upload held, in its status and in the
@@ -168,5 +173,14 @@ func (s *Service) status(ctx context.Context, job store.Job) (JobStatus, error) 
 	if err != nil {
 		return JobStatus{}, err
 	}
-	return s.withUnsettled(ctx, StatusOf(job, counts, s.now()))
+	st := StatusOf(job, counts, s.now())
+	if st.VendorSkips, err = s.store.VendorSkips(ctx, job.ID); err != nil {
+		return JobStatus{}, err
+	}
+	if len(st.VendorSkips) == 0 {
+		st.VendorSkips = nil
+	} else if st.VendorsOut, err = s.store.VendorsOut(ctx, job.Tenant); err != nil {
+		return JobStatus{}, err
+	}
+	return s.withUnsettled(ctx, st)
 }

@@ -226,7 +226,7 @@ func (s *Service) watchEstimate(ctx context.Context, w store.Watch) (WatchEstima
 	if err != nil {
 		return WatchEstimate{}, err
 	}
-	e, err := s.submit.Estimate(ctx, jobs.Submission{Tenant: w.Tenant, Options: ingest.JobOptions{Lookups: w.Lookups},
+	e, err := s.submit.Estimate(ctx, Submission{Tenant: w.Tenant, Options: ingest.JobOptions{Lookups: w.Lookups},
 		Feed: func(emit func(ingest.Lookup) error) error {
 			for _, in := range inputs {
 				if err := emit(ingest.Lookup{Row: in.N, Ref: in.Ref, Kind: in.Kind, ProfileURL: in.ProfileURL, Name: in.Name,

@@ -34,6 +34,9 @@ type Job struct {
 	// PurgedAt is when retention removed the job's rows (the job keeps its
 	// counts and credits); nil: not purged.
 	PurgedAt *time.Time
+	// Vendors is the job's own vendor order (names of the vendors file);
+	// nil: the tenants' order.
+	Vendors []string
 }
 
 // Upload is what a job's upload held, as its status shows it.
@@ -47,7 +50,7 @@ type Upload struct {
 const jobColumns = `id::text, tenant, name, state, state_reason, lookups, roles, budget_credits,
 	credits_reserved, credits_spent, max_age_seconds, total_rows, chunk_count, source_format,
 	idempotency_key, coalesce(callback_url, ''), column_map, extra_columns, rows_uploaded, distinct_lookups,
-	created_at, started_at, finished_at, updated_at, purged_at`
+	created_at, started_at, finished_at, updated_at, purged_at, vendors`
 
 func scanJob(row pgx.Row) (Job, error) {
 	var j Job
@@ -65,5 +68,5 @@ func jobDest(j *Job, maxAge *int64) []any {
 	return []any{&j.ID, &j.Tenant, &j.Name, &j.State, &j.StateReason, &j.Lookups, &j.Roles, &j.BudgetCredits,
 		&j.CreditsReserved, &j.CreditsSpent, maxAge, &j.TotalRows, &j.ChunkCount, &j.SourceFormat,
 		&j.IdempotencyKey, &j.CallbackURL, &j.Upload.Columns, &j.Upload.ExtraColumns, &j.Upload.RowsUploaded, &j.Upload.DistinctLookups,
-		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt, &j.PurgedAt}
+		&j.CreatedAt, &j.StartedAt, &j.FinishedAt, &j.UpdatedAt, &j.PurgedAt, &j.Vendors}
 }

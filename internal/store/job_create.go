@@ -30,6 +30,9 @@ type NewJob struct {
 	RequestOptions []byte
 	ChunkSize      int    // rows per chunk task
 	CallbackURL    string // "" for none
+	// Vendors is the job's own vendor order (the `vendors` option); nil:
+	// the tenants' order.
+	Vendors []string
 	// Upload, when set, is called once the feed has returned without an
 	// error: what the upload held, stored with the job.
 	Upload func() Upload
@@ -114,13 +117,13 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	var jobID string
 	var createdAt time.Time
 	err = tx.QueryRow(ctx, `
-		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key, idempotency_scope, callback_url)
-		VALUES (@tenant, @name, @lookups, @roles, @budget, @max_age, @format, @idempotency_key, @scope, @callback_url)
+		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key, idempotency_scope, callback_url, vendors)
+		VALUES (@tenant, @name, @lookups, @roles, @budget, @max_age, @format, @idempotency_key, @scope, @callback_url, @vendors)
 		ON CONFLICT (tenant, idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
 		RETURNING id::text, created_at`,
 		pgx.StrictNamedArgs{"tenant": nj.Tenant, "name": nj.Name, "lookups": nj.Lookups, "roles": roles, "budget": nj.BudgetCredits,
 			"max_age": int64(nj.MaxAge / time.Second), "format": nj.SourceFormat, "idempotency_key": idem, "scope": scope,
-			"callback_url": nullIfEmpty(nj.CallbackURL)},
+			"callback_url": nullIfEmpty(nj.CallbackURL), "vendors": nullIfNone(nj.Vendors)},
 	).Scan(&jobID, &createdAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The key was used before: the first job is the answer, if this is
@@ -310,4 +313,12 @@ func (b *batchSource) Err() error {
 		return nil
 	}
 	return *b.feedErr
+}
+
+// nullIfNone is NULL for an empty list.
+func nullIfNone(v []string) any {
+	if len(v) == 0 {
+		return nil
+	}
+	return v
 }

@@ -94,3 +94,42 @@ func (s *Store) AccountMonth(ctx context.Context, account string, month time.Tim
 		Scan(&u.Month, &u.Reserved, &u.Spent, &u.CreditsRemaining, &u.Calls)
 	return u, interpretError(err)
 }
+
+// VendorCost is what one vendor's calls of a job cost, in budget units.
+type VendorCost struct {
+	Calls   int   `json:"calls"`
+	Credits int64 `json:"credits"`
+	// Unknown is of Credits, the calls of unknown outcome counted at their
+	// worst case.
+	Unknown int64 `json:"unknown"`
+	// Balance sets the vendor's calls beside its own balance readings.
+	Balance Drift `json:"balance"`
+}
+
+// JobVendorCosts answers "what did job J cost, by vendor": calls made
+// before vendors had names are the default vendor's ("vendor").
+func (s *Store) JobVendorCosts(ctx context.Context, jobID string) (map[string]VendorCost, error) {
+	rows, err := s.pool.Query(ctx, `SELECT coalesce(vendor, 'vendor'), count(*), coalesce(sum(charged), 0),
+			coalesce(sum(charged) FILTER (WHERE status = 'unknown'), 0)
+		FROM credit_ledger WHERE job_id = $1 AND status IN ('settled', 'unknown') GROUP BY 1`, jobID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := map[string]VendorCost{}
+	var v string
+	var c VendorCost
+	_, err = pgx.ForEachRow(rows, []any{&v, &c.Calls, &c.Credits, &c.Unknown}, func() error {
+		out[v] = c
+		return nil
+	})
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	drifts, err := s.JobDriftByVendor(ctx, jobID)
+	for v, d := range drifts {
+		c := out[v]
+		c.Balance = d
+		out[v] = c
+	}
+	return out, err
+}

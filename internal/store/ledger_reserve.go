@@ -63,6 +63,8 @@ type Reservation struct {
 	Account string
 	// Allowance caps the account's credits per calendar month (UTC); nil: no cap.
 	Allowance *int64
+	// Vendor is the configured name of the vendor called; "": not recorded.
+	Vendor string
 }
 
 // Reserve holds credits for one call, atomically against the job's budget:
@@ -133,7 +135,7 @@ func (s *Store) reserve(ctx context.Context, r Reservation, mark uuid.UUID) (int
 	err := s.pool.QueryRow(ctx, reserveSQL,
 		pgx.StrictNamedArgs{"job_id": r.JobID, "row_id": r.RowID, "row_count": r.RowCount, "stage": r.Stage, "endpoint": r.Endpoint,
 			"idempotency_key": r.IdempotencyKey, "credits": r.Credits, "ttl_ms": r.TTL.Milliseconds(), "account": account, "allowance": r.Allowance,
-			"mark": mark}).
+			"vendor": nullIfEmpty(r.Vendor), "mark": mark}).
 		Scan(&outcome, &id, &state, &spent, &reserved, &budget)
 	if be := tenantBudgetError(err, r.Credits); be != nil {
 		return 0, be
@@ -172,7 +174,7 @@ func (s *Store) reserve(ctx context.Context, r Reservation, mark uuid.UUID) (int
 // commit, naming the ledger row it made (none when it was refused).
 var reserveSQL = `WITH r AS MATERIALIZED (
 		SELECT outcome, ledger_id, state, spent, reserved, budget
-		FROM enrichq_reserve(@job_id, @row_id, @row_count, @stage, @endpoint, @idempotency_key, @credits, @ttl_ms, @account, @allowance)
+		FROM enrichq_reserve(@job_id, @row_id, @row_count, @stage, @endpoint, @idempotency_key, @credits, @ttl_ms, @account, @allowance, @vendor::text)
 	), ` + markSQL(`array_remove(ARRAY[(SELECT ledger_id FROM r)], NULL)`) + `
 	SELECT outcome, ledger_id, state, spent, reserved, budget FROM r`
 

@@ -89,3 +89,23 @@ func (s *Store) AccountDrift(ctx context.Context, account string, from, to time.
 	})
 	return out, interpretError(err)
 }
+
+// JobDriftByVendor is JobDrift for each vendor of a job apart: a vendor's
+// balance readings witness its own calls only. Calls made before vendors
+// had names are the default vendor's ("vendor").
+func (s *Store) JobDriftByVendor(ctx context.Context, jobID string) (map[string]Drift, error) {
+	rows, err := s.pool.Query(ctx, `SELECT coalesce(vendor, 'vendor'), `+driftColumns+` FROM credit_ledger WHERE job_id = $1 GROUP BY 1`, jobID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	out := map[string]Drift{}
+	var v string
+	var d Drift
+	_, err = pgx.ForEachRow(rows, []any{&v, &d.Readings, &d.BalanceBefore, &d.BalanceAfter, &d.LedgerSpent}, func() error {
+		d.fill()
+		out[v] = d
+		d = Drift{}
+		return nil
+	})
+	return out, interpretError(err)
+}

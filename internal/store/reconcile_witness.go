@@ -264,6 +264,9 @@ func lostWindows(calls, readings, lost []witnessCall, pos map[int64]int, gaps in
 				w.lo = max(w.lo, pos[r.id])
 			}
 		}
+		if w.lo >= gaps {
+			continue // sent after the last reading: no gap of these readings holds its charge
+		}
 		upper := false
 		if honoursKeys {
 			for _, r := range calls {

@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The reads of this file are the chaos rig's and the tests' (internal/chaos's
+// The reads of this file are the chaos rig's and the tests' (dev/chaos/rig's
 // checks, dev/chaos's faults): a job's ledger line by line, the whole ledger
 // summed, the reservations still open, the jobs of an Idempotency-Key. No
 // service calls them. They stay in the store, not in storetest, because the
@@ -20,19 +20,20 @@ type LedgerEntry struct {
 	Reserved       int64
 	Charged        int64 // 0 while reserved
 	Error          string
+	Vendor         string // the vendor's configured name; "" when not recorded
 }
 
 // LedgerEntries lists the calls of a job in the credit ledger, oldest first:
 // what an audit of the job's money against the vendor's bill reads.
 func (s *Store) LedgerEntries(ctx context.Context, jobID string) ([]LedgerEntry, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, idempotency_key, status, reserved, coalesce(charged, 0), error
+	rows, err := s.pool.Query(ctx, `SELECT id, idempotency_key, status, reserved, coalesce(charged, 0), error, coalesce(vendor, '')
 		FROM credit_ledger WHERE job_id = $1 ORDER BY id`, jobID)
 	if err != nil {
 		return nil, interpretError(err)
 	}
 	var e LedgerEntry
 	var out []LedgerEntry
-	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.IdempotencyKey, &e.Status, &e.Reserved, &e.Charged, &e.Error}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.IdempotencyKey, &e.Status, &e.Reserved, &e.Charged, &e.Error, &e.Vendor}, func() error {
 		out = append(out, e)
 		return nil
 	})

@@ -24,7 +24,7 @@
 //     sync jobs, their rows and their dispatch.
 //   - tenant_: tenants, their settings and limits, usage, webhook secret.
 //   - apikey, web_session, webhook_delivery, upload_file, audit_log,
-//     leader_lease: one concept each.
+//     leader_lease, vendor_rates: one concept each.
 //   - erasure_, retention_: a person erased (found, removed, suppressed), and
 //     what a tenant's retention window removes or cancels.
 //   - rig_: reads only the chaos rig and tests make, kept here because they

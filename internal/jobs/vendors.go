@@ -1,0 +1,163 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/pdl"
+)
+
+// DefaultVendorName names the one vendor the ENRICHQ_VENDOR_* variables
+// make (config.FallbackVendorName): its results keep source "vendor", and
+// its no-matches and Idempotency-Keys the shapes they had with one vendor.
+const DefaultVendorName = "vendor"
+
+// VendorConfig is one configured vendor as the processor uses it.
+type VendorConfig struct {
+	// Vendor is its adapter (enrich.Seed, pdl.Vendor).
+	Vendor enrich.Vendor
+	// Limiter paces its calls, shared by every worker under its key.
+	Limiter Limiter
+	// Account is its key's id (ratelimit.KeyPrefix): its monthly usage is
+	// tracked, capped by Allowance when set, and its balance readings
+	// witness the ledger.
+	Account   string
+	Allowance *int64
+	// CreditValue is what one of its credits is worth in budget units
+	// (default 1). The ledger, budgets, the account's usage and its balance
+	// readings are all counted in budget units: a vendor's credits times it.
+	CreditValue int64
+	// Prices is the seed's price book (learned from its answers, shared
+	// through Postgres): it prices what must be inferred and the worst case
+	// reserved. Nil for a seed: a book over ProcessorConfig.Costs. Other
+	// adapters price with their own Price.
+	Prices *enrich.PriceBook
+	// NoBulk keeps its bulk endpoint unused even with ProcessorConfig.Bulk.
+	NoBulk bool
+}
+
+// SeedVendor is the one seed vendor of ENRICHQ_VENDOR_* over api (a
+// *enrich.Client, or a test's wrapper of one), named "vendor": the
+// configuration of a processor with a single vendor. honours is its
+// configured Idempotency-Key behaviour ("": auto).
+func SeedVendor(api enrich.SeedAPI, l Limiter, honours domain.HonoursKeys) VendorConfig {
+	if c, ok := api.(*enrich.Client); ok {
+		return VendorConfig{Vendor: enrich.NewSeed(DefaultVendorName, c, honours), Limiter: l}
+	}
+	return VendorConfig{Vendor: enrich.NewSeedOver(DefaultVendorName, api, enrich.DefaultCosts(), honours), Limiter: l}
+}
+
+// lane is a configured vendor with what the processor learns of it.
+type lane struct {
+	VendorConfig
+	p    *Processor
+	name string
+	caps enrich.Caps
+	// seed: priced by the book (Prices), replays recognised by its charge
+	// classes; other adapters are priced by their own Price.
+	seed bool
+	// honours: the vendor was seen to honour Idempotency-Key (learned once,
+	// never unlearned).
+	honours atomic.Bool
+	// learner keeps Prices in step with the shared price list.
+	learner priceLearner
+}
+
+func newLanes(p *Processor, vendors []VendorConfig) []*lane {
+	out := make([]*lane, 0, len(vendors))
+	seen := map[string]bool{}
+	for _, v := range vendors {
+		if v.Vendor == nil {
+			panic("jobs: a vendor without an adapter")
+		}
+		name := v.Vendor.Name()
+		if seen[name] {
+			panic(fmt.Sprintf("jobs: vendor %q configured twice", name))
+		}
+		seen[name] = true
+		if v.CreditValue <= 0 {
+			v.CreditValue = 1
+		}
+		if v.Limiter == nil {
+			v.Limiter = noLimiter{}
+		}
+		_, seed := v.Vendor.(*enrich.Seed)
+		if seed && v.Prices == nil {
+			v.Prices = enrich.NewPriceBook(p.cfg.Costs, nil)
+		}
+		l := &lane{VendorConfig: v, p: p, name: name, caps: v.Vendor.Caps(), seed: seed}
+		l.learner.reloads = p.learnerReloads
+		out = append(out, l)
+	}
+	return out
+}
+
+// units is credits of the vendor in budget units.
+func (l *lane) units(credits int64) int64 { return credits * l.CreditValue }
+
+// worst is what to reserve, in budget units, before asking q.
+func (l *lane) worst(q enrich.Question) int64 {
+	if l.seed {
+		var n int64
+		for _, s := range q.Stages {
+			n += l.Prices.Worst(s)
+		}
+		return l.units(n)
+	}
+	return l.units(l.Vendor.Price(q).Worst)
+}
+
+// bulkUsable says whether stage's rows go to this vendor in bulk calls.
+func (l *lane) bulkUsable(stage domain.Stage) bool {
+	if !l.p.cfg.Bulk || l.NoBulk || l.caps.MaxBulk <= 0 {
+		return false
+	}
+	return stage == domain.StageProfile || l.caps.FillsAll
+}
+
+// bulkSize is the questions per bulk call to this vendor.
+func (l *lane) bulkSize() int { return min(l.p.cfg.BulkSize, l.caps.MaxBulk) }
+
+// honoursSetting is the configured Idempotency-Key behaviour.
+func (l *lane) honoursSetting() domain.HonoursKeys { return l.caps.Billing.HonoursKeys }
+
+// noLimiter paces nothing.
+type noLimiter struct{}
+
+func (noLimiter) Wait(context.Context) error                     { return nil }
+func (noLimiter) Throttled(context.Context, time.Duration) error { return nil }
+func (noLimiter) Succeeded(context.Context)                      {}
+
+// kindOf is the adapter kind of the vendor named name ("seed", "pdl"),
+// kept with its cached answers.
+func (p *Processor) kindOf(name string) string {
+	for _, l := range p.lanes {
+		if l.name == name {
+			return vendorKind(l.Vendor)
+		}
+	}
+	return ""
+}
+
+func vendorKind(v enrich.Vendor) string {
+	switch v.(type) {
+	case *enrich.Seed:
+		return "seed"
+	case *pdl.Vendor:
+		return "pdl"
+	}
+	return ""
+}
+
+// parseProfileRaw reads a cached profile record of a vendor of kind: each
+// kind keeps its vendor's record as sent.
+func parseProfileRaw(kind string, raw []byte) (*enrich.Profile, error) {
+	if kind == "pdl" {
+		return pdl.ParseProfileRaw(raw)
+	}
+	return enrich.ParseProfileRaw(raw)
+}

@@ -1,0 +1,97 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/domain"
+)
+
+// VendorRate is what one vendor answered for one segment of rows and one
+// stage: the rows asked, those it answered, and the credits it billed for
+// them, in its own credits. As an argument of AddVendorRates it is an
+// increment.
+type VendorRate struct {
+	Vendor  string
+	Segment domain.Segment
+	Stage   domain.Stage
+	Asked   int64
+	Found   int64
+	Credits int64
+}
+
+// vendorRateKey identifies a vendor_rates row.
+type vendorRateKey struct {
+	vendor, segment string
+	stage           domain.Stage
+}
+
+// AddVendorRates adds each increment to its (vendor, segment, stage) row of
+// vendor_rates, in one statement. Increments of one row are summed first,
+// and rows are written in key order, so that two workers adding at once
+// take their row locks in one order and never deadlock. A deadlock or a
+// cut connection before sending is run again; a lost commit is not (the
+// rates are estimates: a batch counted twice or lost is noise, not money).
+func (s *Store) AddVendorRates(ctx context.Context, incs []VendorRate) error {
+	sums := map[vendorRateKey]VendorRate{}
+	for _, r := range incs {
+		if r.Asked <= 0 && r.Credits <= 0 {
+			continue
+		}
+		k := vendorRateKey{r.Vendor, r.Segment.String(), r.Stage}
+		t := sums[k]
+		t.Asked += r.Asked
+		t.Found += r.Found
+		t.Credits += r.Credits
+		sums[k] = t
+	}
+	if len(sums) == 0 {
+		return nil
+	}
+	keys := make([]vendorRateKey, 0, len(sums))
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b vendorRateKey) int {
+		return cmp.Or(cmp.Compare(a.vendor, b.vendor), cmp.Compare(a.segment, b.segment), cmp.Compare(a.stage, b.stage))
+	})
+	var vendors, segments, stages []string
+	var asked, found, credits []int64
+	for _, k := range keys {
+		t := sums[k]
+		vendors, segments, stages = append(vendors, k.vendor), append(segments, k.segment), append(stages, string(k.stage))
+		asked, found, credits = append(asked, t.Asked), append(found, min(t.Found, t.Asked)), append(credits, max(t.Credits, 0))
+	}
+	return s.retry(ctx, false, func() error {
+		_, err := s.execPool(ctx, `INSERT INTO vendor_rates AS r (vendor, segment, stage, asked, found, credits)
+			SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])
+			ON CONFLICT (vendor, segment, stage) DO UPDATE SET asked = r.asked + excluded.asked,
+				found = r.found + excluded.found, credits = r.credits + excluded.credits, updated_at = now()`,
+			vendors, segments, stages, asked, found, credits)
+		return err
+	})
+}
+
+// VendorRates reads every row of vendor_rates, by vendor, segment and
+// stage. A row whose segment no longer parses is left out.
+func (s *Store) VendorRates(ctx context.Context) ([]VendorRate, error) {
+	rows, err := s.pool.Query(ctx, `SELECT vendor, segment, stage, asked, found, credits FROM vendor_rates
+		ORDER BY vendor, segment, stage`)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	var out []VendorRate
+	var seg string
+	var r VendorRate
+	_, err = pgx.ForEachRow(rows, []any{&r.Vendor, &seg, &r.Stage, &r.Asked, &r.Found, &r.Credits}, func() error {
+		if g, ok := domain.ParseSegment(seg); ok {
+			r.Segment = g
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, interpretError(err)
+}
