@@ -100,7 +100,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.repeat, "repeat", 1, "run each scenario this many times; the table shows the best run and the spread")
 	fs.StringVar(&o.out, "out", "bench.json", "write the table as JSON here (\"\": do not)")
 	fs.StringVar(&o.logDir, "logs", ".data/bench", "where the processes' logs, generated files and profiles go")
-	fs.StringVar(&o.profileDir, "profile", "", "profile the worker (CPU, 30 s or the job) during an extra ceiling run and write worker.cpu.pprof here")
+	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles here: with the ceiling scenario, the worker's (30 s or the job) during an extra ceiling run (worker.cpu.pprof); with the ingest scenario, the API's over its last CSV upload (api.ingest.cpu.pprof)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scenarios' databases (enrichq_bench_*) for inspection")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "log level of the started processes")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on one scenario run after this long")
@@ -163,7 +163,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			b.report.fail(name, err)
 		}
 	}
-	if o.profileDir != "" && ctx.Err() == nil {
+	if o.profileDir != "" && contains(o.scenarios, "ceiling") && ctx.Err() == nil {
 		if err := b.profileCeiling(ctx); err != nil {
 			b.logf("profile: %v", err)
 		}

@@ -275,7 +275,14 @@ func (b *bench) ingest(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, b.opts.timeout)
 		err := func() error {
 			// The API alone: the upload is the API's and Postgres's work.
-			st, err := b.startStack(ctx, stackSpec{name: "ingest"})
+			// With -profile, the last run's API is profiled (CPU) over its
+			// upload.
+			profile := b.opts.profileDir != "" && rep == b.opts.repeat-1
+			spec := stackSpec{name: "ingest"}
+			if profile {
+				spec.apiEnv = []string{"ENRICHQ_METRICS_ADDR=127.0.0.1:0"}
+			}
+			st, err := b.startStack(ctx, spec)
 			if err != nil {
 				return err
 			}
@@ -283,12 +290,21 @@ func (b *bench) ingest(ctx context.Context) error {
 			defer st.stop()
 			b.logf("ingest %d/%d: %d rows, %.1f MB", rep+1, b.opts.repeat, n, float64(fi.Size())/1e6)
 			rssBefore := peakRSS(st.pid("api"))
+			var profiled <-chan error
+			if profile {
+				profiled = b.profileAPI(ctx, st, "api.ingest.cpu.pprof")
+			}
 			start := time.Now()
 			job, err := st.submitFile(ctx, jobQuery("ingest"), path)
 			if err != nil {
 				return err
 			}
 			took := time.Since(start)
+			if profiled != nil {
+				if err := <-profiled; err != nil {
+					b.logf("ingest: api profile: %v", err)
+				}
+			}
 			if job.Rows["total"] != n {
 				return fmt.Errorf("job has %d rows, want %d", job.Rows["total"], n)
 			}

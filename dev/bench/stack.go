@@ -64,7 +64,8 @@ type stack struct {
 	apiURL    string
 	vendorURL string
 	vendorKey string
-	pprofURL  string
+	pprofURL  string // the worker's /debug/pprof/ root, when spec.pprof
+	apiPprof  string // the API's, when its environment sets ENRICHQ_METRICS_ADDR
 	logDir    string
 	stopped   bool
 	rss       map[string]int64 // peak RSS in KiB by process, read when it stops
@@ -183,7 +184,7 @@ func (s *stack) start(ctx context.Context, name string, env []string, ready stri
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			if a, ok := strings.CutPrefix(line, "worker metrics on "); ok { // /debug/pprof/ is beside /metrics
+			if a, ok := strings.CutPrefix(line, name+" metrics on "); ok { // /debug/pprof/ is beside /metrics
 				pprofLine <- strings.TrimSuffix(strings.TrimSpace(a), "/metrics")
 			}
 			if !sent && strings.HasPrefix(line, ready) {
@@ -207,7 +208,12 @@ func (s *stack) start(ctx context.Context, name string, env []string, ready stri
 		}
 		select {
 		case a := <-pprofLine:
-			s.pprofURL = a
+			switch name {
+			case "api":
+				s.apiPprof = a
+			case "worker":
+				s.pprofURL = a
+			}
 		default:
 		}
 		return line, nil
