@@ -294,12 +294,14 @@ func (b *bench) ingest(ctx context.Context) error {
 			if profile {
 				profiled = b.profileAPI(ctx, st, "api.ingest.cpu.pprof")
 			}
+			cpuBefore := cpuTime(st.pid("api"))
 			start := time.Now()
 			job, err := st.submitFile(ctx, jobQuery("ingest"), path)
 			if err != nil {
 				return err
 			}
 			took := time.Since(start)
+			cpu := cpuTime(st.pid("api")) - cpuBefore
 			if profiled != nil {
 				if err := <-profiled; err != nil {
 					b.logf("ingest: api profile: %v", err)
@@ -319,11 +321,13 @@ func (b *bench) ingest(ctx context.Context) error {
 				baseText += fmt.Sprintf("%.2f s (%s rows/s)", copyTook.Seconds(), groupThousands(int64(float64(n)/copyTook.Seconds())))
 			}
 			b.report.add("ingest.time", sample{Value: took.Seconds(),
-				Detail:   fmt.Sprintf("%s rows/s, %.0f MB", groupThousands(int64(float64(n)/took.Seconds())), float64(fi.Size())/1e6),
+				Detail: fmt.Sprintf("%s rows/s, %.0f MB; API CPU %.2f s", groupThousands(int64(float64(n)/took.Seconds())),
+					float64(fi.Size())/1e6, cpu.Seconds()),
 				Baseline: copyTook.Seconds(), BaseText: baseText})
 			b.report.add("ingest.rss", sample{Value: float64(rss) / 1024,
 				Detail: fmt.Sprintf("%.0f MB before the upload", float64(rssBefore)/1024)})
-			b.logf("ingest: 201 after %.2f s, api peak RSS %.0f MB; psql \\copy %.2f s", took.Seconds(), float64(rss)/1024, copyTook.Seconds())
+			b.logf("ingest: 201 after %.2f s (API CPU %.2f s), api peak RSS %.0f MB; psql \\copy %.2f s (%.2f of the upload's time)",
+				took.Seconds(), cpu.Seconds(), float64(rss)/1024, copyTook.Seconds(), copyTook.Seconds()/took.Seconds())
 			return nil
 		}()
 		cancel()
@@ -395,21 +399,24 @@ func (b *bench) ingestFormat(ctx context.Context, format string, n int) error {
 			defer st.stop()
 			b.logf("ingest %s %d/%d: %d rows, %.1f MB", format, rep+1, b.opts.repeat, n, float64(fi.Size())/1e6)
 			rssBefore := peakRSS(st.pid("api"))
+			cpuBefore := cpuTime(st.pid("api"))
 			start := time.Now()
 			job, err := st.submitFileAs(ctx, jobQuery("ingest-"+format), path, contentType)
 			if err != nil {
 				return err
 			}
 			took := time.Since(start)
+			cpu := cpuTime(st.pid("api")) - cpuBefore
 			if job.Rows["total"] != n {
 				return fmt.Errorf("job has %d rows, want %d", job.Rows["total"], n)
 			}
 			rss := peakRSS(st.pid("api"))
 			b.report.add("ingest."+format+".time", sample{Value: took.Seconds(),
-				Detail: fmt.Sprintf("%s rows/s, %.0f MB", groupThousands(int64(float64(n)/took.Seconds())), float64(fi.Size())/1e6)})
+				Detail: fmt.Sprintf("%s rows/s, %.0f MB; API CPU %.2f s", groupThousands(int64(float64(n)/took.Seconds())),
+					float64(fi.Size())/1e6, cpu.Seconds())})
 			b.report.add("ingest."+format+".rss", sample{Value: float64(rss) / 1024,
 				Detail: fmt.Sprintf("%.0f MB before the upload%s", float64(rssBefore)/1024, memNote)})
-			b.logf("ingest %s: 201 after %.2f s, api peak RSS %.0f MB", format, took.Seconds(), float64(rss)/1024)
+			b.logf("ingest %s: 201 after %.2f s (API CPU %.2f s), api peak RSS %.0f MB", format, took.Seconds(), cpu.Seconds(), float64(rss)/1024)
 			return nil
 		}()
 		cancel()

@@ -255,6 +255,29 @@ func peakRSS(pid int) int64 {
 	return 0
 }
 
+// cpuTime is the CPU time (user and system) a process has used so far; 0
+// when it cannot be read. On a loaded machine it measures a process's own
+// work where its wall-clock time measures the queue for the CPUs.
+func cpuTime(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's closing parenthesis: utime and stime are the
+	// 12th and 13th, in clock ticks (USER_HZ, 100 on Linux).
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+k) * 10 * time.Millisecond
+}
+
 // stop records each process's peak RSS, stops them (SIGTERM, newest first),
 // deletes the queue's keys and, unless -keep, the database.
 func (s *stack) stop() {
