@@ -346,9 +346,6 @@ func (b *bench) ingest(ctx context.Context) error {
 // ingestFormats are the ingest scenario's formats besides the plain CSV.
 var ingestFormats = []string{"windows-1252", "xlsx"}
 
-// xlsxMemLimit is the API's soft memory limit in the .xlsx run.
-const xlsxMemLimit = "150MiB"
-
 // ingestFormat uploads the same n companies as a CRM export in format
 // (windows-1252: a semicolon CSV as Excel saves it in Germany; xlsx: an Excel
 // workbook with shared strings), each run on a fresh API so its peak RSS is
@@ -381,12 +378,12 @@ func (b *bench) ingestFormat(ctx context.Context, format string, n int) error {
 	fi, _ := os.Stat(path)
 	// An .xlsx holds about 100 MB live per 2 million shared strings (the
 	// XML library's index of them); the API runs with a soft memory limit, as
-	// docs/uploads.md advises, unless GOMEMLIMIT is set.
+	// docs/uploads.md advises (-xlsx-memlimit), unless GOMEMLIMIT is set.
 	var apiEnv []string
 	memNote := ""
-	if format == "xlsx" && os.Getenv("GOMEMLIMIT") == "" {
-		apiEnv = []string{"GOMEMLIMIT=" + xlsxMemLimit}
-		memNote = ", GOMEMLIMIT=" + xlsxMemLimit
+	if limit := b.opts.xlsxMemLimit; format == "xlsx" && limit != "" && os.Getenv("GOMEMLIMIT") == "" {
+		apiEnv = []string{"GOMEMLIMIT=" + limit}
+		memNote = ", GOMEMLIMIT=" + limit
 	}
 	for rep := range b.opts.repeat {
 		ctx, cancel := context.WithTimeout(ctx, b.opts.timeout)
