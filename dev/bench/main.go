@@ -111,7 +111,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.smallRows, "small-rows", 100, "manyjobs scenario: rows of each small job")
 	formats := fs.String("ingest-formats", strings.Join(ingestFormats, ","), "ingest scenario: formats uploaded after the CSV, comma-separated: "+strings.Join(ingestFormats, ", ")+` ("" for none)`)
 	fs.BoolVar(&o.ingestCSV, "ingest-csv", true, "ingest scenario: upload the plain CSV (false: only -ingest-formats)")
-	fs.StringVar(&o.xlsxMemLimit, "xlsx-memlimit", "150MiB", `ingest scenario: the API's GOMEMLIMIT in the .xlsx run ("": Go's defaults)`)
+	fs.StringVar(&o.xlsxMemLimit, "xlsx-memlimit", "", `ingest scenario: a GOMEMLIMIT for the API in the .xlsx run, e.g. 150MiB ("": Go's defaults, as enrichq runs unless told)`)
 	fs.StringVar(&o.psql, "psql", "psql", "psql binary for the ingest baseline (\\copy)")
 	fs.StringVar(&o.locale, "locale", "", `create the scenarios' databases with this locale (from template0), e.g. en_US.UTF-8 as the official postgres image's; "" takes the server's default`)
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "before each run, wait at most this long for a second in which the CPUs are 90 % idle (0: do not wait)")

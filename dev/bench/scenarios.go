@@ -380,8 +380,8 @@ func (b *bench) ingestFormat(ctx context.Context, format string, n int) error {
 	defer os.Remove(path)
 	fi, _ := os.Stat(path)
 	// An .xlsx holds about 100 MB live per 2 million shared strings (the
-	// XML library's index of them); the API runs with a soft memory limit, as
-	// docs/uploads.md advises (-xlsx-memlimit), unless GOMEMLIMIT is set.
+	// XML library's index of them); -xlsx-memlimit gives the API a soft
+	// memory limit, unless GOMEMLIMIT is set.
 	var apiEnv []string
 	memNote := ""
 	if limit := b.opts.xlsxMemLimit; format == "xlsx" && limit != "" && os.Getenv("GOMEMLIMIT") == "" {
