@@ -170,9 +170,13 @@ func copyNullable(b []byte, v string) []byte {
 	return copyText(b, v)
 }
 
+// errFeedFailed aborts a COPY whose feed failed. Its text is what Postgres
+// logs: the feed's own error may quote the upload's cells.
+var errFeedFailed = errors.New("the feed of the rows failed")
+
 // chunkPipe is the io.Reader the COPY reads the feed's chunks from. Once
-// the chunks are closed it ends with the feed's error (io.EOF for none): an
-// error makes pgconn abort the COPY.
+// the chunks are closed it ends with io.EOF, or errFeedFailed after the
+// feed's error: an error makes pgconn abort the COPY.
 type chunkPipe struct {
 	chunks  chan []byte
 	cur     []byte
@@ -184,7 +188,7 @@ func (p *chunkPipe) Read(b []byte) (int, error) {
 		c, ok := <-p.chunks
 		if !ok {
 			if p.feedErr != nil {
-				return 0, p.feedErr
+				return 0, errFeedFailed
 			}
 			return 0, io.EOF
 		}
