@@ -37,9 +37,9 @@ type rowFeed struct {
 // over 40 % of the API's CPU on a 1M-row upload, most of it a failed scan
 // of every text value and the error made of it; with the extras written so
 // too, the API's CPU for that upload went 17.5 -> 5.0 s, docs/benchmarks.md).
-// Each row's extras go to
-// extras and, with digest, into the request's digest. An error of feed
-// aborts the COPY: nothing is stored, and that error is returned.
+// Each row's extras go to extras and, with digest, into the request's
+// digest. An error of feed aborts the COPY: nothing is stored, and that
+// error is returned.
 func copyJobRows(ctx context.Context, tx pgx.Tx, jobID string, createdAt time.Time, chunkSize int, extras *inputExtras, digest *requestDigest,
 	feed func(add func(NewRow) error) error) (total int, err error) {
 	fctx, stopFeed := context.WithCancel(ctx)
