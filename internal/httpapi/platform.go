@@ -17,9 +17,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jsonin"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/service"
 )
 
