@@ -68,6 +68,7 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 		Interval:    cfg.SweepInterval,
 		MaxAttempts: cfg.MaxAttempts,
 		Window:      cfg.JobWindow,
+		ChunkSize:   cfg.ChunkSize,
 		Metrics:     metrics.NewPipeline(reg),
 	}, log)
 	if cfg.Platform.Enabled() { // due member sync chunks, token refresh and expiry reports

@@ -33,6 +33,8 @@ type AccountMonth struct {
 	Reserved int64  `json:"reserved"`
 	// Remaining is the allowance less spent and reserved; nil without an allowance.
 	Remaining *int64 `json:"remaining"`
+	// WatchesSpent is what the tenant's watches' runs spent (part of Spent).
+	WatchesSpent int64 `json:"watches_spent"`
 }
 
 // Account returns the tenant's limits and this month's credits (scope read).
@@ -52,9 +54,13 @@ func (s *Service) account(ctx context.Context, set store.TenantSettings) (Accoun
 	if err != nil {
 		return Account{}, err
 	}
+	watches, err := s.store.TenantWatchSpend(ctx, set.Tenant, s.now())
+	if err != nil {
+		return Account{}, err
+	}
 	a := Account{Tenant: set.Tenant, DefaultJobBudget: set.DefaultJobBudget, MonthlyAllowance: set.MonthlyAllowance,
 		WebhookSecretRotatedAt: set.WebhookSecretRotatedAt, Retention: FormatRetention(set.Retention),
-		Month: AccountMonth{Start: u.Month.Format(time.DateOnly), Spent: u.Spent, Reserved: u.Reserved}}
+		Month: AccountMonth{Start: u.Month.Format(time.DateOnly), Spent: u.Spent, Reserved: u.Reserved, WatchesSpent: watches}}
 	if set.MonthlyAllowance != nil {
 		left := max(0, *set.MonthlyAllowance-u.Spent-u.Reserved)
 		a.Month.Remaining = &left

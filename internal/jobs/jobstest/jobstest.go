@@ -61,10 +61,13 @@ type Bundle struct {
 
 // Options shape a Bundle.
 type Options struct {
-	Vendor    func(*enrichtest.SeedOptions) // adjust the fake vendor
-	Processor jobs.ProcessorConfig
-	Workers   int  // asynq servers; default 1
-	NoWorker  bool // start no worker
+	Vendor func(*enrichtest.SeedOptions) // adjust the fake vendor
+	// VendorHandler wraps the fake vendor's handler (answers that change
+	// between runs); nil serves it as it is.
+	VendorHandler func(http.Handler) http.Handler
+	Processor     jobs.ProcessorConfig
+	Workers       int  // asynq servers; default 1
+	NoWorker      bool // start no worker
 	// Rate and Burst of the shared limiter; default 1000/s, burst 100.
 	Rate  float64
 	Burst int
@@ -88,7 +91,11 @@ func New(t *testing.T, o Options) *Bundle {
 		o.Vendor(&vopts)
 	}
 	fv := enrichtest.NewSeed(vopts)
-	srv := httptest.NewServer(fv)
+	var h http.Handler = fv
+	if o.VendorHandler != nil {
+		h = o.VendorHandler(fv)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
 	client, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: vopts.APIKeys[0], HTTPClient: &http.Client{Timeout: 5 * time.Second}})
