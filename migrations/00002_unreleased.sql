@@ -275,7 +275,177 @@ END
 $$;
 -- +goose StatementEnd
 
+------------------------------------------------------------------------------
+-- Watches: lists kept fresh on a schedule, and what changed
+------------------------------------------------------------------------------
+
+-- A watch re-enriches the distinct inputs of a finished job every period
+-- (at least 7 days) under a monthly cap of budget credits (docs/watches.md).
+-- next_run_at is the next due slot; its time of day is a hash of the id, so
+-- that a tenant's watches spread over the day. A run for a slot is inserted
+-- in the transaction that advances next_run_at (the scheduler's
+-- watch_scheduler): UNIQUE (watch_id, slot) keeps a slot from being run
+-- twice, and a slot overdue is run once by the next sweep.
+CREATE TABLE watches (
+    id                  uuid        PRIMARY KEY DEFAULT gen_random_uuid(),
+    tenant              text        NOT NULL CONSTRAINT watches_tenant_check CHECK (tenant <> ''),
+    source_job          uuid        NOT NULL,          -- no foreign key: the job may be deleted or purged, the watch holds its inputs
+    lookups             text[]      NOT NULL CONSTRAINT watches_lookups_check CHECK (cardinality(lookups) > 0),
+    every_seconds       bigint      NOT NULL CONSTRAINT watches_every_check CHECK (every_seconds >= 604800),
+    monthly_cap_credits bigint      NOT NULL CONSTRAINT watches_cap_check CHECK (monthly_cap_credits >= 0),
+    state               text        NOT NULL DEFAULT 'active' CONSTRAINT watches_state_check CHECK (state IN ('active', 'paused')),
+    day_offset_seconds  integer     NOT NULL CONSTRAINT watches_day_offset_check CHECK (day_offset_seconds BETWEEN 0 AND 86399),
+    next_run_at         timestamptz NOT NULL,
+    cap_reached_month   date,                          -- the month whose cap stopped a run; NULL: none
+    callback_url        text,                          -- person.changed webhooks; NULL: none
+    created_at          timestamptz NOT NULL,
+    updated_at          timestamptz NOT NULL
+);
+CREATE INDEX watches_tenant ON watches (tenant, created_at DESC, id);
+CREATE INDEX watches_due ON watches (next_run_at) WHERE state = 'active';
+
+-- One per distinct input of the source job, normalised as rows are, with
+-- the last answer known for it (the snapshot a run's answers are compared
+-- with). n is the input's number: a run's job_rows.input_row.
+CREATE TABLE watch_inputs (
+    watch_id    uuid        NOT NULL REFERENCES watches (id) ON DELETE CASCADE,
+    n           integer     NOT NULL CONSTRAINT watch_inputs_n_check CHECK (n >= 1),
+    ref         text        NOT NULL DEFAULT '',
+    input_kind  text        NOT NULL CONSTRAINT watch_inputs_kind_check CHECK (input_kind IN ('profile_url', 'email', 'name_company', 'name_domain')),
+    profile_url text,
+    name        text,
+    company     text,
+    domain      text,
+    email       text,
+    role        text,
+    -- The snapshot: the last answer, NULL fields where it had none.
+    matched     boolean,                               -- NULL: never answered
+    found_profile_url text,
+    snap_company  text,
+    snap_role     text,
+    snap_email    text,
+    snap_phones   text,                                -- the numbers, sorted, comma-separated
+    snap_location text,
+    answered_at timestamptz,
+    PRIMARY KEY (watch_id, n)
+);
+
+-- A watch's runs: one job each, for one due slot (or a run asked for now).
+CREATE TABLE watch_runs (
+    watch_id  uuid        NOT NULL REFERENCES watches (id) ON DELETE CASCADE,
+    job_id    uuid        NOT NULL UNIQUE,             -- no foreign key: what the job spent is read while it exists, kept here when it ends
+    slot      timestamptz NOT NULL,                    -- the due slot, or the time a run was asked for
+    month     date        NOT NULL,                    -- the month (UTC) its credits count against
+    credits   bigint      NOT NULL DEFAULT 0,          -- spent, once diffed
+    budget    bigint      NOT NULL,                    -- what was left of the month's cap when it started
+    manual    boolean     NOT NULL DEFAULT false,
+    diffed_at timestamptz,                             -- its answers compared with the snapshots
+    created_at timestamptz NOT NULL,
+    UNIQUE (watch_id, slot)
+);
+CREATE INDEX watch_runs_month ON watch_runs (watch_id, month);
+CREATE INDEX watch_runs_undiffed ON watch_runs (created_at) WHERE diffed_at IS NULL;
+
+-- What changed: one line per input, field and run. Never a deletion: a
+-- no-match where there was a match is a line of kind not_found_any_more.
+CREATE TABLE watch_changes (
+    id         bigint      GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    tenant     text        NOT NULL CONSTRAINT watch_changes_tenant_check CHECK (tenant <> ''),
+    watch_id   uuid        NOT NULL REFERENCES watches (id) ON DELETE CASCADE,
+    n          integer     NOT NULL,                   -- the input (watch_inputs.n)
+    ref        text        NOT NULL DEFAULT '',
+    field      text        NOT NULL CONSTRAINT watch_changes_field_check CHECK (field IN ('company', 'role', 'email', 'phones', 'location', 'match')),
+    old        text,
+    new        text,
+    kind       text        NOT NULL CONSTRAINT watch_changes_kind_check CHECK (kind IN ('changed', 'left', 'not_found_any_more')),
+    vendor     text        NOT NULL DEFAULT '',
+    job_id     uuid        NOT NULL,
+    row_id     bigint      NOT NULL,                   -- the run's row that answered
+    at         timestamptz NOT NULL,
+    UNIQUE (job_id, n, field)
+);
+CREATE INDEX watch_changes_watch ON watch_changes (watch_id, id);
+CREATE INDEX watch_changes_tenant_at ON watch_changes (tenant, at);
+
+-- The feed's lines of kind changed (source_seq: watch_changes.id), and the
+-- view's change columns, at its end.
+ALTER TABLE results_feed_log DROP CONSTRAINT results_feed_log_kind_check;
+ALTER TABLE results_feed_log ADD CONSTRAINT results_feed_log_kind_check
+    CHECK (kind IN ('profile', 'email', 'phone', 'no_match', 'deleted', 'changed'));
+CREATE OR REPLACE VIEW results_feed AS
+SELECT
+    l.seq, l.tenant, l.job_id, l.row_id, l.kind, l.stage, l.source_seq, l.logged_at,
+    r.input_row, r.ref, r.input_kind,
+    r.profile_url AS input_profile_url, r.name AS input_name, r.company AS input_company,
+    r.email AS input_email, r.role AS input_role, x.extra,
+    coalesce(p.source, e.source, ph.source, n.source) AS source,
+    coalesce(p.from_cache, e.from_cache, ph.from_cache, n.from_cache) AS from_cache,
+    coalesce(p.fetched_at, e.fetched_at, ph.fetched_at, n.checked_at) AS fetched_at,
+    coalesce(p.profile_url, e.profile_url, ph.profile_url) AS profile_url,
+    p.name, p.headline, p.company, p.role, p.location, p.company_size, p.industry, p.technographics,
+    e.email, e.confidence, e.verified,
+    ph.phones, ph.primary_number, ph.primary_type,
+    coalesce(p.raw, e.raw, ph.raw) AS raw,
+    r.domain AS input_domain,
+    l.deleted_seq,
+    c.watch_id AS change_watch_id, c.field AS change_field, c.old AS change_old, c.new AS change_new,
+    c.kind AS change_kind, c.vendor AS change_vendor, c.at AS change_at
+FROM results_feed_log l
+LEFT JOIN job_rows r ON r.id = l.row_id
+LEFT JOIN job_input_extras x ON x.job_id = r.job_id AND x.input_row = r.input_row
+LEFT JOIN profile_results p ON l.kind = 'profile' AND p.seq = l.source_seq
+LEFT JOIN email_results e ON l.kind = 'email' AND e.seq = l.source_seq
+LEFT JOIN phone_results ph ON l.kind = 'phone' AND ph.seq = l.source_seq
+LEFT JOIN no_matches n ON l.kind = 'no_match' AND n.seq = l.source_seq
+LEFT JOIN watch_changes c ON l.kind = 'changed' AND c.id = l.source_seq
+WHERE r.id IS NOT NULL OR l.kind = 'deleted';
+
+
+-- What a watch's operations write in the audit log.
+ALTER TABLE audit_log DROP CONSTRAINT audit_log_action_check;
+ALTER TABLE audit_log ADD CONSTRAINT audit_log_action_check CHECK (action IN ('results_download', 'feed_read', 'erasure', 'erasure_lifted',
+    'retention_purge', 'retention_changed', 'key_created', 'key_revoked', 'budget_changed', 'limits_changed',
+    'watch_created', 'watch_changed', 'watch_deleted', 'watch_run', 'watch_changes_read'));
+
 -- +goose Down
+-- The audit log is append-only: lines of the watches' actions stay, unchecked.
+ALTER TABLE audit_log DROP CONSTRAINT audit_log_action_check;
+ALTER TABLE audit_log ADD CONSTRAINT audit_log_action_check CHECK (action IN ('results_download', 'feed_read', 'erasure', 'erasure_lifted',
+    'retention_purge', 'retention_changed', 'key_created', 'key_revoked', 'budget_changed', 'limits_changed')) NOT VALID;
+
+DROP VIEW results_feed;
+CREATE VIEW results_feed AS
+SELECT
+    l.seq, l.tenant, l.job_id, l.row_id, l.kind, l.stage, l.source_seq, l.logged_at,
+    r.input_row, r.ref, r.input_kind,
+    r.profile_url AS input_profile_url, r.name AS input_name, r.company AS input_company,
+    r.email AS input_email, r.role AS input_role, x.extra,
+    coalesce(p.source, e.source, ph.source, n.source) AS source,
+    coalesce(p.from_cache, e.from_cache, ph.from_cache, n.from_cache) AS from_cache,
+    coalesce(p.fetched_at, e.fetched_at, ph.fetched_at, n.checked_at) AS fetched_at,
+    coalesce(p.profile_url, e.profile_url, ph.profile_url) AS profile_url,
+    p.name, p.headline, p.company, p.role, p.location, p.company_size, p.industry, p.technographics,
+    e.email, e.confidence, e.verified,
+    ph.phones, ph.primary_number, ph.primary_type,
+    coalesce(p.raw, e.raw, ph.raw) AS raw,
+    r.domain AS input_domain,
+    l.deleted_seq
+FROM results_feed_log l
+LEFT JOIN job_rows r ON r.id = l.row_id
+LEFT JOIN job_input_extras x ON x.job_id = r.job_id AND x.input_row = r.input_row
+LEFT JOIN profile_results p ON l.kind = 'profile' AND p.seq = l.source_seq
+LEFT JOIN email_results e ON l.kind = 'email' AND e.seq = l.source_seq
+LEFT JOIN phone_results ph ON l.kind = 'phone' AND ph.seq = l.source_seq
+LEFT JOIN no_matches n ON l.kind = 'no_match' AND n.seq = l.source_seq
+WHERE r.id IS NOT NULL OR l.kind = 'deleted';
+DELETE FROM results_feed_log WHERE kind = 'changed';
+ALTER TABLE results_feed_log DROP CONSTRAINT results_feed_log_kind_check;
+ALTER TABLE results_feed_log ADD CONSTRAINT results_feed_log_kind_check
+    CHECK (kind IN ('profile', 'email', 'phone', 'no_match', 'deleted'));
+DROP TABLE watch_changes;
+DROP TABLE watch_runs;
+DROP TABLE watch_inputs;
+DROP TABLE watches;
 
 DROP FUNCTION enrichq_reserve(uuid, bigint, integer, text, text, text, bigint, bigint, text, bigint, text);
 DROP TABLE vendor_skips;

@@ -21,6 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -30,10 +31,8 @@ import (
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/httpapi"
-	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
-	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/spool"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -94,30 +93,11 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		log.Info("spool folders left by a crash removed", "removed", n)
 	}
 
-	st, err := store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns,
-		StatementTimeout: cfg.DBStatementTimeout, IdleInTxTimeout: cfg.DBIdleInTxTimeout, MigrateURL: cfg.MigrateDatabaseURL})
+	st, stored, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if cfg.Migrate {
-		if err := st.Migrate(ctx, log); err != nil {
-			return err
-		}
-	}
-	// The tenants of ENRICHQ_API_KEYS exist like those of stored keys.
-	for _, tenant := range cfg.Keys {
-		if _, err := st.EnsureTenant(ctx, tenant); err != nil {
-			return fmt.Errorf("tenant %q of ENRICHQ_API_KEYS: %w", tenant, err)
-		}
-	}
-	stored, err := st.CountLiveAPIKeys(ctx)
-	if err != nil {
-		return fmt.Errorf("count API keys: %w", err)
-	}
-	if len(cfg.Keys) == 0 && stored == 0 {
-		return errors.New("no API keys: set ENRICHQ_API_KEYS=tenant:key[,tenant:key...] or create one with `api keys create --tenant T` (the API refuses to start without a key source)")
-	}
 	rc, err := cfg.ConnectRedis(ctx, log)
 	if err != nil {
 		return err
@@ -125,15 +105,9 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	rc.Close() // asynq makes its own clients of rc.Asynq
 	enq := jobs.NewEnqueuer(rc.Asynq, cfg.Queue)
 	defer enq.Close()
-	var plat *platform.Platform // the platform's own API: off unless configured, refused half-configured
-	if cfg.Platform.Enabled() {
-		p := cfg.Platform
-		settings := platform.Settings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
-			ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
-			ExpiryWindow: p.ExpiryWindow, ChunkSize: cfg.ChunkSize}
-		if plat, err = platform.Open(st, enq, settings, log.With("component", "platform")); err != nil {
-			return err
-		}
+	plat, err := openPlatform(cfg, st, enq, log)
+	if err != nil {
+		return err
 	}
 
 	redisPing := func(ctx context.Context) error {
@@ -147,31 +121,19 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 			return ctx.Err()
 		}
 	}
-	limits := ingest.DefaultLimits()
-	limits.MaxBytes = cfg.MaxUploadBytes
-	limits.MaxLookups = cfg.MaxRows
 	reg := metrics.NewRegistry()
 	metrics.PostgresReplication(reg, st.CheckReplication(ctx, log)) // a warning when a failover could lose commits
+	svc := newService(cfg, st, enq, plat, log)
 	api := httpapi.NewServer(httpapi.Deps{
-		Metrics:        metrics.NewHTTP(reg),
-		StatusCacheTTL: cfg.StatusCache,
-		Store:          st,
-		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: cfg.ChunkSize, Window: cfg.JobWindow,
-			VendorRPS: cfg.VendorRPS, Bulk: cfg.VendorBulk, Account: cfg.VendorAccount,
-			WebhooksEnabled: cfg.Webhooks.Enabled(), AllowPrivateCallbacks: cfg.Webhooks.AllowPrivate},
-		Keys:              httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), st),
-		Limits:            limits,
+		Service:           svc,
+		Metrics:           metrics.NewHTTP(reg),
+		Keys:              httpapi.NewStoreKeys(httpapi.NewStaticKeys(cfg.Keys), svc),
 		MCPMaxBudget:      cfg.MCPMaxBudget,
 		MCPMaxDailyBudget: cfg.MCPMaxDailyBudget,
 		MCPAllowedOrigins: cfg.MCPAllowedOrigins,
 		BehindTLSProxy:    cfg.BehindTLSProxy,
 		Ready:             []httpapi.ReadyCheck{{Name: "postgres", Ping: st.Ping}, {Name: "redis", Ping: redisPing}},
 		Log:               log,
-		Platform:          plat,
-		UploadsPerTenant:  cfg.UploadsPerTenant,
-		UploadsTotal:      cfg.UploadsTotal,
-		ErasureKey:        []byte(cfg.ErasureKey),
-		Vendors:           cfg.Vendors,
 	})
 
 	// /metrics beside the API (Prometheus text format, no key: keep the
@@ -215,4 +177,37 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	}
 	log.Info("api stopped")
 	return nil
+}
+
+// openStore opens the store (migrating it when asked) and makes the tenants
+// of ENRICHQ_API_KEYS; stored is the count of live stored keys. Without a
+// key from either source the API refuses to start. The caller closes st.
+func openStore(ctx context.Context, cfg config.API, log *slog.Logger) (st *store.Store, stored int, err error) {
+	st, err = store.Open(ctx, cfg.DatabaseURL, store.Options{MaxConns: cfg.DBMaxConns,
+		StatementTimeout: cfg.DBStatementTimeout, IdleInTxTimeout: cfg.DBIdleInTxTimeout, MigrateURL: cfg.MigrateDatabaseURL})
+	if err != nil {
+		return nil, 0, err
+	}
+	fail := func(err error) (*store.Store, int, error) {
+		st.Close()
+		return nil, 0, err
+	}
+	if cfg.Migrate {
+		if err := st.Migrate(ctx, log); err != nil {
+			return fail(err)
+		}
+	}
+	// The tenants of ENRICHQ_API_KEYS exist like those of stored keys.
+	for _, tenant := range cfg.Keys {
+		if _, err := st.EnsureTenant(ctx, tenant); err != nil {
+			return fail(fmt.Errorf("tenant %q of ENRICHQ_API_KEYS: %w", tenant, err))
+		}
+	}
+	if stored, err = st.CountLiveAPIKeys(ctx); err != nil {
+		return fail(fmt.Errorf("count API keys: %w", err))
+	}
+	if len(cfg.Keys) == 0 && stored == 0 {
+		return fail(errors.New("no API keys: set ENRICHQ_API_KEYS=tenant:key[,tenant:key...] or create one with `api keys create --tenant T` (the API refuses to start without a key source)"))
+	}
+	return st, stored, nil
 }

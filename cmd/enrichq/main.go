@@ -78,6 +78,8 @@ Commands:
   mcp                an MCP server on stdin/stdout for an AI assistant (docs/mcp.md)
   audit              the audit log after a position: downloads, feed reads, erasures,
                      retention purges, key and budget changes (--json for ndjson)
+  watch SUBCOMMAND   lists kept fresh: create (with a month's estimate), list, show, run,
+                     changes, pause, resume, delete (enrichq watch -h)
 
 "enrichq COMMAND -h" describes a command's flags.
 
@@ -114,6 +116,7 @@ var commands = map[string]command{
 	"cancel":   {runCancel, "cancel JOB [flags]: cancel a job; rows not started are skipped"},
 	"feed":     {runFeed, "feed [flags]: every job's results after a feed position, as ndjson"},
 	"mcp":      {runMCP, "mcp [flags]: an MCP server on stdin/stdout for an AI assistant, relaying to the API's /mcp"},
+	"watch":    {runWatch, "watch SUBCOMMAND: lists kept fresh under a monthly cap, and what changed (enrichq watch -h)"},
 	"audit":    {runAudit, "audit [flags]: the audit log (downloads, feed reads, erasures, purges, key and budget changes)"},
 }
 

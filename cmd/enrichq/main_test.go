@@ -11,11 +11,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -32,30 +32,9 @@ type stack struct {
 
 func newStack(t *testing.T, o jobstest.Options) *stack {
 	t.Helper()
-	b := jobstest.New(t, o)
-	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
-		Store: b.Store, Submitter: b.Submitter, Log: b.Log,
-		Keys:         httpapi.NewStaticKeys(map[string]string{apiKey: "acme"}),
-		MCPMaxBudget: mcpCeiling,
-	}))
-	t.Cleanup(api.Close)
-	// The scheduler, as cmd/scheduler runs it: it is what marks jobs finished.
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(25 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_, _ = b.Maintainer.RunOnce(ctx)
-			}
-		}
-	})
-	t.Cleanup(func() { cancel(); wg.Wait() })
-	return &stack{url: api.URL, b: b, api: api}
+	api := apitest.Start(t, apitest.Options{Pipeline: o, Static: map[string]string{apiKey: "acme"}, Scheduler: true,
+		Deps: func(d *httpapi.Deps) { d.MCPMaxBudget = mcpCeiling }})
+	return &stack{url: api.URL, b: api.Bundle, api: api.API}
 }
 
 // result is what one run of the command printed and returned.
@@ -88,19 +67,10 @@ func writeFile(t *testing.T, name, content string) string {
 	return p
 }
 
-func companies(n int) string {
-	var b strings.Builder
-	b.WriteString("ref,company,owner\n")
-	for i := range n {
-		fmt.Fprintf(&b, "crm-%03d,Company %d AG,owner-%d\n", i, i, i%3)
-	}
-	return b.String()
-}
-
 func TestSubmitWaitThenResults(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, jobstest.Options{})
-	file := writeFile(t, "companies.csv", companies(40))
+	file := writeFile(t, "companies.csv", apitest.CompaniesCSV(40))
 
 	r := cli(t, s.url, "submit", file, "--roles", "VP Sales", "--lookups", "profile,email", "--budget", "100000",
 		"--name", "cli test", "--wait", "--interval", "50ms")
@@ -210,7 +180,7 @@ func TestSubmitWaitJSONAndBar(t *testing.T) {
 func TestSubmitWaitPausedJobFails(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, jobstest.Options{})
-	file := writeFile(t, "companies.csv", companies(10))
+	file := writeFile(t, "companies.csv", apitest.CompaniesCSV(10))
 	r := cli(t, s.url, "submit", file, "--roles", "VP Sales", "--budget", "1", "--wait", "--interval", "50ms")
 	if exitCode(r.err) != 1 || !strings.Contains(r.err.Error(), " paused: ") || !strings.Contains(r.err.Error(), "budget") {
 		t.Fatalf("a job paused by its budget:\n%v", r)
@@ -247,12 +217,12 @@ func TestSubmitBadFile(t *testing.T) {
 func TestSubmitWithoutWaitAndCancel(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, jobstest.Options{NoWorker: true})
-	r := cli(t, s.url, "submit", writeFile(t, "c.csv", companies(5)), "--roles", "CTO,CFO", "--idempotency-key", "k-1")
+	r := cli(t, s.url, "submit", writeFile(t, "c.csv", apitest.CompaniesCSV(5)), "--roles", "CTO,CFO", "--idempotency-key", "k-1")
 	id := strings.TrimSpace(r.stdout)
 	if r.err != nil || len(id) != 36 || !strings.Contains(r.stderr, "10 lookups") {
 		t.Fatalf("submit:\n%v", r)
 	}
-	again := cli(t, s.url, "submit", writeFile(t, "c.csv", companies(5)), "--roles", "CTO,CFO", "--idempotency-key", "k-1")
+	again := cli(t, s.url, "submit", writeFile(t, "c.csv", apitest.CompaniesCSV(5)), "--roles", "CTO,CFO", "--idempotency-key", "k-1")
 	if again.err != nil || strings.TrimSpace(again.stdout) != id || !strings.Contains(again.stderr, "submitted before") {
 		t.Fatalf("replay:\n%v", again)
 	}
@@ -265,7 +235,7 @@ func TestSubmitWithoutWaitAndCancel(t *testing.T) {
 func TestEstimate(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, jobstest.Options{NoWorker: true})
-	file := writeFile(t, "companies.csv", companies(10))
+	file := writeFile(t, "companies.csv", apitest.CompaniesCSV(10))
 	r := cli(t, s.url, "estimate", file, "--roles", "VP Sales", "--lookups", "profile,email", "--budget", "1")
 	if r.err != nil || !strings.Contains(r.stdout, "rows:     10 lookups") || !strings.Contains(r.stdout, "credits:  ") ||
 		!strings.Contains(r.stdout, "the job would pause") {

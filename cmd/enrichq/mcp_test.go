@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -185,14 +185,9 @@ func TestMCPStdioAPIGone(t *testing.T) {
 // relay offers what the API offers its key.
 func TestMCPStdioReadKey(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true})
-	_, key, err := b.Store.CreateAPIKey(context.Background(), "acme", "etl", []domain.Scope{domain.ScopeRead})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log,
-		Keys: httpapi.NewStoreKeys(nil, b.Store), MCPMaxBudget: mcpCeiling}))
-	t.Cleanup(api.Close)
+	api := apitest.Start(t, apitest.Options{Pipeline: jobstest.Options{NoWorker: true}, Stored: true,
+		Deps: func(d *httpapi.Deps) { d.MCPMaxBudget = mcpCeiling }})
+	_, key := api.CreateKey(t, "acme", "etl", []domain.Scope{domain.ScopeRead}, nil)
 	cs, wait := stdioSessionKey(t, api.URL, key, nil)
 	tools, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
@@ -211,7 +206,7 @@ func TestMCPStdioReadKey(t *testing.T) {
 	if err == nil && !res.IsError {
 		t.Fatalf("a read key submitted: %s", toolText(res))
 	}
-	if jobs, _ := storetest.JobsAndRows(t, b.Store); jobs != 0 {
+	if jobs, _ := storetest.JobsAndRows(t, api.Store); jobs != 0 {
 		t.Fatalf("%d jobs stored", jobs)
 	}
 	if err, stderr := wait(); err != nil {
@@ -243,14 +238,11 @@ func (s *syncBuf) String() string {
 // SDK's "rejected by transport"; the relay promises no listChanged.
 func TestMCPStdioRefusedKey(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true})
-	k, key, err := b.Store.CreateAPIKey(context.Background(), "acme", "assistant", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log,
-		Keys: httpapi.NewStoreKeys(nil, b.Store), MCPMaxBudget: mcpCeiling}))
-	t.Cleanup(api.Close)
+	api := apitest.Start(t, apitest.Options{Pipeline: jobstest.Options{NoWorker: true}, Stored: true,
+		Deps: func(d *httpapi.Deps) { d.MCPMaxBudget = mcpCeiling }})
+	b := api.Bundle
+	kID, key := api.CreateKey(t, "acme", "assistant", nil, nil)
+	var err error
 
 	// A wrong key: enrichq mcp stops at once, saying the key was refused.
 	env := map[string]string{"ENRICHQ_API_URL": api.URL, "ENRICHQ_API_KEY": "eq_not_a_key_of_this_api"}
@@ -265,7 +257,7 @@ func TestMCPStdioRefusedKey(t *testing.T) {
 	if caps.Tools == nil || caps.Tools.ListChanged || caps.Resources == nil || caps.Resources.ListChanged {
 		t.Errorf("relay capabilities: tools %+v, resources %+v", caps.Tools, caps.Resources)
 	}
-	if err := b.Store.RevokeAPIKey(context.Background(), k.ID); err != nil {
+	if err := b.Store.RevokeAPIKey(context.Background(), kID); err != nil {
 		t.Fatal(err)
 	}
 	res := callTool(t, cs, "list_jobs", map[string]any{}, nil)

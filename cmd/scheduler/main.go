@@ -68,13 +68,11 @@ func serve(ctx context.Context, cfg config.Scheduler, stdout, stderr io.Writer) 
 		Interval:    cfg.SweepInterval,
 		MaxAttempts: cfg.MaxAttempts,
 		Window:      cfg.JobWindow,
+		ChunkSize:   cfg.ChunkSize,
 		Metrics:     metrics.NewPipeline(reg),
 	}, log)
 	if cfg.Platform.Enabled() { // due member sync chunks, token refresh and expiry reports
-		p := cfg.Platform
-		settings := platform.Settings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
-			ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
-			ExpiryWindow: p.ExpiryWindow, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
+		settings := platform.Settings{Platform: cfg.Platform, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
 		plat, err := platform.Open(st, enq, settings, log.With("component", "platform"))
 		if err != nil {
 			return err

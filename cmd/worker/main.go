@@ -133,8 +133,6 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 // platformSettings are the platform's settings of the worker: its calls
 // share the vendor's timeout, its rows the vendor chunks' tuning.
 func platformSettings(cfg config.Worker) platform.Settings {
-	p := cfg.Platform
-	return platform.Settings{URL: p.URL, Version: p.Version, AuthURL: p.AuthURL, TokenURL: p.TokenURL,
-		ClientID: p.ClientID, ClientSecret: p.ClientSecret, RedirectURL: p.RedirectURL, TokenKey: p.TokenKey,
-		ExpiryWindow: p.ExpiryWindow, Timeout: cfg.Vendor.Timeout, ChunkSize: cfg.ChunkSize, MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
+	return platform.Settings{Platform: cfg.Platform, Timeout: cfg.Vendor.Timeout, ChunkSize: cfg.ChunkSize,
+		MaxAttempts: cfg.MaxAttempts, Lease: cfg.Lease}
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store"
@@ -24,14 +24,14 @@ import (
 // The real worker program processes an enqueued chunk and stops cleanly.
 func TestWorkerRunProcessesAChunk(t *testing.T) {
 	t.Parallel()
-	fv := fakevendor.New(fakevendor.DefaultOptions())
+	fv := enrichtest.NewSeed(enrichtest.DefaultSeedOptions())
 	vendor := httptest.NewServer(fv)
 	t.Cleanup(vendor.Close)
 	dbURL := storetest.NewDatabase(t)
 	queue := jobstest.RandomName("test-")
 	env := map[string]string{
 		"DATABASE_URL": dbURL, "REDIS_URL": jobstest.RedisURL(), "ENRICHQ_QUEUE": queue,
-		"ENRICHQ_VENDOR_URL": vendor.URL, "ENRICHQ_VENDOR_KEY": fakevendor.DefaultOptions().APIKeys[0],
+		"ENRICHQ_VENDOR_URL": vendor.URL, "ENRICHQ_VENDOR_KEY": enrichtest.DefaultSeedOptions().APIKeys[0],
 		"ENRICHQ_VENDOR_RPS": "1000", "ENRICHQ_VENDOR_BURST": "100", "ENRICHQ_LOG_FORMAT": "json",
 		"ENRICHQ_METRICS_ADDR": "127.0.0.1:0",
 	}

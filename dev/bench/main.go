@@ -84,6 +84,8 @@ type options struct {
 	locale      string
 	// ingestFormats are the ingest scenario's formats besides the CSV.
 	ingestFormats []string
+	xlsxMemLimit  string
+	ingestCSV     bool
 }
 
 // bench is one run of the benchmark.
@@ -105,7 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.repeat, "repeat", 1, "run each scenario this many times; the table shows the best run and the spread")
 	fs.StringVar(&o.out, "out", "bench.json", "write the table as JSON here (\"\": do not)")
 	fs.StringVar(&o.logDir, "logs", ".data/bench", "where the processes' logs, generated files and profiles go")
-	fs.StringVar(&o.profileDir, "profile", "", "profile the worker (CPU, 30 s or the job) during an extra ceiling run and write worker.cpu.pprof here")
+	fs.StringVar(&o.profileDir, "profile", "", "write CPU profiles here: with the ceiling scenario, the worker's (30 s or the job) during an extra ceiling run (worker.cpu.pprof); with the ingest scenario, the API's over its last CSV upload (api.ingest.cpu.pprof)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scenarios' databases (enrichq_bench_*) for inspection")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "log level of the started processes")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on one scenario run after this long")
@@ -113,6 +115,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.smallJobs, "small-jobs", 50, "manyjobs scenario: small jobs submitted (scaled)")
 	fs.IntVar(&o.smallRows, "small-rows", 100, "manyjobs scenario: rows of each small job")
 	formats := fs.String("ingest-formats", strings.Join(ingestFormats, ","), "ingest scenario: formats uploaded after the CSV, comma-separated: "+strings.Join(ingestFormats, ", ")+` ("" for none)`)
+	fs.BoolVar(&o.ingestCSV, "ingest-csv", true, "ingest scenario: upload the plain CSV (false: only -ingest-formats)")
+	fs.StringVar(&o.xlsxMemLimit, "xlsx-memlimit", "", `ingest scenario: a GOMEMLIMIT for the API in the .xlsx run, e.g. 150MiB ("": Go's defaults, as enrichq runs unless told)`)
 	fs.StringVar(&o.psql, "psql", "psql", "psql binary for the ingest baseline (\\copy)")
 	fs.StringVar(&o.locale, "locale", "", `create the scenarios' databases with this locale (from template0), e.g. en_US.UTF-8 as the official postgres image's; "" takes the server's default`)
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "before each run, wait at most this long for a second in which the CPUs are 90 % idle (0: do not wait)")
@@ -168,7 +172,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			b.report.fail(name, err)
 		}
 	}
-	if o.profileDir != "" && ctx.Err() == nil {
+	if o.profileDir != "" && contains(o.scenarios, "ceiling") && ctx.Err() == nil {
 		if err := b.profileCeiling(ctx); err != nil {
 			b.logf("profile: %v", err)
 		}

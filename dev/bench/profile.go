@@ -94,3 +94,32 @@ func fetch(ctx context.Context, url, path string) error {
 	}
 	return f.Close()
 }
+
+// profileAPI starts a CPU profile of the API of st, for as long as the
+// slowest ingest run so far took (else 20 s), written to name in the profile
+// folder; the channel says when it is written.
+func (b *bench) profileAPI(ctx context.Context, st *stack, name string) <-chan error {
+	got := make(chan error, 1)
+	if st.apiPprof == "" {
+		got <- fmt.Errorf("the API did not report a pprof address (is it built from this tree?)")
+		return got
+	}
+	if err := os.MkdirAll(b.opts.profileDir, 0o755); err != nil {
+		got <- err
+		return got
+	}
+	secs := 20
+	if m := b.report.byKey["ingest.time"]; m != nil && len(m.Samples) > 0 {
+		worst := 0.0
+		for _, s := range m.Samples {
+			worst = math.Max(worst, s.Value)
+		}
+		secs = max(1, int(math.Ceil(worst)))
+	}
+	path := filepath.Join(b.opts.profileDir, name)
+	b.logf("profile: API CPU profile for %d s: %s", secs, path)
+	go func() {
+		got <- fetch(ctx, fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", st.apiPprof, secs), path)
+	}()
+	return got
+}

@@ -272,10 +272,20 @@ func (b *bench) ingest(ctx context.Context) error {
 	defer os.Remove(path)
 	fi, _ := os.Stat(path)
 	for rep := range b.opts.repeat {
+		if !b.opts.ingestCSV {
+			break
+		}
 		ctx, cancel := context.WithTimeout(ctx, b.opts.timeout)
 		err := func() error {
 			// The API alone: the upload is the API's and Postgres's work.
-			st, err := b.startStack(ctx, stackSpec{name: "ingest"})
+			// With -profile, the last run's API is profiled (CPU) over its
+			// upload.
+			profile := b.opts.profileDir != "" && rep == b.opts.repeat-1
+			spec := stackSpec{name: "ingest"}
+			if profile {
+				spec.apiEnv = []string{"ENRICHQ_METRICS_ADDR=127.0.0.1:0"}
+			}
+			st, err := b.startStack(ctx, spec)
 			if err != nil {
 				return err
 			}
@@ -283,12 +293,23 @@ func (b *bench) ingest(ctx context.Context) error {
 			defer st.stop()
 			b.logf("ingest %d/%d: %d rows, %.1f MB", rep+1, b.opts.repeat, n, float64(fi.Size())/1e6)
 			rssBefore := peakRSS(st.pid("api"))
+			var profiled <-chan error
+			if profile {
+				profiled = b.profileAPI(ctx, st, "api.ingest.cpu.pprof")
+			}
+			cpuBefore := cpuTime(st.pid("api"))
 			start := time.Now()
 			job, err := st.submitFile(ctx, jobQuery("ingest"), path)
 			if err != nil {
 				return err
 			}
 			took := time.Since(start)
+			cpu := cpuTime(st.pid("api")) - cpuBefore
+			if profiled != nil {
+				if err := <-profiled; err != nil {
+					b.logf("ingest: api profile: %v", err)
+				}
+			}
 			if job.Rows["total"] != n {
 				return fmt.Errorf("job has %d rows, want %d", job.Rows["total"], n)
 			}
@@ -303,11 +324,13 @@ func (b *bench) ingest(ctx context.Context) error {
 				baseText += fmt.Sprintf("%.2f s (%s rows/s)", copyTook.Seconds(), groupThousands(int64(float64(n)/copyTook.Seconds())))
 			}
 			b.report.add("ingest.time", sample{Value: took.Seconds(),
-				Detail:   fmt.Sprintf("%s rows/s, %.0f MB", groupThousands(int64(float64(n)/took.Seconds())), float64(fi.Size())/1e6),
+				Detail: fmt.Sprintf("%s rows/s, %.0f MB; API CPU %.2f s", groupThousands(int64(float64(n)/took.Seconds())),
+					float64(fi.Size())/1e6, cpu.Seconds()),
 				Baseline: copyTook.Seconds(), BaseText: baseText})
 			b.report.add("ingest.rss", sample{Value: float64(rss) / 1024,
 				Detail: fmt.Sprintf("%.0f MB before the upload", float64(rssBefore)/1024)})
-			b.logf("ingest: 201 after %.2f s, api peak RSS %.0f MB; psql \\copy %.2f s", took.Seconds(), float64(rss)/1024, copyTook.Seconds())
+			b.logf("ingest: 201 after %.2f s (API CPU %.2f s), api peak RSS %.0f MB; psql \\copy %.2f s (%.2f of the upload's time)",
+				took.Seconds(), cpu.Seconds(), float64(rss)/1024, copyTook.Seconds(), copyTook.Seconds()/took.Seconds())
 			return nil
 		}()
 		cancel()
@@ -325,9 +348,6 @@ func (b *bench) ingest(ctx context.Context) error {
 
 // ingestFormats are the ingest scenario's formats besides the plain CSV.
 var ingestFormats = []string{"windows-1252", "xlsx"}
-
-// xlsxMemLimit is the API's soft memory limit in the .xlsx run.
-const xlsxMemLimit = "150MiB"
 
 // ingestFormat uploads the same n companies as a CRM export in format
 // (windows-1252: a semicolon CSV as Excel saves it in Germany; xlsx: an Excel
@@ -360,13 +380,13 @@ func (b *bench) ingestFormat(ctx context.Context, format string, n int) error {
 	defer os.Remove(path)
 	fi, _ := os.Stat(path)
 	// An .xlsx holds about 100 MB live per 2 million shared strings (the
-	// XML library's index of them); the API runs with a soft memory limit, as
-	// docs/uploads.md advises, unless GOMEMLIMIT is set.
+	// XML library's index of them); -xlsx-memlimit gives the API a soft
+	// memory limit, unless GOMEMLIMIT is set.
 	var apiEnv []string
 	memNote := ""
-	if format == "xlsx" && os.Getenv("GOMEMLIMIT") == "" {
-		apiEnv = []string{"GOMEMLIMIT=" + xlsxMemLimit}
-		memNote = ", GOMEMLIMIT=" + xlsxMemLimit
+	if limit := b.opts.xlsxMemLimit; format == "xlsx" && limit != "" && os.Getenv("GOMEMLIMIT") == "" {
+		apiEnv = []string{"GOMEMLIMIT=" + limit}
+		memNote = ", GOMEMLIMIT=" + limit
 	}
 	for rep := range b.opts.repeat {
 		ctx, cancel := context.WithTimeout(ctx, b.opts.timeout)
@@ -379,21 +399,24 @@ func (b *bench) ingestFormat(ctx context.Context, format string, n int) error {
 			defer st.stop()
 			b.logf("ingest %s %d/%d: %d rows, %.1f MB", format, rep+1, b.opts.repeat, n, float64(fi.Size())/1e6)
 			rssBefore := peakRSS(st.pid("api"))
+			cpuBefore := cpuTime(st.pid("api"))
 			start := time.Now()
 			job, err := st.submitFileAs(ctx, jobQuery("ingest-"+format), path, contentType)
 			if err != nil {
 				return err
 			}
 			took := time.Since(start)
+			cpu := cpuTime(st.pid("api")) - cpuBefore
 			if job.Rows["total"] != n {
 				return fmt.Errorf("job has %d rows, want %d", job.Rows["total"], n)
 			}
 			rss := peakRSS(st.pid("api"))
 			b.report.add("ingest."+format+".time", sample{Value: took.Seconds(),
-				Detail: fmt.Sprintf("%s rows/s, %.0f MB", groupThousands(int64(float64(n)/took.Seconds())), float64(fi.Size())/1e6)})
+				Detail: fmt.Sprintf("%s rows/s, %.0f MB; API CPU %.2f s", groupThousands(int64(float64(n)/took.Seconds())),
+					float64(fi.Size())/1e6, cpu.Seconds())})
 			b.report.add("ingest."+format+".rss", sample{Value: float64(rss) / 1024,
 				Detail: fmt.Sprintf("%.0f MB before the upload%s", float64(rssBefore)/1024, memNote)})
-			b.logf("ingest %s: 201 after %.2f s, api peak RSS %.0f MB", format, took.Seconds(), float64(rss)/1024)
+			b.logf("ingest %s: 201 after %.2f s (API CPU %.2f s), api peak RSS %.0f MB", format, took.Seconds(), cpu.Seconds(), float64(rss)/1024)
 			return nil
 		}()
 		cancel()

@@ -69,7 +69,8 @@ type stack struct {
 	apiURL    string
 	vendorURL string
 	vendorKey string
-	pprofURL  string
+	pprofURL  string // the worker's /debug/pprof/ root, when spec.pprof
+	apiPprof  string // the API's, when its environment sets ENRICHQ_METRICS_ADDR
 	logDir    string
 	stopped   bool
 	rss       map[string]int64 // peak RSS in KiB by process, read when it stops
@@ -194,7 +195,7 @@ func (s *stack) start(ctx context.Context, name string, env []string, ready stri
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			if a, ok := strings.CutPrefix(line, "worker metrics on "); ok { // /debug/pprof/ is beside /metrics
+			if a, ok := strings.CutPrefix(line, name+" metrics on "); ok { // /debug/pprof/ is beside /metrics
 				pprofLine <- strings.TrimSuffix(strings.TrimSpace(a), "/metrics")
 			}
 			if !sent && strings.HasPrefix(line, ready) {
@@ -218,7 +219,12 @@ func (s *stack) start(ctx context.Context, name string, env []string, ready stri
 		}
 		select {
 		case a := <-pprofLine:
-			s.pprofURL = a
+			switch name {
+			case "api":
+				s.apiPprof = a
+			case "worker":
+				s.pprofURL = a
+			}
 		default:
 		}
 		return line, nil
@@ -278,6 +284,29 @@ func peakRSS(pid int) int64 {
 		}
 	}
 	return 0
+}
+
+// cpuTime is the CPU time (user and system) a process has used so far; 0
+// when it cannot be read. On a loaded machine it measures a process's own
+// work where its wall-clock time measures the queue for the CPUs.
+func cpuTime(pid int) time.Duration {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command's closing parenthesis: utime and stime are the
+	// 12th and 13th, in clock ticks (USER_HZ, 100 on Linux).
+	_, rest, ok := strings.Cut(string(b), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	k, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+k) * 10 * time.Millisecond
 }
 
 // stop records each process's peak RSS, stops them (SIGTERM, newest first),

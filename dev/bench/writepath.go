@@ -14,7 +14,7 @@ import (
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -154,10 +154,10 @@ func saveChunk(ctx context.Context, st *store.Store, tenant, jobID string, chunk
 // and turns the answers into the outcomes and cache entries the worker
 // writes (see internal/jobs: apply, toStoreProfile, EncodeCachedAnswer).
 func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.CacheEntry, error) {
-	fv := fakevendor.New(fakevendor.DefaultOptions())
+	fv := enrichtest.NewSeed(enrichtest.DefaultSeedOptions())
 	srv := httptest.NewServer(fv)
 	defer srv.Close()
-	client, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: fakevendor.DefaultOptions().APIKeys[0],
+	client, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: enrichtest.DefaultSeedOptions().APIKeys[0],
 		HTTPClient: &http.Client{Timeout: 30 * time.Second}})
 	if err != nil {
 		return nil, nil, err

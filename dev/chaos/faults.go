@@ -20,7 +20,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -36,7 +36,7 @@ type phase struct {
 	finished    bool // the job reached a final state in time
 	detail      []string
 	problems    []string // fault-specific expectations that failed
-	figures     chaos.Figures
+	figures     rig.Figures
 	post        func(ph *phase) // adds figure-dependent details once the figures are in
 }
 
@@ -97,7 +97,7 @@ func (e *env) runFaults(ctx context.Context, stdout io.Writer) (bool, error) {
 	if err := e.waitReservations(ctx, stdout); err != nil {
 		return false, err
 	}
-	ledger, err := chaos.VendorLedger(ctx, e.vendorURL)
+	ledger, err := rig.VendorLedger(ctx, e.vendorURL)
 	if err != nil {
 		return false, err
 	}
@@ -114,7 +114,7 @@ func (e *env) runFaults(ctx context.Context, stdout io.Writer) (bool, error) {
 			allOK = false
 			continue
 		}
-		f, err := chaos.CheckJob(ctx, e.db, ph.jobID, ph.expected, ledger.Entries)
+		f, err := rig.CheckJob(ctx, e.db, ph.jobID, ph.expected, ledger.Entries)
 		if err != nil {
 			return false, err
 		}
@@ -141,7 +141,7 @@ func (e *env) runFaults(ctx context.Context, stdout io.Writer) (bool, error) {
 	if lost := e.failedSettlements(); len(lost) > 0 {
 		fmt.Fprintf(stdout, "%-*s  %s\n", width+1, "workers:", "ledger updates that failed (the settlement is lost; the reservation is counted at expiry): "+strings.Join(lost, ", "))
 	}
-	t, err := chaos.CheckTotals(ctx, e.db, ledger.Entries)
+	t, err := rig.CheckTotals(ctx, e.db, ledger.Entries)
 	if err != nil {
 		return false, err
 	}
@@ -171,7 +171,7 @@ func (e *env) runFaults(ctx context.Context, stdout io.Writer) (bool, error) {
 }
 
 // describe explains figures that are not clean.
-func describe(f chaos.Figures) []string {
+func describe(f rig.Figures) []string {
 	var out []string
 	if f.State != "completed" {
 		out = append(out, fmt.Sprintf("job %s (%s)", f.State, f.Reason))
@@ -444,12 +444,12 @@ func (e *env) moneyAtCompletion(ctx context.Context, ph *phase) {
 	if err != nil || p.state != "completed" {
 		return
 	}
-	ledger, err := chaos.VendorLedger(ctx, e.vendorURL)
+	ledger, err := rig.VendorLedger(ctx, e.vendorURL)
 	if err != nil {
 		ph.fail("the vendor's ledger at completion: %v", err)
 		return
 	}
-	f, err := chaos.CheckJob(ctx, e.db, ph.jobID, ph.expected, ledger.Entries)
+	f, err := rig.CheckJob(ctx, e.db, ph.jobID, ph.expected, ledger.Entries)
 	if err != nil {
 		ph.fail("the job's books at completion: %v", err)
 		return

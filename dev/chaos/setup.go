@@ -18,7 +18,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -40,9 +40,9 @@ type env struct {
 	dbURL   string       // our database, direct (for the checks)
 	procURL string       // our database through the proxy (for the processes)
 	db      *store.Store // direct, for the checks
-	proxy   *chaos.Proxy
+	proxy   *rig.Proxy
 
-	redis     *chaos.Redis
+	redis     *rig.Redis
 	miniredis *miniredis.Miniredis
 	redisURL  string
 	rdb       *redis.Client
@@ -51,11 +51,11 @@ type env struct {
 	vendorURL string
 	apiURL    string
 	procEnv   []string
-	vendor    *chaos.Proc
-	api       *chaos.Proc
-	workers   []*chaos.Proc
+	vendor    *rig.Proc
+	api       *rig.Proc
+	workers   []*rig.Proc
 	restarts  []int
-	scheduler *chaos.Proc
+	scheduler *rig.Proc
 	failed    bool // a check failed: keep the database
 }
 
@@ -102,7 +102,7 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 	direct := *u
 	direct.Path = "/" + e.dbName
 	e.dbURL = direct.String()
-	if e.proxy, err = chaos.NewProxy("127.0.0.1:0", target); err != nil {
+	if e.proxy, err = rig.NewProxy("127.0.0.1:0", target); err != nil {
 		return nil, err
 	}
 	proxied := direct
@@ -110,7 +110,7 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 	e.procURL = proxied.String()
 
 	// Redis: a private server, so FLUSHALL loses nobody else's data.
-	if e.redis, err = chaos.StartRedis(ctx, o.redisBin, filepath.Join(e.dir, "redis")); err == nil {
+	if e.redis, err = rig.StartRedis(ctx, o.redisBin, filepath.Join(e.dir, "redis")); err == nil {
 		e.redisURL = e.redis.URL
 	} else {
 		fmt.Fprintf(stdout, "redis: %v; using an in-process miniredis\n", err)
@@ -150,7 +150,7 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 	if e.apiURL, err = e.start(ctx, &e.api, "api", "api listening on ", e.procEnv); err != nil {
 		return nil, err
 	}
-	e.workers = make([]*chaos.Proc, 2)
+	e.workers = make([]*rig.Proc, 2)
 	e.restarts = make([]int, 2)
 	for i := range e.workers {
 		if err := e.startWorker(ctx, i); err != nil {
@@ -184,8 +184,8 @@ func setup(ctx context.Context, o options, getenv func(string) string, stdout io
 }
 
 // start runs one binary and waits for its ready line.
-func (e *env) start(ctx context.Context, slot **chaos.Proc, name, ready string, env []string, args ...string) (string, error) {
-	p, line, err := chaos.Start(ctx, chaos.ProcSpec{Name: name, Path: filepath.Join(e.o.bin, name), Args: args, Env: env,
+func (e *env) start(ctx context.Context, slot **rig.Proc, name, ready string, env []string, args ...string) (string, error) {
+	p, line, err := rig.Start(ctx, rig.ProcSpec{Name: name, Path: filepath.Join(e.o.bin, name), Args: args, Env: env,
 		Log: filepath.Join(e.dir, name+".log"), Ready: ready})
 	if err != nil {
 		return "", err
@@ -196,7 +196,7 @@ func (e *env) start(ctx context.Context, slot **chaos.Proc, name, ready string, 
 
 // startWorker starts (or restarts) worker i.
 func (e *env) startWorker(ctx context.Context, i int) error {
-	p, _, err := chaos.Start(ctx, chaos.ProcSpec{Name: fmt.Sprintf("worker-%d", i+1), Path: filepath.Join(e.o.bin, "worker"),
+	p, _, err := rig.Start(ctx, rig.ProcSpec{Name: fmt.Sprintf("worker-%d", i+1), Path: filepath.Join(e.o.bin, "worker"),
 		Env: e.procEnv, Log: filepath.Join(e.dir, fmt.Sprintf("worker-%d.log", i+1)), Ready: "worker started"})
 	if err != nil {
 		return err
@@ -221,7 +221,7 @@ func (e *env) dropDatabase() error {
 // teardown stops everything it started, newest first.
 func (e *env) teardown(stdout io.Writer) {
 	bound := e.o.shutdownTimeout + 10*time.Second
-	for _, p := range []*chaos.Proc{e.scheduler} {
+	for _, p := range []*rig.Proc{e.scheduler} {
 		if p != nil {
 			p.Stop(bound)
 		}

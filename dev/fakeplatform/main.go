@@ -1,5 +1,5 @@
 // Command fakeplatform serves the fake platform (package
-// internal/enrich/fakeplatform): its OAuth consent screen and token endpoint,
+// internal/platform/platformtest): its OAuth consent screen and token endpoint,
 // and /rest/me, for demos and manual runs of the connect flow.
 //
 //	fakeplatform -addr 127.0.0.1:9191 -members 3 -member-quota 100 -retired 202401
@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
+	"github.com/enrichq/enrichq/internal/platform/platformtest"
 )
 
 func main() {
@@ -38,7 +38,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	opts := fakeplatform.DefaultOptions()
+	opts := platformtest.DefaultOptions()
 	fs := flag.NewFlagSet("fakeplatform", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:9191", "listen address (port 0: any free port)")
@@ -67,11 +67,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			opts.RedirectURLs = append(opts.RedirectURLs, u)
 		}
 	}
-	fp := fakeplatform.New(opts)
+	fp := platformtest.New(opts)
 	names := []string{"Ann Lee", "Bob Roe", "Cat Kim", "Dan Fox", "Eve Ng", "Fay Oh"}
 	for i := 1; i <= *members; i++ {
 		first, last, _ := strings.Cut(names[(i-1)%len(names)], " ")
-		fp.AddMember(fakeplatform.Member{ID: fmt.Sprintf("m-%d", i), FirstName: first, LastName: last,
+		fp.AddMember(platformtest.Member{ID: fmt.Sprintf("m-%d", i), FirstName: first, LastName: last,
 			Headline: "Account Executive", VanityName: fmt.Sprintf("%s-%s-%d", strings.ToLower(first), strings.ToLower(last), i),
 			Email: fmt.Sprintf("%s.%s%d@example.com", strings.ToLower(first), strings.ToLower(last), i)})
 	}

@@ -1,5 +1,5 @@
-// Command fakevendor serves the fake enrichment vendor (package
-// internal/enrich/fakevendor) for demos, chaos runs and benchmarks.
+// Command fakevendor serves the seed vendor's fake (enrichtest.Seed, package
+// internal/enrich/enrichtest) for demos, chaos runs and benchmarks.
 //
 //	fakevendor -addr 127.0.0.1:9090 -keys test-key -rps 50 -burst 10 -fail-rate 0.02
 //
@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 )
 
 func main() {
@@ -39,7 +39,7 @@ func main() {
 
 // run serves the fake until ctx is done, then shuts down gracefully.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	opts := fakevendor.DefaultOptions()
+	opts := enrichtest.DefaultSeedOptions()
 	fs := flag.NewFlagSet("fakevendor", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:9090", "listen address (port 0: any free port)")
@@ -76,9 +76,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	switch *prices {
 	case "default":
-		opts.Prices = fakevendor.DefaultPrices()
+		opts.Prices = enrichtest.DefaultSeedPrices()
 	case "charged-misses":
-		opts.Prices = fakevendor.ChargedMissPrices()
+		opts.Prices = enrichtest.SeedChargedMissPrices()
 	default:
 		return fmt.Errorf("-prices %q: want default or charged-misses", *prices)
 	}
@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(opts.APIKeys) == 0 && len(opts.NoPlanKeys) == 0 {
 		return errors.New("-keys: at least one key is needed")
 	}
-	faults := fakevendor.Faults{RPS: opts.RPS, Burst: opts.Burst, Latency: opts.Latency, LatencyJitter: opts.LatencyJitter,
+	faults := enrichtest.SeedFaults{RPS: opts.RPS, Burst: opts.Burst, Latency: opts.Latency, LatencyJitter: opts.LatencyJitter,
 		FailRate: opts.FailRate, MalformedRate: opts.MalformedRate, SlowRate: opts.SlowRate, SlowDelay: opts.SlowDelay, ResetRate: opts.ResetRate}
 	if err := faults.Validate(); err != nil {
 		return err
@@ -105,7 +105,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	vendor := fakevendor.New(opts)
+	vendor := enrichtest.NewSeed(opts)
 	srv := &http.Server{
 		Handler:           logRequests(log, vendor),
 		ReadHeaderTimeout: 10 * time.Second,

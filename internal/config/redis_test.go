@@ -11,7 +11,7 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/hibiken/asynq"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 )
 
 func TestRedisSentinelKeepsURLPasswordAndDatabase(t *testing.T) {
@@ -84,7 +84,7 @@ func startRedis(t *testing.T, args ...string) string {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("no redis-server on PATH (Debian: apt-get install redis-server)")
 	}
-	r, err := chaos.StartRedis(context.Background(), "", t.TempDir(), args...)
+	r, err := rig.StartRedis(context.Background(), "", t.TempDir(), args...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 )
@@ -62,12 +61,9 @@ func TestUploadPollResults(t *testing.T) {
 	for _, bulk := range []bool{true, false} {
 		t.Run(fmt.Sprintf("bulk=%v", bulk), func(t *testing.T) {
 			t.Parallel()
-			b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: bulk}})
-			api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
-				Store: b.Store, Submitter: b.Submitter, Log: b.Log,
-				Keys: httpapi.NewStaticKeys(map[string]string{apiKey: "acme"}),
-			}))
-			t.Cleanup(api.Close)
+			api := apitest.Start(t, apitest.Options{Pipeline: jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: bulk}},
+				Static: map[string]string{apiKey: "acme"}})
+			b := api.Bundle
 
 			var csv bytes.Buffer
 			csv.WriteString("ref,company,owner\n")

@@ -8,17 +8,17 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
-	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/maintenance"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -122,20 +122,14 @@ func TestErasureRetentionAudit(t *testing.T) {
 }
 
 func testErasureRetentionAudit(t *testing.T, bulk bool) {
-	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: bulk},
-		Vendor: func(o *fakevendor.Options) { o.ProfileHitRate, o.EmailHitRate, o.PhoneHitRate = 1, 1, 0.5 }})
-	ctx := context.Background()
 	const tenant = "acme"
-	etl, etlKey, err := b.Store.CreateAPIKey(ctx, tenant, "etl", []domain.Scope{domain.ScopeRead})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{
-		Store: b.Store, Submitter: b.Submitter, Log: b.Log,
-		Keys:       httpapi.NewStoreKeys(httpapi.NewStaticKeys(map[string]string{apiKey: tenant}), b.Store),
-		ErasureKey: []byte("an erasure key of the test, 32 bytes or more"),
-	}))
-	t.Cleanup(api.Close)
+	api := apitest.Start(t, apitest.Options{Pipeline: jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: bulk},
+		Vendor: func(o *enrichtest.SeedOptions) { o.ProfileHitRate, o.EmailHitRate, o.PhoneHitRate = 1, 1, 0.5 }},
+		Static: map[string]string{apiKey: tenant}, Stored: true,
+		Service: func(c *service.Config) { c.ErasureKey = []byte("an erasure key of the test, 32 bytes or more") }})
+	b := api.Bundle
+	ctx := context.Background()
+	etlID, etlKey := api.CreateKey(t, tenant, "etl", []domain.Scope{domain.ScopeRead}, nil)
 	r := &privacyRig{b: b, url: api.URL}
 
 	// Job 1: eight people by profile URL, every stage.
@@ -346,7 +340,7 @@ func testErasureRetentionAudit(t *testing.T, bulk bool) {
 	}
 
 	// Keys change; the audit log has a line of each action, the ETL key's among them.
-	if err := b.Store.RevokeAPIKey(ctx, etl.ID); err != nil {
+	if err := b.Store.RevokeAPIKey(ctx, etlID); err != nil {
 		t.Fatal(err)
 	}
 	var audit struct {
@@ -361,8 +355,8 @@ func testErasureRetentionAudit(t *testing.T, bulk bool) {
 	for _, l := range audit.Lines {
 		fmt.Fprintf(&out, "%d %s %s key=%s %s subject=%s rows=%d\n", l.Seq, l.At.Format(time.RFC3339), l.Tenant, l.KeyID, l.Action, l.Subject, l.Rows)
 		seen[l.Action] = true
-		if l.Action == store.AuditFeedRead && l.KeyID != etl.ID {
-			t.Errorf("a feed read by key %s, want the ETL key %s", l.KeyID, etl.ID)
+		if l.Action == store.AuditFeedRead && l.KeyID != etlID {
+			t.Errorf("a feed read by key %s, want the ETL key %s", l.KeyID, etlID)
 		}
 	}
 	t.Logf("audit log:\n%s", out.String())

@@ -15,21 +15,21 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 )
 
 const testKey = "sk_live_s3cr3t-test-key"
 
 // fake starts the fake vendor with the default options changed by mutate,
 // accepting testKey.
-func fake(t *testing.T, mutate func(*fakevendor.Options)) (*fakevendor.Vendor, *httptest.Server) {
+func fake(t *testing.T, mutate func(*enrichtest.SeedOptions)) (*enrichtest.Seed, *httptest.Server) {
 	t.Helper()
-	opts := fakevendor.DefaultOptions()
+	opts := enrichtest.DefaultSeedOptions()
 	opts.APIKeys = []string{testKey}
 	if mutate != nil {
 		mutate(&opts)
 	}
-	v := fakevendor.New(opts)
+	v := enrichtest.NewSeed(opts)
 	srv := httptest.NewServer(v)
 	t.Cleanup(srv.Close)
 	return v, srv
@@ -87,7 +87,7 @@ func urls(n int, want bool, pred func(string) bool) []string {
 	return out
 }
 
-func profileHit(v *fakevendor.Vendor) func(string) bool {
+func profileHit(v *enrichtest.Seed) func(string) bool {
 	return func(u string) bool { return v.ProfileHit(enrich.ProfileQuery{ProfileURL: u}) }
 }
 
@@ -171,7 +171,7 @@ func TestProfileNoMatch(t *testing.T) {
 	})
 	t.Run("200 without profile_url from the fake", func(t *testing.T) {
 		t.Parallel()
-		v, srv := fake(t, func(o *fakevendor.Options) { o.NoMatchAs200 = true })
+		v, srv := fake(t, func(o *enrichtest.SeedOptions) { o.NoMatchAs200 = true })
 		c := client(t, srv.URL, nil)
 		u := urls(1, false, profileHit(v))[0]
 		res, err := c.Profile(ctx(t), enrich.ProfileQuery{ProfileURL: u}, "k")
@@ -253,7 +253,7 @@ func TestEmailAndPhoneNoMatch(t *testing.T) {
 	for _, as200 := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fake as200=%v", as200), func(t *testing.T) {
 			t.Parallel()
-			v, srv := fake(t, func(o *fakevendor.Options) { o.NoMatchAs200 = as200 })
+			v, srv := fake(t, func(o *enrichtest.SeedOptions) { o.NoMatchAs200 = as200 })
 			c := client(t, srv.URL, nil)
 			u := urls(1, false, v.EmailHit)[0]
 			er, err := c.Email(ctx(t), u, "e")
@@ -327,7 +327,7 @@ func TestRateLimited(t *testing.T) {
 	t.Run("fake past its burst", func(t *testing.T) {
 		t.Parallel()
 		clock := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-		_, srv := fake(t, func(o *fakevendor.Options) {
+		_, srv := fake(t, func(o *enrichtest.SeedOptions) {
 			o.RPS, o.Burst = 2, 1
 			o.Now = func() time.Time { return clock }
 		})
@@ -346,7 +346,7 @@ func TestRateLimited(t *testing.T) {
 
 func TestPermanent(t *testing.T) {
 	t.Parallel()
-	_, srv := fake(t, func(o *fakevendor.Options) { o.RejectSubstring = "POISON" })
+	_, srv := fake(t, func(o *enrichtest.SeedOptions) { o.RejectSubstring = "POISON" })
 	c := client(t, srv.URL, nil)
 
 	_, err := c.Profile(ctx(t), enrich.ProfileQuery{Name: "POISON", Company: "Acme"}, "k1")
@@ -390,7 +390,7 @@ func TestInvalidQueryRefusedBeforeAnyCall(t *testing.T) {
 
 func TestUnauthorizedAndForbidden(t *testing.T) {
 	t.Parallel()
-	_, srv := fake(t, func(o *fakevendor.Options) { o.NoPlanKeys = []string{"basic-plan-key"} })
+	_, srv := fake(t, func(o *enrichtest.SeedOptions) { o.NoPlanKeys = []string{"basic-plan-key"} })
 	q := enrich.ProfileQuery{ProfileURL: "https://platform.example/in/x"}
 
 	_, err := client(t, srv.URL, func(c *enrich.Config) { c.APIKey = "revoked-key" }).Profile(ctx(t), q, "k")
@@ -409,7 +409,7 @@ func TestServerErrors(t *testing.T) {
 	t.Parallel()
 	t.Run("503 from the fake", func(t *testing.T) {
 		t.Parallel()
-		v, srv := fake(t, func(o *fakevendor.Options) { o.FailRate = 1 })
+		v, srv := fake(t, func(o *enrichtest.SeedOptions) { o.FailRate = 1 })
 		_, err := client(t, srv.URL, nil).Profile(ctx(t), enrich.ProfileQuery{ProfileURL: "https://platform.example/in/x"}, "k")
 		e := vendorError(t, err, enrich.ClassTransient)
 		if e.Status != 503 || !e.Retryable() || e.OutcomeUnknown {
@@ -444,7 +444,7 @@ func TestServerErrors(t *testing.T) {
 
 func TestMalformedIsTransientOutcomeUnknown(t *testing.T) {
 	t.Parallel()
-	v, srv := fake(t, func(o *fakevendor.Options) { o.MalformedRate = 1 })
+	v, srv := fake(t, func(o *enrichtest.SeedOptions) { o.MalformedRate = 1 })
 	c := client(t, srv.URL, nil)
 	u := urls(1, true, profileHit(v))[0]
 	q := enrich.ProfileQuery{ProfileURL: u}
@@ -455,7 +455,7 @@ func TestMalformedIsTransientOutcomeUnknown(t *testing.T) {
 		t.Fatalf("malformed: %+v", e)
 	}
 	// The retry with the same key gets the vendor's stored answer, free.
-	v.SetFaults(fakevendor.Faults{})
+	v.SetFaults(enrichtest.SeedFaults{})
 	res, err := c.Profile(ctx(t), q, "same-key")
 	if err != nil || res.Profile == nil || res.Charge.Credits != 0 || !res.Charge.Reported {
 		t.Fatalf("retry = %+v, %v", res, err)
@@ -516,7 +516,7 @@ func TestTimeout(t *testing.T) {
 
 func TestSlowAnswerTimesOutThenReplaysFree(t *testing.T) {
 	t.Parallel()
-	v, srv := fake(t, func(o *fakevendor.Options) { o.SlowRate, o.SlowDelay = 1, time.Minute })
+	v, srv := fake(t, func(o *enrichtest.SeedOptions) { o.SlowRate, o.SlowDelay = 1, time.Minute })
 	u := urls(1, true, v.EmailHit)[0]
 	// The fake bills before it delays; 200ms leaves it ample time to get there.
 	c := client(t, srv.URL, func(c *enrich.Config) { c.HTTPClient = &http.Client{Timeout: 200 * time.Millisecond} })
@@ -524,7 +524,7 @@ func TestSlowAnswerTimesOutThenReplaysFree(t *testing.T) {
 	if e := vendorError(t, err, enrich.ClassTransient); e.Code != "timeout" || !e.OutcomeUnknown {
 		t.Fatalf("%+v", e)
 	}
-	v.SetFaults(fakevendor.Faults{})
+	v.SetFaults(enrichtest.SeedFaults{})
 	res, err := c.Email(ctx(t), u, "row-1:email") // the retry sends the same key
 	if err != nil || res.Email == nil {
 		t.Fatalf("retry = %+v, %v", res, err)
@@ -539,7 +539,7 @@ func TestConnectionErrors(t *testing.T) {
 	t.Parallel()
 	t.Run("reset after the work", func(t *testing.T) {
 		t.Parallel()
-		v, srv := fake(t, func(o *fakevendor.Options) { o.ResetRate = 1 })
+		v, srv := fake(t, func(o *enrichtest.SeedOptions) { o.ResetRate = 1 })
 		_, err := client(t, srv.URL, nil).Email(ctx(t), "https://platform.example/in/x", "k")
 		e := vendorError(t, err, enrich.ClassTransient)
 		if !e.OutcomeUnknown || e.Status != 0 || e.Code != "network_error" {
@@ -562,7 +562,7 @@ func TestConnectionErrors(t *testing.T) {
 
 func TestBulkAgainstFake(t *testing.T) {
 	t.Parallel()
-	v, srv := fake(t, func(o *fakevendor.Options) { o.RejectSubstring = "POISON" })
+	v, srv := fake(t, func(o *enrichtest.SeedOptions) { o.RejectSubstring = "POISON" })
 	c := client(t, srv.URL, nil)
 	rows := []enrich.ProfileQuery{{ProfileURL: "https://platform.example/in/POISON"}}
 	for _, u := range urls(30, true, profileHit(v)) {
@@ -718,7 +718,7 @@ func TestBulkFakeRefusesOver100(t *testing.T) {
 
 func TestCreditHeadersAbsent(t *testing.T) {
 	t.Parallel()
-	v, srv := fake(t, func(o *fakevendor.Options) { o.OmitCreditHeaders = true })
+	v, srv := fake(t, func(o *enrichtest.SeedOptions) { o.OmitCreditHeaders = true })
 	c := client(t, srv.URL, nil)
 	var seen int64
 	for _, u := range urls(10, true, profileHit(v)) {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // getAccount is GET /v1/account: the tenant's limits and this month's credits.
@@ -33,7 +32,7 @@ func (s *server) patchAccount(w http.ResponseWriter, r *http.Request) {
 	var retention *time.Duration
 	retentionSet := false
 	for k, raw := range body {
-		var dst *store.Limit
+		var dst *service.Limit
 		switch k {
 		case "default_job_budget":
 			dst = &l.DefaultJobBudget

@@ -30,7 +30,7 @@ func TestAccountLimitsAndUsage(t *testing.T) {
 	t.Parallel()
 	b := setup(t, scopedKeys)
 	ctx := context.Background()
-	if _, err := b.st.EnsureTenant(ctx, tenantA); err != nil {
+	if _, err := b.Store.EnsureTenant(ctx, tenantA); err != nil {
 		t.Fatal(err)
 	}
 	get := func() accountJSON {
@@ -55,15 +55,15 @@ func TestAccountLimitsAndUsage(t *testing.T) {
 	if own := b.mustCreate(t, keyA, "roles=CTO&budget_credits=7", "ref,company\n1,Acme\n"); own.Credits.Budget == nil || *own.Credits.Budget != 7 {
 		t.Fatalf("a job with its own budget: %v", own.Credits.Budget)
 	}
-	_, err := b.st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile", IdempotencyKey: "a", Credits: 9, TTL: time.Minute})
+	_, err := b.Store.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile", IdempotencyKey: "a", Credits: 9, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	paid, err := b.st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile", IdempotencyKey: "b", Credits: 9, TTL: time.Minute})
+	paid, err := b.Store.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile", IdempotencyKey: "b", Credits: 9, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.st.Settle(ctx, paid, store.Settlement{Charged: 2, Reported: true}); err != nil {
+	if err := b.Store.Settle(ctx, paid, store.Settlement{Charged: 2, Reported: true}); err != nil {
 		t.Fatal(err)
 	}
 	if a := get(); a.Month.Spent != 2 || a.Month.Reserved != 9 || *a.Month.Remaining != store.DefaultMonthlyAllowance-11 {
@@ -86,7 +86,7 @@ func TestAccountLimitsAndUsage(t *testing.T) {
 		t.Fatalf("with no default job budget, a job without one: %v", j.Credits.Budget)
 	}
 	// The allowance now holds the next reservation.
-	if _, err := b.st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile", IdempotencyKey: "c", Credits: 40, TTL: time.Minute}); err == nil {
+	if _, err := b.Store.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile", IdempotencyKey: "c", Credits: 40, TTL: time.Minute}); err == nil {
 		t.Fatal("a reservation past the tenant's allowance was granted")
 	}
 }
@@ -96,7 +96,7 @@ func TestRotateWebhookSecretShownOnce(t *testing.T) {
 	t.Parallel()
 	b := setup(t, scopedKeys)
 	ctx := context.Background()
-	if _, err := b.st.EnsureTenant(ctx, tenantA); err != nil {
+	if _, err := b.Store.EnsureTenant(ctx, tenantA); err != nil {
 		t.Fatal(err)
 	}
 	rotate := func() string {
@@ -110,7 +110,7 @@ func TestRotateWebhookSecretShownOnce(t *testing.T) {
 		}](t, data).Secret
 	}
 	first, second := rotate(), rotate()
-	stored, _ := b.st.TenantWebhookSecret(ctx, tenantA)
+	stored, _ := b.Store.TenantWebhookSecret(ctx, tenantA)
 	if first == second || second != stored || !strings.HasPrefix(second, "whsec_") {
 		t.Fatalf("rotations %q, %q; stored %q", first, second, stored)
 	}
@@ -130,7 +130,7 @@ func TestResumeJob(t *testing.T) {
 	if resp, data := b.call(t, http.MethodPost, path, keyA, nil); resp.StatusCode != http.StatusConflict || apiErr(t, data).Code != "not_paused" {
 		t.Fatalf("resume a queued job: %d %s", resp.StatusCode, data)
 	}
-	if _, err := b.st.PauseJob(ctx, job.ID, domain.PausedByVendorAccess, "the vendor refused the API key (401)"); err != nil {
+	if _, err := b.Store.PauseJob(ctx, job.ID, domain.PausedByVendorAccess, "the vendor refused the API key (401)"); err != nil {
 		t.Fatal(err)
 	}
 	if resp, _ := b.call(t, http.MethodPost, path, keyB, nil); resp.StatusCode != http.StatusNotFound {
@@ -140,7 +140,7 @@ func TestResumeJob(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || decode[jobStatus](t, data).State != domain.JobQueued {
 		t.Fatalf("resume a vendor-paused job: %d %s", resp.StatusCode, data)
 	}
-	if _, err := b.st.PauseJob(ctx, job.ID, domain.PausedByJobBudget, store.BudgetPausePrefix+": 10 spent"); err != nil {
+	if _, err := b.Store.PauseJob(ctx, job.ID, domain.PausedByJobBudget, store.BudgetPausePrefix+": 10 spent"); err != nil {
 		t.Fatal(err)
 	}
 	if resp, data := b.call(t, http.MethodPost, path, keyA, nil); resp.StatusCode != http.StatusConflict || apiErr(t, data).Code != "budget_exhausted" {

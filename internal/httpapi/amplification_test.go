@@ -47,13 +47,13 @@ func TestWideExtrasWithManyRolesStoredOnce(t *testing.T) {
 		}
 		csv.WriteString("\n")
 	}
-	before := storetest.JobRowBytes(t, b.st)
+	before := storetest.JobRowBytes(t, b.Store)
 	q := url.Values{"roles": {strings.Join(roles, ",")}}
 	st := b.mustCreate(t, keyA, q.Encode(), csv.String())
 	if st.Rows.Total != rows*len(roles) {
 		t.Fatalf("%d rows, want %d", st.Rows.Total, rows*len(roles))
 	}
-	stored := storetest.JobRowBytes(t, b.st) - before
+	stored := storetest.JobRowBytes(t, b.Store) - before
 	upload := int64(csv.Len())
 	t.Logf("upload %d bytes (%d rows x %d roles, %d extra columns of %d bytes): %d bytes stored (%.1fx)",
 		upload, rows, len(roles), extraCols, cellBytes, stored, float64(stored)/float64(upload))
@@ -110,12 +110,12 @@ func TestWideExtrasWithManyRolesStoredOnce(t *testing.T) {
 
 	// The feed's pages are bounded in bytes too: every row's no-match
 	// line, with its extras, comes in pages of a few MiB, each line once.
-	job, err := b.st.GetJob(context.Background(), tenantA, st.ID)
+	job, err := b.Store.GetJob(context.Background(), tenantA, st.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for chunk := range job.ChunkCount {
-		finishChunk(t, b.st, tenantA, st.ID, chunk, func(int, store.Row) store.Outcome {
+		finishChunk(t, b.Store, tenantA, st.ID, chunk, func(int, store.Row) store.Outcome {
 			return store.Outcome{State: domain.RowNoMatch, StagesDone: []domain.Stage{domain.StageProfile}, NoMatches: []domain.Stage{domain.StageProfile}}
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"net/http"
 
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // postErasure is POST /v1/erasures: {"email"} | {"profile_url"} | {"name",
@@ -42,9 +41,6 @@ func (s *server) listErasures(w http.ResponseWriter, r *http.Request) {
 // was removed stays removed); the erasure with its lifted_at.
 func (s *server) liftErasure(w http.ResponseWriter, r *http.Request) {
 	e, err := s.svc.LiftErasure(r.Context(), principalFrom(r.Context()), r.PathValue("id"))
-	if errors.Is(err, store.ErrNotFound) {
-		err = errorf(http.StatusNotFound, "not_found", "no such erasure")
-	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return

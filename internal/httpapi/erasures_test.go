@@ -9,7 +9,7 @@ import (
 	"github.com/enrichq/enrichq/internal/service"
 )
 
-func withErasureKey(d *Deps) { d.ErasureKey = []byte("the erasure key of this test, 32+ bytes") }
+func withErasureKey(d *deps) { d.svc.ErasureKey = []byte("the erasure key of this test, 32+ bytes") }
 
 // A request that names nobody, or somebody two ways, or badly, is a 400
 // saying what is wrong and where; nothing is erased.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // apiError is an error with its answer: status, code and message for the
@@ -57,9 +56,10 @@ type errorJSON struct {
 // *apiError as it says; *ingest.Error with its own status and details; the
 // service's errors: *service.ForbiddenError 403 insufficient_scope,
 // service.ErrNoTenant 403 no_tenant, *service.InvalidError 400 (422 for
-// invalid_options and idempotency_key_reused, as store.ErrIdempotencyKeyReused),
+// invalid_options and idempotency_key_reused, as service.ErrIdempotencyKeyReused),
 // *service.ConflictError 409 with its code, *service.TooManyUploadsError 429
-// with Retry-After, ErrNotFound 404, ErrConflict 409, ErrUnavailable 503,
+// with Retry-After, ErrNotFound 404 (no such job, or what its
+// *service.NotFoundError names), ErrConflict 409, ErrUnavailable 503,
 // ErrInvalidInput 400; an upload over the byte
 // limit 413; an upload that stopped sending 408; a server-side deadline 503;
 // anything else 500, with the detail logged and never sent.
@@ -83,6 +83,7 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 		invalid   *service.InvalidError
 		conflict  *service.ConflictError
 		uploads   *service.TooManyUploadsError
+		missing   *service.NotFoundError
 		tooLarge  *http.MaxBytesError
 		netErr    net.Error
 	)
@@ -119,22 +120,26 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 		default:
 			return errorf(http.StatusBadRequest, "unreadable_body", "the request body could not be read")
 		}
-	case errors.Is(err, store.ErrUnavailable):
+	case errors.Is(err, service.ErrUnavailable):
 		// Postgres is restarting or out of reach: nothing was stored, and the
 		// same request will work again shortly.
 		s.Log.WarnContext(r.Context(), "database unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
 		return &apiError{Status: http.StatusServiceUnavailable, Code: "unavailable",
 			Message: "the database is unavailable; nothing was stored; try again in a few seconds", header: http.Header{"Retry-After": {"5"}}}
-	case errors.Is(err, store.ErrIdempotencyKeyReused): // a member sync's (jobs' come as *service.InvalidError)
+	case errors.Is(err, service.ErrIdempotencyKeyReused): // a member sync's (jobs' come as *service.InvalidError)
 		return errorf(http.StatusUnprocessableEntity, service.CodeIdempotencyKeyReused,
 			"this Idempotency-Key was used before with another request: send a new key for a new request")
-	case errors.Is(err, store.ErrInvalidInput):
+	case errors.Is(err, service.ErrInvalidInput):
 		// The doors refuse control characters first; this is the backstop.
 		s.Log.WarnContext(r.Context(), "a value Postgres refused as text", "method", r.Method, "path", r.URL.Path, "err", err)
 		return errorf(http.StatusBadRequest, "invalid_input", "a value of the request holds a character that cannot be stored (a control character such as U+0000)")
-	case errors.Is(err, store.ErrNotFound):
+	case errors.As(err, &missing) && missing.Hint != "":
+		return errorf(http.StatusNotFound, "not_found", "no such %s (%s)", missing.Noun, missing.Hint)
+	case errors.As(err, &missing):
+		return errorf(http.StatusNotFound, "not_found", "no such %s", missing.Noun)
+	case errors.Is(err, service.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", "no such job")
-	case errors.Is(err, store.ErrConflict):
+	case errors.Is(err, service.ErrConflict):
 		return errorf(http.StatusConflict, "conflict", "the request conflicts with the job's current state")
 	case r.Context().Err() != nil && errors.Is(err, context.Canceled):
 		// The client went away; nobody reads this answer.

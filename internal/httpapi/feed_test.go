@@ -28,7 +28,7 @@ func TestResultsFeedAPI(t *testing.T) {
 		t.Fatalf("before any result: %+v", p)
 	}
 
-	finishRows(t, b.st, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
+	finishRows(t, b.Store, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
 		switch i {
 		case 0:
 			return store.Outcome{State: domain.RowMatched, StagesDone: []domain.Stage{domain.StageProfile, domain.StageEmail}, AnyMatch: true,
@@ -40,7 +40,7 @@ func TestResultsFeedAPI(t *testing.T) {
 			return store.Outcome{State: domain.RowFailed, Reason: "vendor refused the input"} // a failure is no result
 		}
 	})
-	finishRows(t, b.st, tenantB, other.ID, func(int, store.Row) store.Outcome {
+	finishRows(t, b.Store, tenantB, other.ID, func(int, store.Row) store.Outcome {
 		return store.Outcome{State: domain.RowNoMatch, StagesDone: []domain.Stage{domain.StageProfile}, NoMatches: []domain.Stage{domain.StageProfile}}
 	})
 

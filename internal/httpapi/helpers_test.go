@@ -3,25 +3,20 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"io"
 	"log/slog"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hibiken/asynq"
-
 	"github.com/enrichq/enrichq/internal/httpapi/openapitest"
-	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -35,61 +30,55 @@ const (
 )
 
 // bundle is what a test needs: a server on a fresh database, with a real
-// enqueuer on a queue of its own.
+// enqueuer on a queue of its own (jobstest, without a worker).
 type bundle struct {
-	st  *store.Store
+	*jobstest.Bundle
 	srv *httptest.Server
 	// client checks every answer against openapi.json (openapitest).
 	client *http.Client
-	queue  string
-	insp   *asynq.Inspector
 	logs   *syncBuffer
 }
 
-func redisURL() string {
-	if u := os.Getenv("REDIS_URL"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
+// deps is what setup builds the server from: the API's Deps and the
+// service's config. The service takes the API's clock and spool unless
+// given its own.
+type deps struct {
+	Deps
+	svc service.Config
 }
 
-func randomName(prefix string) string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
-
-// setup starts a server; opts adjust its Deps.
-func setup(t *testing.T, opts ...func(*Deps)) *bundle {
+// setup starts a server; opts adjust its deps.
+func setup(t *testing.T, opts ...func(*deps)) *bundle {
 	t.Helper()
-	st := storetest.New(t)
-	redisOpt, err := asynq.ParseRedisURI(redisURL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	queue := randomName("test-")
-	enq := jobs.NewEnqueuer(redisOpt, queue)
-	t.Cleanup(func() {
-		if err := enq.Inspector.DeleteQueue(queue, true); err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
-			t.Errorf("delete queue %s: %v", queue, err)
-		}
-		_ = enq.Close()
-	})
+	return setupOn(t, jobstest.Options{NoWorker: true}, opts...)
+}
+
+// setupOn is setup over a pipeline of o (a store's pool, workers).
+func setupOn(t *testing.T, o jobstest.Options, opts ...func(*deps)) *bundle {
+	t.Helper()
+	b := jobstest.New(t, o)
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	deps := Deps{
-		Store:     st,
-		Submitter: &jobs.Submitter{Store: st, Enqueuer: enq, Log: log},
-		Keys:      NewStaticKeys(map[string]string{keyA: tenantA, keyB: tenantB}),
-		Log:       log,
+	sub := *b.Submitter
+	sub.ChunkSize, sub.Log = 0, log // the default chunk, as cmd/api
+	d := deps{
+		Deps: Deps{Keys: NewStaticKeys(map[string]string{keyA: tenantA, keyB: tenantB}), Log: log},
+		svc:  service.Config{Store: b.Store, Submitter: &sub},
 	}
 	for _, o := range opts {
-		o(&deps)
+		o(&d)
 	}
-	srv := httptest.NewServer(NewServer(deps))
+	if d.svc.Now == nil {
+		d.svc.Now = d.Now
+	}
+	if d.svc.SpoolDir == "" {
+		d.svc.SpoolDir = d.SpoolDir
+	}
+	d.Service = service.New(d.svc)
+	srv := httptest.NewServer(NewServer(d.Deps))
 	t.Cleanup(srv.Close)
 	client := &http.Client{Transport: openapitest.New(t, openAPIDoc).Transport(t, srv.Client().Transport)}
-	return &bundle{st: st, srv: srv, client: client, queue: queue, insp: enq.Inspector, logs: logs}
+	return &bundle{Bundle: b, srv: srv, client: client, logs: logs}
 }
 
 // call sends a request and returns the answer with its body read.
@@ -146,7 +135,7 @@ func (b *bundle) mustCreate(t *testing.T, key, query, body string) jobStatus {
 // counts returns the jobs and job rows in the database.
 func (b *bundle) counts(t *testing.T) (jobsN, rowsN int) {
 	t.Helper()
-	return storetest.JobsAndRows(t, b.st)
+	return storetest.JobsAndRows(t, b.Store)
 }
 
 func decode[T any](t *testing.T, data []byte) T {

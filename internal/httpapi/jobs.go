@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // The bodies of the job routes are the service's views, marshalled as they are.
@@ -16,20 +15,8 @@ type (
 	rowCounts  = service.RowCounts
 	jobCredits = service.JobCredits
 	jobList    = service.JobList
+	syncStatus = service.SyncStatus // a member sync job's (platform.go)
 )
-
-// statusOf builds the status body of job from its row counts by state.
-var statusOf = service.StatusOf
-
-// status loads the row counts of job and builds its status body (the
-// platform's member sync routes).
-func (s *server) status(r *http.Request, job store.Job) (jobStatus, error) {
-	counts, err := s.Store.RowCounts(r.Context(), job.ID)
-	if err != nil {
-		return jobStatus{}, err
-	}
-	return statusOf(job, counts, s.Now()), nil
-}
 
 func (s *server) getJob(w http.ResponseWriter, r *http.Request) {
 	st, err := s.svc.JobStatus(r.Context(), principalFrom(r.Context()), r.PathValue("id"))

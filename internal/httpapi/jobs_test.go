@@ -80,7 +80,7 @@ func TestOtherTenantsJobIsNotFound(t *testing.T) {
 			}
 		}
 	}
-	if got, _ := b.st.JobByID(context.Background(), job.ID); got.State != domain.JobQueued {
+	if got, _ := b.Store.JobByID(context.Background(), job.ID); got.State != domain.JobQueued {
 		t.Fatalf("tenant B's cancel changed the job: %s", got.State)
 	}
 }
@@ -132,9 +132,9 @@ func TestListJobsPaginates(t *testing.T) {
 func TestGetJobProgressAndETA(t *testing.T) {
 	t.Parallel()
 	started := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	b := setup(t, func(d *Deps) { d.Now = func() time.Time { return started.Add(100 * time.Second) } })
+	b := setup(t, func(d *deps) { d.Now = func() time.Time { return started.Add(100 * time.Second) } })
 	job := b.mustCreate(t, keyA, "", "profile_url\nhttps://platform.example/in/a\nhttps://platform.example/in/b\nhttps://platform.example/in/c\nhttps://platform.example/in/d\n")
-	finishRows(t, b.st, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
+	finishRows(t, b.Store, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
 		switch i {
 		case 0:
 			return store.Outcome{State: domain.RowNoMatch, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}}
@@ -144,7 +144,7 @@ func TestGetJobProgressAndETA(t *testing.T) {
 			return store.Outcome{State: domain.RowInFlight, StagesDone: nil}
 		}
 	})
-	storetest.StartJobAt(t, b.st, job.ID, started)
+	storetest.StartJobAt(t, b.Store, job.ID, started)
 	resp, data := b.call(t, http.MethodGet, "/v1/jobs/"+job.ID, keyA, nil)
 	st := decode[jobStatus](t, data)
 	want := rowCounts{Total: 4, InFlight: 2, RetryWait: 1, NoMatch: 1}
@@ -154,37 +154,6 @@ func TestGetJobProgressAndETA(t *testing.T) {
 	// One row done in 100 s, three to go: 300 s.
 	if st.Progress != 0.25 || st.ETASeconds == nil || *st.ETASeconds != 300 || st.StartedAt == nil || !st.StartedAt.Equal(started) {
 		t.Fatalf("progress %v eta %v started %v", st.Progress, st.ETASeconds, st.StartedAt)
-	}
-}
-
-func TestStatusOf(t *testing.T) {
-	t.Parallel()
-	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	started := now.Add(-time.Minute)
-	finished := now.Add(-time.Second)
-	budget := int64(10)
-	cases := []struct {
-		name     string
-		job      store.Job
-		counts   map[domain.RowState]int
-		progress float64
-		eta      *int64
-	}{
-		{"queued", store.Job{State: domain.JobQueued}, map[domain.RowState]int{domain.RowPending: 4}, 0, nil},
-		{"started, nothing done", store.Job{State: domain.JobRunning, StartedAt: &started}, map[domain.RowState]int{domain.RowInFlight: 4}, 0, nil},
-		{"running", store.Job{State: domain.JobRunning, StartedAt: &started}, map[domain.RowState]int{domain.RowMatched: 1, domain.RowFailed: 1, domain.RowPending: 1}, 2.0 / 3, ptr[int64](30)},
-		{"paused", store.Job{State: domain.JobPaused, StartedAt: &started}, map[domain.RowState]int{domain.RowMatched: 1, domain.RowPending: 1}, 0.5, nil},
-		{"completed", store.Job{State: domain.JobCompleted, StartedAt: &started, FinishedAt: &finished}, map[domain.RowState]int{domain.RowMatched: 2, domain.RowSkipped: 2}, 1, ptr[int64](0)},
-	}
-	for _, c := range cases {
-		c.job.BudgetCredits = &budget
-		st := statusOf(c.job, c.counts, now)
-		if st.Progress != c.progress || (st.ETASeconds == nil) != (c.eta == nil) || c.eta != nil && *st.ETASeconds != *c.eta {
-			t.Errorf("%s: progress %v eta %v, want %v %v", c.name, st.Progress, st.ETASeconds, c.progress, c.eta)
-		}
-		if st.Credits.Budget == nil || *st.Credits.Budget != 10 || st.Lookups == nil {
-			t.Errorf("%s: %+v", c.name, st)
-		}
 	}
 }
 
@@ -204,10 +173,10 @@ func TestCancelJob(t *testing.T) {
 	}
 	// A finished job cannot be canceled.
 	done := b.mustCreate(t, keyA, "", oneRow)
-	finishRows(t, b.st, tenantA, done.ID, func(int, store.Row) store.Outcome {
+	finishRows(t, b.Store, tenantA, done.ID, func(int, store.Row) store.Outcome {
 		return store.Outcome{State: domain.RowNoMatch, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}}
 	})
-	if _, err := b.st.FinishJobs(context.Background(), done.ID); err != nil {
+	if _, err := b.Store.FinishJobs(context.Background(), done.ID); err != nil {
 		t.Fatal(err)
 	}
 	resp, data := b.call(t, http.MethodPost, "/v1/jobs/"+done.ID+"/cancel", keyA, nil)
@@ -219,7 +188,7 @@ func TestCancelJob(t *testing.T) {
 func TestHealthAndReadiness(t *testing.T) {
 	t.Parallel()
 	var notReady atomic.Pointer[string]
-	b := setup(t, func(d *Deps) {
+	b := setup(t, func(d *deps) {
 		d.Ready = []ReadyCheck{{Name: "postgres", Ping: func(context.Context) error { return nil }},
 			{Name: "redis", Ping: func(ctx context.Context) error {
 				if msg := notReady.Load(); msg != nil {
@@ -289,9 +258,9 @@ func TestPanicIsA500(t *testing.T) {
 func TestDatabaseOutageIs503(t *testing.T) {
 	t.Parallel()
 	down := storetest.Unreachable(t)
-	b := setup(t, func(d *Deps) {
-		d.Store = down
-		d.Submitter.Store = down
+	b := setup(t, func(d *deps) {
+		d.svc.Store = down
+		d.svc.Submitter.Store = down
 	})
 	for _, c := range []struct {
 		method, path, body string
@@ -320,16 +289,16 @@ func TestStatusCache(t *testing.T) {
 	t.Parallel()
 	var now atomic.Int64
 	now.Store(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC).UnixNano())
-	b := setup(t, func(d *Deps) {
+	b := setup(t, func(d *deps) {
 		d.Now = func() time.Time { return time.Unix(0, now.Load()) }
-		d.StatusCacheTTL = time.Second
+		d.svc.StatusCacheTTL = time.Second
 	})
 	job := b.mustCreate(t, keyA, "", "profile_url\nhttps://platform.example/in/a\nhttps://platform.example/in/b\n")
 	poll := func() jobStatus { t.Helper(); return poll2(t, b, job.ID) }
 	if st := poll(); st.Rows.Pending != 2 {
 		t.Fatalf("first poll: %+v", st.Rows)
 	}
-	finishRows(t, b.st, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
+	finishRows(t, b.Store, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
 		return store.Outcome{State: domain.RowNoMatch, NoMatches: []domain.Stage{domain.StageProfile}, StagesDone: []domain.Stage{domain.StageProfile}}
 	})
 	if st := poll(); st.Rows.Pending != 2 || st.Rows.NoMatch != 0 {

@@ -29,7 +29,7 @@ func seriesCount(t *testing.T, reg *prometheus.Registry) int {
 func TestMetricsRandomMethodsAddNoSeries(t *testing.T) {
 	t.Parallel()
 	reg := prometheus.NewRegistry()
-	b := setup(t, func(d *Deps) { d.Metrics = metrics.NewHTTP(reg) })
+	b := setup(t, func(d *deps) { d.Metrics = metrics.NewHTTP(reg) })
 
 	b.call(t, "BREW", "/healthz", "", nil) // the one series of an unknown method
 	before := seriesCount(t, reg)

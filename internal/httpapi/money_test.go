@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -47,7 +48,7 @@ func TestPatchBudgetResumesAPausedJob(t *testing.T) {
 	b := setup(t)
 	job := b.mustCreate(t, keyA, "roles=CTO&budget_credits=10", "ref,company\n1,Acme\n")
 	ctx := context.Background()
-	if _, err := b.st.PauseJob(ctx, job.ID, domain.PausedByJobBudget, store.BudgetPausePrefix+": 10 spent"); err != nil {
+	if _, err := b.Store.PauseJob(ctx, job.ID, domain.PausedByJobBudget, store.BudgetPausePrefix+": 10 spent"); err != nil {
 		t.Fatal(err)
 	}
 	path := "/v1/jobs/" + job.ID
@@ -68,7 +69,7 @@ func TestPatchBudgetResumesAPausedJob(t *testing.T) {
 	if st.State != domain.JobQueued {
 		t.Fatalf("after raising the budget: state %s, want queued again", st.State)
 	}
-	j, err := b.st.GetJob(ctx, tenantA, job.ID)
+	j, err := b.Store.GetJob(ctx, tenantA, job.ID)
 	if err != nil || j.BudgetCredits == nil || *j.BudgetCredits != 500 {
 		t.Fatalf("budget not stored: %+v %v", j.BudgetCredits, err)
 	}
@@ -80,11 +81,11 @@ func TestJobCostsByStage(t *testing.T) {
 	job := b.mustCreate(t, keyA, "roles=CTO&lookups=profile,email", "ref,company\n1,Acme\n")
 	ctx := context.Background()
 	for stage, charged := range map[domain.Stage]int64{domain.StageProfile: 2, domain.StageEmail: 10} {
-		id, err := b.st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: stage, Endpoint: "/v1/" + string(stage), IdempotencyKey: string(stage), Credits: 10, TTL: time.Minute})
+		id, err := b.Store.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: stage, Endpoint: "/v1/" + string(stage), IdempotencyKey: string(stage), Credits: 10, TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.st.Settle(ctx, id, store.Settlement{Charged: charged, Reported: true}); err != nil {
+		if err := b.Store.Settle(ctx, id, store.Settlement{Charged: charged, Reported: true}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -93,7 +94,7 @@ func TestJobCostsByStage(t *testing.T) {
 		t.Fatalf("costs: %d %s", resp.StatusCode, data)
 	}
 	c := decode[struct {
-		ByStage map[string]store.StageCost `json:"by_stage"`
+		ByStage map[string]service.StageCost `json:"by_stage"`
 		Credits struct {
 			Spent int64 `json:"spent"`
 		} `json:"credits"`
@@ -113,14 +114,14 @@ func TestJobCostsShowBalanceDrift(t *testing.T) {
 	ctx := context.Background()
 	remaining := int64(1000)
 	for i, charged := range []int64{2, 10, 5} {
-		id, err := b.st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile",
+		id, err := b.Store.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageProfile, Endpoint: "/v1/profile",
 			IdempotencyKey: fmt.Sprint("k", i), Credits: 10, TTL: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
 		remaining -= charged
 		r := remaining
-		if err := b.st.Settle(ctx, id, store.Settlement{Charged: charged, Reported: true, Remaining: &r}); err != nil {
+		if err := b.Store.Settle(ctx, id, store.Settlement{Charged: charged, Reported: true, Remaining: &r}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -141,12 +142,12 @@ func TestJobCostsShowBalanceDrift(t *testing.T) {
 	}
 	// A call whose answer was lost counts at its worst case (10): the
 	// readings do not show it, and the drift says so.
-	id, err := b.st.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageEmail, Endpoint: "/v1/email",
+	id, err := b.Store.Reserve(ctx, store.Reservation{JobID: job.ID, Stage: domain.StageEmail, Endpoint: "/v1/email",
 		IdempotencyKey: "lost", Credits: 10, TTL: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := b.st.MarkUnknown(ctx, id, "timeout"); err != nil {
+	if err := b.Store.MarkUnknown(ctx, id, "timeout"); err != nil {
 		t.Fatal(err)
 	}
 	if d := get(); d.VendorBilled != 17 || d.LedgerSpent != 27 || d.Drift != 10 {

@@ -16,7 +16,6 @@ import (
 
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/webhook"
 )
 
@@ -234,7 +233,7 @@ func TestOpenAPIDocument(t *testing.T) {
 		"JobRow":         reflect.TypeFor[ingest.RowIn](),
 		"Estimate":       reflect.TypeFor[estimateBody](),
 		"Upload":         reflect.TypeFor[service.Upload](),
-		"StageCost":      reflect.TypeFor[store.StageCost](),
+		"StageCost":      reflect.TypeFor[service.StageCost](),
 		"Account":        reflect.TypeFor[service.Account](),
 		"AccountMonth":   reflect.TypeFor[service.AccountMonth](),
 		"WebhookSecret":  reflect.TypeFor[service.WebhookSecret](),

@@ -17,41 +17,43 @@ import (
 	"strings"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jsonin"
-	"github.com/enrichq/enrichq/internal/platform"
-	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
+	"github.com/enrichq/enrichq/internal/service"
 )
 
 // maxPlatformBody bounds the body of POST /v1/platform/sync.
 const maxPlatformBody = 1 << 20
 
-// platform returns the platform's service, or the 503 of a server without it.
-func (s *server) platform() (*platform.Platform, error) {
-	if s.Platform == nil {
-		return nil, errorf(http.StatusServiceUnavailable, "platform_not_configured",
-			"the platform's API is not configured on this server (ENRICHQ_PLATFORM_* variables, see the README)")
+// platformConfigured is nil, or the 503 of a server without the platform.
+func (s *server) platformConfigured() error {
+	if !s.svc.PlatformConfigured() {
+		return errNoPlatform
 	}
-	return s.Platform, nil
+	return nil
 }
+
+var errNoPlatform = errorf(http.StatusServiceUnavailable, "platform_not_configured",
+	"the platform's API is not configured on this server (ENRICHQ_PLATFORM_* variables, see the README)")
 
 // platformError maps the platform's errors to answers; others go to writeError.
 func (s *server) platformError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
-		ce      *platform.ConnectError
-		unknown *store.UnknownMembersError
+		ce      *service.ConnectError
+		unknown *service.UnknownMembersError
 	)
 	switch {
-	case errors.Is(err, enrich.ErrColdLookup):
-		msg := enrich.ColdLookupError("").Message
-		if pe, ok := enrich.AsPlatformError(err); ok {
+	case errors.Is(err, platformapi.ErrColdLookup):
+		msg := platformapi.ColdLookupError("").Message
+		if pe, ok := platformapi.AsError(err); ok {
 			msg = pe.Message
 		}
 		err = errorf(http.StatusUnprocessableEntity, "cold_lookup_refused", "%s", msg)
-	case errors.Is(err, platform.ErrConnectState):
-		err = errorf(http.StatusBadRequest, "invalid_state", "%s", platform.ErrConnectState.Error())
+	case errors.Is(err, service.ErrPlatformNotConfigured):
+		err = errNoPlatform
+	case errors.Is(err, service.ErrConnectState):
+		err = errorf(http.StatusBadRequest, "invalid_state", "%s", service.ErrConnectState.Error())
 	case errors.As(err, &ce):
 		status := http.StatusBadRequest
 		if ce.Upstream {
@@ -67,7 +69,7 @@ func (s *server) platformError(w http.ResponseWriter, r *http.Request, err error
 			ae.Details = append(ae.Details, ingest.FieldError{Row: i + 1, Column: "members", Message: fmt.Sprintf("%q is not a connected member", clip(ref))})
 		}
 		err = ae
-	case errors.Is(err, store.ErrNoMembers):
+	case errors.Is(err, service.ErrNoMembers):
 		err = errorf(http.StatusUnprocessableEntity, "no_members", "no connected members to sync: connect members first (GET /v1/platform/connect)")
 	}
 	s.writeError(w, r, err)
@@ -76,19 +78,14 @@ func (s *server) platformError(w http.ResponseWriter, r *http.Request, err error
 // connectStart is GET /v1/platform/connect: a 302 to the platform's consent
 // screen, the URL also in the body for clients that hand it to a browser.
 func (s *server) platformConnect(w http.ResponseWriter, r *http.Request) {
-	p, err := s.platform()
+	u, ttl, err := s.svc.ConnectURL(r.Context(), principalFrom(r.Context()))
 	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	u, err := p.ConnectURL(r.Context(), tenantFrom(r.Context()))
-	if err != nil {
-		s.writeError(w, r, err)
+		s.platformError(w, r, err)
 		return
 	}
 	w.Header().Set("Location", u)
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusFound, connectJSON{AuthorizeURL: u, ExpiresInSeconds: int64(p.ConnectTTL() / time.Second)})
+	writeJSON(w, http.StatusFound, connectJSON{AuthorizeURL: u, ExpiresInSeconds: int64(ttl / time.Second)})
 }
 
 type connectJSON struct {
@@ -99,13 +96,8 @@ type connectJSON struct {
 // platformCallback is GET /v1/platform/callback, where the consent screen
 // sends the member back. It takes no API key: the state names the tenant.
 func (s *server) platformCallback(w http.ResponseWriter, r *http.Request) {
-	p, err := s.platform()
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
 	q := r.URL.Query()
-	m, err := p.CompleteConnect(r.Context(), platform.Callback{State: q.Get("state"), Code: q.Get("code"),
+	m, err := s.svc.CompleteConnect(r.Context(), service.ConnectCallback{State: q.Get("state"), Code: q.Get("code"),
 		Error: q.Get("error"), ErrorDescription: q.Get("error_description")})
 	if err != nil {
 		s.platformError(w, r, err)
@@ -143,7 +135,7 @@ type memberJSON struct {
 	LastSyncedAt     *time.Time `json:"last_synced_at"`
 }
 
-func memberOf(m store.PlatformMember, now time.Time) memberJSON {
+func memberOf(m service.PlatformMember, now time.Time) memberJSON {
 	j := memberJSON{ID: m.ID, MemberID: m.MemberID, Name: m.Name, Email: m.Email, Headline: m.Headline, Status: m.Status,
 		StatusReason: m.StatusReason, TokenExpiresAt: utc(m.Token.ExpiresAt), Refreshable: m.Token.Refreshable,
 		RefreshExpiresAt: utc(m.Token.RefreshExpiresAt), ConnectionEndsAt: utc(m.ConnectionEndsAt()), Scopes: nonNil(m.Token.Scopes),
@@ -162,7 +154,7 @@ type memberList struct {
 
 // platformMembers is GET /v1/platform/members?expiring_within=7d&status=&limit=&cursor=.
 func (s *server) platformMembers(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.platform(); err != nil {
+	if err := s.platformConfigured(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -172,9 +164,9 @@ func (s *server) platformMembers(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	f := store.MemberFilter{Status: q.Get("status"), After: q.Get("cursor"), Limit: limit + 1}
+	f := service.MemberFilter{Status: q.Get("status"), After: q.Get("cursor"), Limit: limit + 1}
 	switch f.Status {
-	case "", store.MemberActive, store.MemberNeedsReauth:
+	case "", service.MemberActive, service.MemberNeedsReauth:
 	default:
 		s.writeError(w, r, badParam("status", "status must be active or needs_reauth"))
 		return
@@ -188,12 +180,12 @@ func (s *server) platformMembers(w http.ResponseWriter, r *http.Request) {
 		before := s.Now().Add(d)
 		f.EndingBefore = &before
 	}
-	members, err := s.Store.ListPlatformMembers(r.Context(), tenantFrom(r.Context()), f)
+	members, err := s.svc.ListMembers(r.Context(), principalFrom(r.Context()), f)
 	if err != nil {
 		if strings.Contains(err.Error(), "bad cursor") {
 			err = badParam("cursor", "cursor is not one this API gave")
 		}
-		s.writeError(w, r, err)
+		s.platformError(w, r, err)
 		return
 	}
 	out := memberList{Members: []memberJSON{}}
@@ -228,16 +220,9 @@ func parseWindow(v string) (time.Duration, error) {
 
 // platformMember is GET /v1/platform/members/{id}.
 func (s *server) platformMember(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.platform(); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	m, err := s.Store.GetPlatformMember(r.Context(), tenantFrom(r.Context()), r.PathValue("id"))
-	if errors.Is(err, store.ErrNotFound) {
-		err = errorf(http.StatusNotFound, "not_found", "no such member")
-	}
+	m, err := s.svc.GetMember(r.Context(), principalFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
-		s.writeError(w, r, err)
+		s.platformError(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -255,15 +240,15 @@ func (s *server) platformProfile(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for _, k := range profileLookupParams {
 		if q.Has(k) {
-			s.platformError(w, r, enrich.ColdLookupError(q.Get(k)))
+			s.platformError(w, r, platformapi.ColdLookupError(q.Get(k)))
 			return
 		}
 	}
-	if err := platform.GuardMembers([]string{q.Get("member")}); err != nil {
+	if err := service.GuardMembers([]string{q.Get("member")}); err != nil {
 		s.platformError(w, r, err)
 		return
 	}
-	if _, err := s.platform(); err != nil {
+	if err := s.platformConfigured(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -271,12 +256,9 @@ func (s *server) platformProfile(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, badParam("member", "member is required: the id of a connected member"))
 		return
 	}
-	m, err := s.Store.GetPlatformMember(r.Context(), tenantFrom(r.Context()), q.Get("member"))
-	if errors.Is(err, store.ErrNotFound) {
-		err = errorf(http.StatusNotFound, "not_found", "no such member")
-	}
+	m, err := s.svc.GetMember(r.Context(), principalFrom(r.Context()), q.Get("member"))
 	if err != nil {
-		s.writeError(w, r, err)
+		s.platformError(w, r, err)
 		return
 	}
 	profile := json.RawMessage(m.Profile)
@@ -299,18 +281,9 @@ type syncRequest struct {
 	Members json.RawMessage `json:"members"`
 }
 
-// syncStatus is a member sync job's status: the job's status body and when
-// its next waiting row is due (a row parked by the daily quota waits until
-// just after midnight UTC).
-type syncStatus struct {
-	jobStatus
-	NextAttemptAt *time.Time `json:"next_attempt_at"`
-}
-
 // platformSync is POST /v1/platform/sync.
 func (s *server) platformSync(w http.ResponseWriter, r *http.Request) {
-	p, err := s.platform()
-	if err != nil {
+	if err := s.platformConfigured(); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -324,18 +297,13 @@ func (s *server) platformSync(w http.ResponseWriter, r *http.Request) {
 		s.platformError(w, r, err)
 		return
 	}
-	req.Tenant, req.IdempotencyKey = tenantFrom(r.Context()), key
-	job, created, err := p.SubmitSync(r.Context(), req)
+	req.IdempotencyKey = key
+	st, created, err := s.svc.SubmitSync(r.Context(), principalFrom(r.Context()), req)
 	if err != nil {
 		s.platformError(w, r, err)
 		return
 	}
-	st, err := s.syncStatus(r, job)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	w.Header().Set("Location", "/v1/platform/sync/"+job.ID)
+	w.Header().Set("Location", "/v1/platform/sync/"+st.ID)
 	if !created {
 		w.Header().Set("Idempotent-Replayed", "true")
 		writeJSON(w, http.StatusOK, st)
@@ -346,31 +314,31 @@ func (s *server) platformSync(w http.ResponseWriter, r *http.Request) {
 
 // readSyncRequest decodes and checks the body of POST /v1/platform/sync. A
 // profile URL anywhere in it is a cold lookup, refused before anything else.
-func readSyncRequest(w http.ResponseWriter, r *http.Request) (platform.SyncRequest, error) {
+func readSyncRequest(w http.ResponseWriter, r *http.Request) (service.SyncRequest, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPlatformBody))
 	if err != nil {
-		return platform.SyncRequest{}, &bodyError{err}
+		return service.SyncRequest{}, &bodyError{err}
 	}
 	var fields map[string]json.RawMessage
 	if err := jsonError("invalid_json", jsonin.Decode(body, &fields)); err != nil {
-		return platform.SyncRequest{}, err
+		return service.SyncRequest{}, err
 	}
 	for _, k := range profileLookupParams {
 		if v, ok := fields[k]; ok {
-			return platform.SyncRequest{}, enrich.ColdLookupError(firstString(v))
+			return service.SyncRequest{}, platformapi.ColdLookupError(firstString(v))
 		}
 	}
 	for k := range fields {
 		if k != "name" && k != "members" {
-			return platform.SyncRequest{}, &apiError{Status: http.StatusUnprocessableEntity, Code: "unknown_field",
+			return service.SyncRequest{}, &apiError{Status: http.StatusUnprocessableEntity, Code: "unknown_field",
 				Message: fmt.Sprintf("unknown field %q: the body has name and members", clip(k)), Details: []ingest.FieldError{{Column: k, Message: "unknown field"}}}
 		}
 	}
 	var in syncRequest
 	if err := json.Unmarshal(body, &in); err != nil {
-		return platform.SyncRequest{}, errorf(http.StatusBadRequest, "invalid_json", "%s", clip(err.Error()))
+		return service.SyncRequest{}, errorf(http.StatusBadRequest, "invalid_json", "%s", clip(err.Error()))
 	}
-	req := platform.SyncRequest{Name: in.Name}
+	req := service.SyncRequest{Name: in.Name}
 	var all string
 	var list []string
 	switch {
@@ -379,8 +347,8 @@ func readSyncRequest(w http.ResponseWriter, r *http.Request) (platform.SyncReque
 			Message: `members is required: a list of member ids, or "all"`, Details: []ingest.FieldError{{Column: "members", Message: "required"}}}
 	case json.Unmarshal(in.Members, &all) == nil:
 		if all != "all" {
-			if enrich.LooksLikeProfileURL(all) {
-				return req, enrich.ColdLookupError(all)
+			if platformapi.LooksLikeProfileURL(all) {
+				return req, platformapi.ColdLookupError(all)
 			}
 			return req, &apiError{Status: http.StatusUnprocessableEntity, Code: "invalid_members",
 				Message: `members must be a list of member ids, or "all"`, Details: []ingest.FieldError{{Column: "members", Message: "not a list"}}}
@@ -420,39 +388,9 @@ func firstString(v json.RawMessage) string {
 	return clip(string(v))
 }
 
-func (s *server) syncStatus(r *http.Request, job store.Job) (syncStatus, error) {
-	st, err := s.status(r, job)
-	if err != nil {
-		return syncStatus{}, err
-	}
-	next, err := s.Store.NextAttempt(r.Context(), job.ID)
-	if err != nil {
-		return syncStatus{}, err
-	}
-	return syncStatus{jobStatus: st, NextAttemptAt: utc(next)}, nil
-}
-
-// platformSyncJob loads a member sync job of the tenant, or answers 404.
-func (s *server) platformSyncJob(r *http.Request) (store.Job, error) {
-	tenant := tenantFrom(r.Context())
-	ok, err := s.Store.IsPlatformSync(r.Context(), tenant, r.PathValue("id"))
-	if err != nil {
-		return store.Job{}, err
-	}
-	if !ok {
-		return store.Job{}, errorf(http.StatusNotFound, "not_found", "no such member sync job")
-	}
-	return s.Store.GetJob(r.Context(), tenant, r.PathValue("id"))
-}
-
 // platformSyncStatus is GET /v1/platform/sync/{id}.
 func (s *server) platformSyncStatus(w http.ResponseWriter, r *http.Request) {
-	job, err := s.platformSyncJob(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	st, err := s.syncStatus(r, job)
+	st, err := s.svc.MemberSync(r.Context(), principalFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -465,29 +403,7 @@ func (s *server) platformSyncStatus(w http.ResponseWriter, r *http.Request) {
 // the platform (a retired or missing version) goes on, once the workers run
 // with a newer ENRICHQ_PLATFORM_VERSION. 409 unless the job is paused.
 func (s *server) platformSyncResume(w http.ResponseWriter, r *http.Request) {
-	job, err := s.platformSyncJob(r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if job.State != domain.JobPaused {
-		s.writeError(w, r, errorf(http.StatusConflict, "conflict", "the job is %s, not paused", job.State))
-		return
-	}
-	if s.Platform != nil { // hands its chunks to the queue at once
-		err = s.Platform.ResumeSync(r.Context(), job.ID)
-	} else { // the scheduler's next dispatch hands them
-		err = s.Store.ResumeJob(r.Context(), job.ID)
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	if job, err = s.Store.GetJob(r.Context(), job.Tenant, job.ID); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	st, err := s.syncStatus(r, job)
+	st, err := s.svc.ResumeMemberSync(r.Context(), principalFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

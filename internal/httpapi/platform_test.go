@@ -14,10 +14,11 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/platform"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
+	"github.com/enrichq/enrichq/internal/platform/platformtest"
 	"github.com/enrichq/enrichq/internal/secretbox"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -26,29 +27,29 @@ import (
 // platform over HTTP, on a fake clock shared with the fake.
 type platformBundle struct {
 	*bundle
-	fp    *fakeplatform.Platform
+	fp    *platformtest.Platform
 	p     *platform.Platform
-	clock *fakeplatform.Clock
+	clock *platformtest.Clock
 }
 
-func platformSetup(t *testing.T, fake func(*fakeplatform.Options)) *platformBundle {
+func platformSetup(t *testing.T, fake func(*platformtest.Options)) *platformBundle {
 	t.Helper()
-	clock := fakeplatform.NewClock(time.Date(2026, 11, 20, 23, 59, 40, 0, time.UTC))
-	fopts := fakeplatform.DefaultOptions()
+	clock := platformtest.NewClock(time.Date(2026, 11, 20, 23, 59, 40, 0, time.UTC))
+	fopts := platformtest.DefaultOptions()
 	fopts.Now = clock.Now
 	if fake != nil {
 		fake(&fopts)
 	}
-	fp := fakeplatform.New(fopts)
+	fp := platformtest.New(fopts)
 	fsrv := httptest.NewServer(fp)
 	t.Cleanup(fsrv.Close)
-	client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: fsrv.URL, Version: "202611"})
+	client, err := platformapi.NewClient(platformapi.Config{BaseURL: fsrv.URL, Version: "202611"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var oauth *oauth2.Config
-	oauth, err = enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: fsrv.URL + fakeplatform.PathAuthorize,
-		TokenURL: fsrv.URL + fakeplatform.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret,
+	oauth, err = platformapi.NewOAuth(platformapi.OAuthConfig{AuthURL: fsrv.URL + platformtest.PathAuthorize,
+		TokenURL: fsrv.URL + platformtest.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret,
 		RedirectURL: "http://placeholder/v1/platform/callback"})
 	if err != nil {
 		t.Fatal(err)
@@ -57,14 +58,14 @@ func platformSetup(t *testing.T, fake func(*fakeplatform.Options)) *platformBund
 	_, _ = rand.Read(key)
 	box, _ := secretbox.New(key)
 	var p *platform.Platform
-	b := setup(t, func(d *Deps) {
+	b := setup(t, func(d *deps) {
 		d.Now = clock.Now
-		p, err = platform.New(d.Store, nil, platform.Config{Client: client, OAuth: oauth, Box: box,
+		p, err = platform.New(d.svc.Store, nil, platform.Config{Client: client, OAuth: oauth, Box: box,
 			Now: clock.Now, Rand: func() float64 { return 0 }}, d.Log)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.Platform = p
+		d.svc.Platform = p
 	})
 	oauth.RedirectURL = b.srv.URL + "/v1/platform/callback" // known once the server listens
 	return &platformBundle{bundle: b, fp: fp, p: p, clock: clock}
@@ -121,7 +122,7 @@ func (pb *platformBundle) consent(t *testing.T, key, member string) *url.URL {
 
 func (pb *platformBundle) connect(t *testing.T, key, id, name string) memberJSON {
 	t.Helper()
-	pb.fp.AddMember(fakeplatform.Member{ID: id, FirstName: name, LastName: "Doe", Email: strings.ToLower(name) + "@example.com"})
+	pb.fp.AddMember(platformtest.Member{ID: id, FirstName: name, LastName: "Doe", Email: strings.ToLower(name) + "@example.com"})
 	resp, body := get(t, pb.consent(t, key, id).String(), "")
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("callback: %s %s", resp.Status, body)
@@ -138,13 +139,13 @@ func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 	pb := platformSetup(t, nil)
 
 	m := pb.connect(t, keyA, "m-ann", "Ann")
-	if m.Name != "Ann Doe" || m.Status != store.MemberActive || m.TokenExpiresAt == nil || m.ExpiresInSeconds == nil ||
+	if m.Name != "Ann Doe" || m.Status != service.MemberActive || m.TokenExpiresAt == nil || m.ExpiresInSeconds == nil ||
 		strings.Join(m.Scopes, " ") != "openid profile email" || m.Email != "ann@example.com" {
 		t.Errorf("member %+v", m)
 	}
 	// The token is stored encrypted; the state and verifier are used up.
-	sealed := storetest.SealedMemberToken(t, pb.st, m.ID)
-	states := storetest.ConnectStates(t, pb.st)
+	sealed := storetest.SealedMemberToken(t, pb.Store, m.ID)
+	states := storetest.ConnectStates(t, pb.Store)
 	if bytes.Contains(sealed, []byte("AQ")) || bytes.Contains(sealed, []byte("access_token")) || states != 0 {
 		t.Errorf("token stored as %q, %d connect states left", sealed, states)
 	}
@@ -168,7 +169,7 @@ func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 	}
 
 	// A forged state is refused before any exchange.
-	tokens := pb.fp.Requests(fakeplatform.PathToken)
+	tokens := pb.fp.Requests(platformtest.PathToken)
 	cb := pb.consent(t, keyA, "m-ann")
 	forged := *cb
 	q := forged.Query()
@@ -178,7 +179,7 @@ func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 	if resp.StatusCode != http.StatusBadRequest || apiErr(t, body).Code != "invalid_state" {
 		t.Errorf("forged state: %s %s", resp.Status, body)
 	}
-	if pb.fp.Requests(fakeplatform.PathToken) != tokens {
+	if pb.fp.Requests(platformtest.PathToken) != tokens {
 		t.Error("a forged state reached the token endpoint")
 	}
 	// The genuine callback works once; a replay is refused.
@@ -216,7 +217,7 @@ func TestPlatformConnectFlowEndToEnd(t *testing.T) {
 
 func TestPlatformSyncOverHTTP(t *testing.T) {
 	t.Parallel()
-	pb := platformSetup(t, func(o *fakeplatform.Options) { o.MemberDailyQuota = 1 })
+	pb := platformSetup(t, func(o *platformtest.Options) { o.MemberDailyQuota = 1 })
 	ctx := context.Background()
 	ann := pb.connect(t, keyA, "m-ann", "Ann") // /rest/me once: the member's quota today
 	pb.connect(t, keyA, "m-bob", "Bob")
@@ -301,7 +302,7 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 	}
 	id := decode[syncStatus](t, body).ID
 	// The scheduler hands the chunk out (this API has no queue of its own).
-	if refs, err := pb.st.PlatformChunksToEnqueue(ctx, pb.clock.Now(), time.Hour, 100); err != nil || len(refs) != 1 || refs[0].JobID != id {
+	if refs, err := pb.Store.PlatformChunksToEnqueue(ctx, pb.clock.Now(), time.Hour, 100); err != nil || len(refs) != 1 || refs[0].JobID != id {
 		t.Fatalf("dispatch of bob's sync: %v %v", refs, err)
 	}
 	if _, err := pb.p.ProcessSync(ctx, store.ChunkRef{JobID: id}); err != nil {
@@ -316,7 +317,7 @@ func TestPlatformSyncOverHTTP(t *testing.T) {
 		t.Errorf("resume: %s %s", resp.Status, body)
 	}
 	// Due at the scheduler's next dispatch, not after the recheck of the hand-out before the pause.
-	if refs, err := pb.st.PlatformChunksToEnqueue(ctx, pb.clock.Now(), time.Hour, 100); err != nil || len(refs) != 1 || refs[0].JobID != id {
+	if refs, err := pb.Store.PlatformChunksToEnqueue(ctx, pb.clock.Now(), time.Hour, 100); err != nil || len(refs) != 1 || refs[0].JobID != id {
 		t.Errorf("dispatch after resume: %v %v", refs, err)
 	}
 

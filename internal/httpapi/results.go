@@ -11,7 +11,6 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // Result paging.
@@ -219,7 +218,7 @@ func newResultsCSV(w http.ResponseWriter, jobID string, extra []string) *results
 	return c
 }
 
-func (c *resultsCSV) write(page []store.Result) {
+func (c *resultsCSV) write(page []service.Result) {
 	for _, res := range page {
 		l := lineOf(res)
 		var conf, verified string
@@ -284,7 +283,7 @@ func deref(s *string) string {
 }
 
 // extraKeys gathers the extra keys of a page, sorted.
-func extraKeys(page []store.Result) []string {
+func extraKeys(page []service.Result) []string {
 	seen := map[string]bool{}
 	var keys []string
 	for _, r := range page {

@@ -25,7 +25,7 @@ func resultsJob(t *testing.T, b *bundle) string {
 			"r1,https://platform.example/in/alice,,,,\"=HYPERLINK(\"\"http://evil.example\"\")\",hello\n"+
 			"r2,,Bob Roe,Beta AG,,42,\n"+
 			"r3,,,,carol@example.com,43,@risky\n")
-	finishRows(t, b.st, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
+	finishRows(t, b.Store, tenantA, job.ID, func(i int, r store.Row) store.Outcome {
 		switch i {
 		case 0:
 			url := "https://platform.example/in/alice"

@@ -34,6 +34,15 @@ func (s *server) routes() {
 	s.mux.Handle("GET /v1/uploads/{id}", s.authenticate(scopeRead, s.getUpload))         // what it held, until when it is kept
 	s.mux.Handle("DELETE /v1/uploads/{id}", s.authenticate(scopeSubmit, s.deleteUpload)) // 204
 
+	// Watches (watches.go, docs/watches.md): a finished job's inputs enriched again every period under a monthly cap.
+	s.mux.Handle("POST /v1/watches", s.authenticate(scopeSubmit, s.postWatch))              // {"job_id","every","monthly_cap_credits","lookups"}: 201 with a month's estimate
+	s.mux.Handle("GET /v1/watches", s.authenticate(scopeRead, s.listWatches))               // newest first, ?limit=&cursor=
+	s.mux.Handle("GET /v1/watches/{id}", s.authenticate(scopeRead, s.getWatch))             // with this month's spend
+	s.mux.Handle("PATCH /v1/watches/{id}", s.authenticate(scopeSubmit, s.patchWatch))       // {"state": "paused"|"active", "every", "monthly_cap_credits"}
+	s.mux.Handle("DELETE /v1/watches/{id}", s.authenticate(scopeSubmit, s.deleteWatch))     // 204; its runs' jobs stay
+	s.mux.Handle("POST /v1/watches/{id}/runs", s.authenticate(scopeSubmit, s.postWatchRun)) // {"max_age": "0s"}: a run now, 202 with its job_id
+	s.mux.Handle("GET /v1/watches/{id}/changes", s.authenticate(scopeRead, s.watchChanges)) // ?cursor=&limit=: what changed, oldest first
+
 	s.mux.Handle("GET /v1/results", s.authenticate(scopeRead, s.resultsFeed)) // every job's results in commit order, ?since=&limit= (feed.go)
 	s.mux.Handle("GET /v1/vendors", s.authenticate(scopeRead, s.listVendors)) // the vendors, their rates per segment and stage, the automatic order
 

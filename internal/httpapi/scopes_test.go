@@ -35,7 +35,7 @@ const (
 	keyNoTenant = "key-no-tenant"
 )
 
-func scopedKeys(d *Deps) {
+func scopedKeys(d *deps) {
 	d.Keys = principalKeys{
 		keyA:        {Tenant: tenantA, KeyID: "a", Scopes: domain.Scopes},
 		keyRead:     {Tenant: tenantA, KeyID: "r", Scopes: []domain.Scope{domain.ScopeRead}},
@@ -51,7 +51,7 @@ func scopedKeys(d *Deps) {
 func TestRouteScopes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, scopedKeys)
-	if _, err := b.st.EnsureTenant(context.Background(), tenantA); err != nil {
+	if _, err := b.Store.EnsureTenant(context.Background(), tenantA); err != nil {
 		t.Fatal(err)
 	}
 	job := b.mustCreate(t, keyA, "", oneRow)

@@ -3,9 +3,9 @@
 // routes.go; errors become statuses in one place, writeError.
 //
 // The handlers read requests and write answers; what a key may do and how
-// is internal/service's, which they call (the platform's routes, platform.go,
-// call the platform and the store themselves). The package holds no state
-// of its own.
+// is internal/service's, which they call, the platform's routes
+// (platform.go) too: the package imports neither the store nor
+// internal/jobs (doors_test.go checks it). It holds no state of its own.
 package httpapi
 
 import (
@@ -15,32 +15,26 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/config"
-	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/metrics"
-	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/web"
 )
 
-// Deps is what the API needs. Store, Submitter and Keys are required.
+// Deps is what the API needs. Service and Keys are required.
 type Deps struct {
-	Store     *store.Store
-	Submitter *jobs.Submitter
+	// Service is what every route calls (cmd/api builds it): the upload
+	// limits, the status cache and the platform are its.
+	Service *service.Service
 	// Keys maps API keys to their principals (tenant, key id, scopes).
 	Keys Keys
-	// Limits bound an upload; zero fields take ingest.DefaultLimits. MaxBytes
-	// is the configured MaxUploadBytes, MaxLookups the configured MaxRows.
-	Limits ingest.Limits
 	// Ready are the dependencies GET /readyz checks (Postgres, Redis);
 	// none means always ready.
 	Ready []ReadyCheck
 	// Log receives the request log and the details of internal errors;
 	// default slog.Default().
 	Log *slog.Logger
-	// Now is the clock for computed fields (eta_seconds); default time.Now.
+	// Now is the clock of the platform's answers (expires_in_seconds) and the
+	// web page; default time.Now.
 	Now func() time.Time
 	// UploadIdleTimeout is how long an upload may send nothing before it is
 	// rejected with 408; default 30s. Every read extends the deadline.
@@ -48,20 +42,11 @@ type Deps struct {
 	// UploadTimeout bounds a whole upload, however steadily it trickles;
 	// default 10m.
 	UploadTimeout time.Duration
-	// Platform serves the platform's own API (connect flow, members, member
-	// sync, platform.go); nil answers its routes 503 platform_not_configured.
-	Platform *platform.Platform
 	// Metrics counts requests by route pattern and status; nil records nothing.
 	Metrics *metrics.HTTP
 	// SpoolDir is where uploads that need a file (an .xlsx) are spooled;
 	// "" is the system's temporary directory.
 	SpoolDir string
-	// StatusCacheTTL is how long a job's status (GET /v1/jobs/{id}) is
-	// served from memory (config.API.StatusCache); 0 reads Postgres every time.
-	StatusCacheTTL time.Duration
-	// Uploads bound the tenants' stored uploads (POST /v1/uploads); zero
-	// fields take service.UploadLimits' defaults.
-	Uploads service.UploadLimits
 	// WebSession bounds a session of the web page (/ui/, internal/web);
 	// zero fields take web.DefaultSessionMax and web.DefaultSessionIdle.
 	WebSession service.SessionLifetime
@@ -80,20 +65,6 @@ type Deps struct {
 	MCPAllowedOrigins []string
 	// Version is the build's version, shown to MCP clients; "" is "dev".
 	Version string
-	// UploadsPerTenant and UploadsTotal cap the uploads received or parsed
-	// at once, per tenant and in all, by every door (REST, the web page,
-	// MCP: service.Config); more are answered 429 with Retry-After.
-	// Defaults service.DefaultUploadsPerTenant and
-	// service.DefaultUploadsTotal.
-	UploadsPerTenant int
-	UploadsTotal     int
-	// ErasureKey keys the hashes of erasures and the suppression list
-	// (config.API.ErasureKey); empty: POST /v1/erasures answers 503. The
-	// Submitter checks uploads against the list with it.
-	ErasureKey []byte
-	// Vendors are the configured vendors (config.API.Vendors), shown by
-	// GET /v1/vendors with what the automatic order learned of them.
-	Vendors config.Vendors
 }
 
 // Defaults of Deps.
@@ -113,8 +84,8 @@ type server struct {
 // NewServer returns the API's handler: every route of routes.go behind
 // request logging and panic recovery.
 func NewServer(deps Deps) http.Handler {
-	if deps.Store == nil || deps.Submitter == nil || deps.Keys == nil {
-		panic("httpapi: Deps.Store, Deps.Submitter and Deps.Keys are required")
+	if deps.Service == nil || deps.Keys == nil {
+		panic("httpapi: Deps.Service and Deps.Keys are required")
 	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()
@@ -128,14 +99,9 @@ func NewServer(deps Deps) http.Handler {
 	if deps.UploadTimeout <= 0 {
 		deps.UploadTimeout = DefaultUploadTimeout
 	}
-	if len(deps.ErasureKey) > 0 && len(deps.Submitter.ErasureKey) == 0 {
-		deps.Submitter.ErasureKey = deps.ErasureKey // one key for the list and its checks
-	}
-	svc := service.New(service.Config{Store: deps.Store, Submitter: deps.Submitter, Limits: deps.Limits, Now: deps.Now,
-		StatusCacheTTL: deps.StatusCacheTTL, Uploads: deps.Uploads, SpoolDir: deps.SpoolDir, ErasureKey: deps.ErasureKey,
-		UploadsPerTenant: deps.UploadsPerTenant, UploadsTotal: deps.UploadsTotal, Vendors: deps.Vendors})
+	svc := deps.Service
 	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
-	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Platform: deps.Platform, Session: deps.WebSession, Log: deps.Log, Now: deps.Now,
+	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Session: deps.WebSession, Log: deps.Log, Now: deps.Now,
 		BehindTLSProxy: deps.BehindTLSProxy,
 		SignedIn: func(ctx context.Context, p service.Principal) {
 			if info := infoFrom(ctx); info != nil {

@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/store"
-	"github.com/enrichq/enrichq/internal/store/storetest"
+	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 )
 
 // Six uploads trickling their rows, on a pool of four connections, while
@@ -30,9 +29,7 @@ func TestSlowUploadsDoNotStarvePolls(t *testing.T) {
 	for i := range 3 {
 		keys[fmt.Sprintf("key-uploader-%d-0123456789", i)] = fmt.Sprintf("uploader-%d", i)
 	}
-	small := storetest.OpenWith(t, storetest.NewDatabase(t), store.Options{MaxConns: 4})
-	b := setup(t, func(d *Deps) {
-		d.Store, d.Submitter.Store = small, small
+	b := setupOn(t, jobstest.Options{NoWorker: true, MaxConns: 4}, func(d *deps) {
 		d.Keys = NewStaticKeys(keys)
 	})
 	job := b.mustCreate(t, keyB, "", "profile_url\nhttps://platform.example/in/poll\n")

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // StoreKeys looks keys up in Postgres (created with `api keys create`), after
@@ -16,14 +15,14 @@ import (
 // each.
 type StoreKeys struct {
 	Bootstrap *StaticKeys // may be nil
-	Store     *store.Store
+	Service   *service.Service
 	unknown   *unknownKeys
 }
 
 // Defaults of the cache of unknown keys.
 const (
 	// unknownKeyTTL is how long a key found unknown is answered 401 without
-	// a query. A key is made random (store.CreateAPIKey): one found unknown
+	// a query. A key is made random (`api keys create`): one found unknown
 	// is never created later.
 	unknownKeyTTL = time.Minute
 	// unknownKeysMax bounds the cache: past it, the entries of the oldest
@@ -32,8 +31,8 @@ const (
 )
 
 // NewStoreKeys returns StoreKeys with a cache of unknown keys.
-func NewStoreKeys(bootstrap *StaticKeys, st *store.Store) *StoreKeys {
-	return &StoreKeys{Bootstrap: bootstrap, Store: st, unknown: newUnknownKeys(unknownKeysMax, unknownKeyTTL, time.Now)}
+func NewStoreKeys(bootstrap *StaticKeys, svc *service.Service) *StoreKeys {
+	return &StoreKeys{Bootstrap: bootstrap, Service: svc, unknown: newUnknownKeys(unknownKeysMax, unknownKeyTTL, time.Now)}
 }
 
 // Principal implements Keys: a stored key holds the scopes it was created with.
@@ -47,7 +46,7 @@ func (k *StoreKeys) Principal(ctx context.Context, key string) (service.Principa
 	if k.unknown.has(d) {
 		return service.Principal{}, false, nil
 	}
-	ak, ok, err := k.Store.LiveAPIKey(ctx, key)
+	p, ok, err := k.Service.KeyPrincipal(ctx, key)
 	if err != nil {
 		return service.Principal{}, false, err
 	}
@@ -55,8 +54,7 @@ func (k *StoreKeys) Principal(ctx context.Context, key string) (service.Principa
 		k.unknown.add(d)
 		return service.Principal{}, false, nil
 	}
-	return service.Principal{Tenant: ak.Tenant, KeyID: ak.ID, Scopes: ak.Scopes, MCPMaxBudget: ak.MCPMaxBudget,
-		MCPMaxDailyBudget: ak.MCPMaxDailyBudget}, true, nil
+	return p, true, nil
 }
 
 // KeyLive implements Keys: a bootstrap key while it is among them, a
@@ -68,7 +66,7 @@ func (k *StoreKeys) KeyLive(ctx context.Context, tenant, keyID string) (bool, er
 		}
 		return k.Bootstrap.KeyLive(ctx, tenant, keyID)
 	}
-	return k.Store.APIKeyLive(ctx, tenant, keyID)
+	return k.Service.StoredKeyLive(ctx, tenant, keyID)
 }
 
 // unknownKeys remembers digests of keys found unknown until their expiry;

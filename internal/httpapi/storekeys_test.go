@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
@@ -21,7 +22,7 @@ func TestStoreKeysRememberUnknownKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys := NewStoreKeys(nil, st)
+	keys := NewStoreKeys(nil, service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st}}))
 	if p, ok, err := keys.Principal(ctx, good); !ok || err != nil || p.Tenant != tenantA {
 		t.Fatalf("a stored key: %+v %v %v", p, ok, err)
 	}

@@ -76,7 +76,7 @@ func TestSubmitJSON(t *testing.T) {
 	if got := decode[jobStatus](t, data); resp.StatusCode != http.StatusOK || got.ID != st.ID || got.Rows.Pending != 4 {
 		t.Fatalf("GET: %d %s", resp.StatusCode, data)
 	}
-	tasks, err := b.insp.ListPendingTasks(b.queue)
+	tasks, err := b.Enqueuer.Inspector.ListPendingTasks(b.Queue)
 	if err != nil || len(tasks) != 1 {
 		t.Fatalf("pending tasks: %d, err %v; want 1", len(tasks), err)
 	}
@@ -94,7 +94,7 @@ func TestSubmitCSVExpandsRoles(t *testing.T) {
 	if st.Rows.Total != 3*2+1 || st.Name != "csv job" || strings.Join(st.Roles, "|") != "VP Sales|CTO" {
 		t.Fatalf("status = %+v", st)
 	}
-	rows, err := b.st.ListResults(context.Background(), st.ID, "", 0, 100)
+	rows, err := b.Store.ListResults(context.Background(), st.ID, "", 0, 100)
 	var roles, extras int
 	for _, r := range rows {
 		if r.Role != "" {
@@ -132,7 +132,7 @@ func TestSubmitMultipart(t *testing.T) {
 
 func TestSubmitIdempotent(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(d *Deps) { d.UploadsPerTenant = 8 }) // the replays come at once
+	b := setup(t, func(d *deps) { d.svc.UploadsPerTenant = 8 }) // the replays come at once
 	body := `{"rows": [{"profile_url": "https://platform.example/in/a"}]}`
 	resp, data := b.submitJSON(t, keyA, body, "Idempotency-Key", "batch-7")
 	if resp.StatusCode != http.StatusCreated || resp.Header.Get("Idempotent-Replayed") != "" {
@@ -198,7 +198,7 @@ func TestSubmitIdempotent(t *testing.T) {
 
 func TestSubmitRejectsBadUploads(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(d *Deps) { d.Limits = ingest.Limits{MaxBytes: 4096} })
+	b := setup(t, func(d *deps) { d.svc.Limits = ingest.Limits{MaxBytes: 4096} })
 	big := "profile_url\n" + strings.Repeat("https://platform.example/in/someone-with-a-long-name\n", 200)
 	bigPartType, bigPart := multipartBody(t, nil, "big.csv", big)
 	// A form field before the file, over MaxBytes and the multipart slack: the body's own cap.
@@ -266,7 +266,7 @@ func TestSubmitKeepsUnknownColumnsAsExtra(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	st := b.mustCreate(t, keyA, "", "profile_url,Owner,crm tier\nhttps://platform.example/in/a,kim,42\n")
-	res, err := b.st.ListResults(context.Background(), st.ID, "", 0, 10)
+	res, err := b.Store.ListResults(context.Background(), st.ID, "", 0, 10)
 	if err != nil || len(res) != 1 {
 		t.Fatalf("results: %v %d", err, len(res))
 	}
@@ -279,7 +279,7 @@ func TestSubmitKeepsUnknownColumnsAsExtra(t *testing.T) {
 // idle deadline passes, and nothing is stored.
 func TestSubmitStalledUploadTimesOut(t *testing.T) {
 	t.Parallel()
-	b := setup(t, func(d *Deps) { d.UploadIdleTimeout = 300 * time.Millisecond })
+	b := setup(t, func(d *deps) { d.UploadIdleTimeout = 300 * time.Millisecond })
 	conn, err := net.Dial("tcp", b.srv.Listener.Addr().String())
 	if err != nil {
 		t.Fatal(err)

@@ -13,9 +13,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // bodySlack is what a body may carry beyond the upload's MaxBytes, which
@@ -61,7 +59,7 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		body := estimateOf(est, up.upload())
+		body := estimateOf(est, up)
 		if sub.UploadID != "" {
 			if body, err = s.uploadEstimate(r, body, sub.UploadID); err != nil {
 				s.writeError(w, r, err)
@@ -89,40 +87,12 @@ func (s *server) submitJob(w http.ResponseWriter, r *http.Request) {
 // estimateBody is the answer of a dry run: the estimate and what the upload
 // held, named as in the job's status.
 type estimateBody struct {
-	jobs.Estimate
+	service.Estimate
 	service.UploadFields
 }
 
-func estimateOf(est jobs.Estimate, u store.Upload) estimateBody {
-	return estimateBody{Estimate: est, UploadFields: service.UploadFieldsOf(u)}
-}
-
-// counted is the Feed of a submission that also records what the upload held
-// and counts its distinct lookups, for the job's record and the estimate.
-type counted struct {
-	sum      ingest.Summary
-	distinct jobs.DistinctLookups
-	ran      bool
-}
-
-func (c *counted) feed(parse func(emit func(ingest.Lookup) error) (ingest.Summary, error)) func(func(ingest.Lookup) error) error {
-	return func(emit func(ingest.Lookup) error) error {
-		sum, err := parse(func(l ingest.Lookup) error {
-			c.distinct.Add(l)
-			return emit(l)
-		})
-		c.sum, c.ran = sum, err == nil
-		return err
-	}
-}
-
-// upload is what the feed found; empty before it has run.
-func (c *counted) upload() store.Upload {
-	if c == nil || !c.ran {
-		return store.Upload{}
-	}
-	rows, distinct := c.sum.Rows, c.distinct.Len()
-	return store.Upload{Columns: c.sum.Columns, ExtraColumns: c.sum.Extra, RowsUploaded: &rows, DistinctLookups: &distinct}
+func estimateOf(est service.Estimate, up *service.Counted) estimateBody {
+	return estimateBody{Estimate: est, UploadFields: up.Fields()}
 }
 
 // idempotencyKey validates the Idempotency-Key header; "" when absent.
@@ -152,56 +122,56 @@ const (
 // returns the job to submit, whose Feed reads the rows from body (the
 // spooled request body), what the feed found, and done, which removes what
 // the upload left on disk: call it on every path.
-func (s *server) submission(r *http.Request, body *spooled) (jobs.Submission, *counted, func(), error) {
+func (s *server) submission(r *http.Request, body *spooled) (service.Submission, *service.Counted, func(), error) {
 	none := func() {}
 	ct := r.Header.Get("Content-Type")
 	mediaType, params, err := mime.ParseMediaType(ct)
 	if err != nil && ct != "" {
-		return jobs.Submission{}, nil, none, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
+		return service.Submission{}, nil, none, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
 			"Content-Type %q cannot be parsed; send application/json, text/csv, text/tab-separated-values, an .xlsx or multipart/form-data", clip(ct))
 	}
 	lim := s.svc.Limits()
-	c := &counted{}
+	c := &service.Counted{}
 	switch mediaType {
 	case "application/json":
 		req, err := ingest.DecodeJSON(body, lim)
 		if err != nil {
-			return jobs.Submission{}, nil, none, err
+			return service.Submission{}, nil, none, err
 		}
 		opts, err := req.Options(lim)
 		if err != nil {
-			return jobs.Submission{}, nil, none, err
+			return service.Submission{}, nil, none, err
 		}
 		if req.UploadID != "" {
 			// A stored upload: the service reads it (uploads.go).
-			return jobs.Submission{Options: opts, UploadID: req.UploadID}, c, none, nil
+			return service.Submission{Options: opts, UploadID: req.UploadID}, c, none, nil
 		}
-		return jobs.Submission{Format: "json", Options: opts, Upload: c.upload, Feed: c.feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
+		return service.Submission{Format: "json", Options: opts, Upload: c.Upload, Feed: c.Feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
 			return ingest.ExpandJSON(req.Rows, opts.Ingest(), lim, emit)
 		})}, c, none, nil
 
 	case mediaCSV, mediaTSV, mediaXLSX:
 		opts, err := ingest.ParseOptions(r.URL.Query(), lim)
 		if err != nil {
-			return jobs.Submission{}, nil, none, err
+			return service.Submission{}, nil, none, err
 		}
 		return s.fileSubmission(r, c, opts, body, body.sp, mediaType)
 
 	case "multipart/form-data":
 		opts, err := ingest.ParseOptions(r.URL.Query(), lim)
 		if err != nil {
-			return jobs.Submission{}, nil, none, err
+			return service.Submission{}, nil, none, err
 		}
 		if params["boundary"] == "" {
-			return jobs.Submission{}, nil, none, errorf(http.StatusBadRequest, "malformed_multipart", "multipart/form-data without a boundary")
+			return service.Submission{}, nil, none, errorf(http.StatusBadRequest, "malformed_multipart", "multipart/form-data without a boundary")
 		}
 		file, err := filePart(multipart.NewReader(body, params["boundary"]))
 		if err != nil {
-			return jobs.Submission{}, nil, none, err
+			return service.Submission{}, nil, none, err
 		}
 		return s.fileSubmission(r, c, opts, file, nil, partMediaType(file))
 	}
-	return jobs.Submission{}, nil, none, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
+	return service.Submission{}, nil, none, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type",
 		"Content-Type %q is not supported; send application/json, text/csv or text/tab-separated-values (options as query parameters), %s for an .xlsx, or multipart/form-data with a file field",
 		clip(mediaType), mediaXLSX)
 }
@@ -209,7 +179,7 @@ func (s *server) submission(r *http.Request, body *spooled) (jobs.Submission, *c
 // fileSubmission is the job of a file upload (CSV, TSV or .xlsx) read from
 // body; sp is body's spool when body is the whole spooled file (an .xlsx is
 // then read in place), nil for a part of it.
-func (s *server) fileSubmission(r *http.Request, c *counted, opts ingest.JobOptions, body io.Reader, sp *spoolFile, mediaType string) (jobs.Submission, *counted, func(), error) {
+func (s *server) fileSubmission(r *http.Request, c *service.Counted, opts ingest.JobOptions, body io.Reader, sp *spoolFile, mediaType string) (service.Submission, *service.Counted, func(), error) {
 	lim := s.svc.Limits()
 	in := opts.Ingest()
 	switch mediaType {
@@ -224,23 +194,23 @@ func (s *server) fileSubmission(r *http.Request, c *counted, opts ingest.JobOpti
 		remove := func() {}
 		switch {
 		case sp != nil && sp.Size > maxBytes:
-			return jobs.Submission{}, nil, func() {}, &ingest.Error{Code: ingest.CodeTooLarge, Message: fmt.Sprintf("the upload is larger than %d bytes", maxBytes)}
+			return service.Submission{}, nil, func() {}, &ingest.Error{Code: ingest.CodeTooLarge, Message: fmt.Sprintf("the upload is larger than %d bytes", maxBytes)}
 		case sp == nil: // a multipart file: copy it out of the body
 			var err error
 			if sp, err = spoolUpload(s.SpoolDir, body, maxBytes); err != nil {
-				return jobs.Submission{}, nil, func() {}, err
+				return service.Submission{}, nil, func() {}, err
 			}
 			remove = sp.Remove
 		}
 		ctx, cancel := context.WithDeadline(r.Context(), deadline)
 		done := func() { cancel(); remove() }
-		return jobs.Submission{Format: "xlsx", Options: opts, Upload: c.upload, Feed: c.feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
+		return service.Submission{Format: "xlsx", Options: opts, Upload: c.Upload, Feed: c.Feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
 			return ingest.ParseXLSX(ctx, sp.Path, sp.TmpDir(), in, lim, emit)
 		})}, c, done, nil
 	case mediaTSV:
 		in.Delimiter = '\t'
 	}
-	return jobs.Submission{Format: "csv", Options: opts, Upload: c.upload, Feed: c.feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
+	return service.Submission{Format: "csv", Options: opts, Upload: c.Upload, Feed: c.Feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
 		return ingest.ParseCSV(body, in, lim, emit)
 	})}, c, func() {}, nil
 }

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/xuri/excelize/v2"
 	"golang.org/x/text/encoding/charmap"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/ingest/ingesttest"
 	"github.com/enrichq/enrichq/internal/service"
 )
 
@@ -47,7 +47,7 @@ func intOrNil(p *int) any {
 func TestSubmitCRMExport(t *testing.T) {
 	t.Parallel()
 	spool := t.TempDir()
-	b := setup(t, func(d *Deps) { d.SpoolDir = spool })
+	b := setup(t, func(d *deps) { d.SpoolDir = spool })
 	body, err := charmap.Windows1252.NewEncoder().String(crmExport)
 	if err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestSubmitCRMExport(t *testing.T) {
 		t.Fatalf("status: %d %s", resp.StatusCode, data)
 	}
 	checkUpload(t, "status", decode[jobStatus](t, data).UploadFields, 3, 2, crmExportColumns, "Industry")
-	res, err := b.st.ListResults(context.Background(), st.ID, "", 0, 10)
+	res, err := b.Store.ListResults(context.Background(), st.ID, "", 0, 10)
 	if err != nil || len(res) != 3 {
 		t.Fatalf("results: %v %d", err, len(res))
 	}
@@ -115,30 +115,13 @@ func TestSubmitColumnsMapping(t *testing.T) {
 	}
 }
 
-func xlsxBytes(t *testing.T, rows [][]any) []byte {
-	t.Helper()
-	f := excelize.NewFile()
-	defer f.Close()
-	for r, row := range rows {
-		cell, _ := excelize.CoordinatesToCellName(1, r+1)
-		if err := f.SetSheetRow("Sheet1", cell, &row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var buf bytes.Buffer
-	if err := f.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // An .xlsx goes in raw or as a multipart file; its spool is gone after the
 // request, accepted or not.
 func TestSubmitXLSX(t *testing.T) {
 	t.Parallel()
 	spool := t.TempDir()
-	b := setup(t, func(d *Deps) { d.SpoolDir = spool })
-	book := xlsxBytes(t, [][]any{
+	b := setup(t, func(d *deps) { d.SpoolDir = spool })
+	book := ingesttest.XLSX(t, [][]any{
 		{"Company Name", "Website", "LinkedIn URL", "Notes"},
 		{"Acme", "acme.com", nil, "vip"},
 		{"Beta", nil, "https://platform.example/in/jane-doe", nil},
@@ -156,7 +139,7 @@ func TestSubmitXLSX(t *testing.T) {
 		t.Fatalf("multipart xlsx dry run: %d %s", resp.StatusCode, data)
 	}
 
-	bad := xlsxBytes(t, [][]any{{"Company", "Website"}, {"Acme", "192.168.0.1"}})
+	bad := ingesttest.XLSX(t, [][]any{{"Company", "Website"}, {"Acme", "192.168.0.1"}})
 	resp, data = b.call(t, http.MethodPost, "/v1/jobs?roles=CTO", keyA, bytes.NewReader(bad), "Content-Type", mediaXLSX)
 	if e := apiErr(t, data); resp.StatusCode != http.StatusUnprocessableEntity || e.Details[0].Row != 1 || e.Details[0].Column != "Website" {
 		t.Fatalf("bad row: %d %s", resp.StatusCode, data)
@@ -165,7 +148,7 @@ func TestSubmitXLSX(t *testing.T) {
 	if e := apiErr(t, data); resp.StatusCode != http.StatusBadRequest || e.Code != "malformed_xlsx" {
 		t.Fatalf("not a workbook: %d %s", resp.StatusCode, data)
 	}
-	b2 := setup(t, func(d *Deps) { d.SpoolDir = spool; d.Limits.MaxBytes = 1000 })
+	b2 := setup(t, func(d *deps) { d.SpoolDir = spool; d.svc.Limits.MaxBytes = 1000 })
 	resp, data = b2.call(t, http.MethodPost, "/v1/jobs", keyA, bytes.NewReader(book), "Content-Type", mediaXLSX)
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("over the byte limit: %d %s", resp.StatusCode, data)

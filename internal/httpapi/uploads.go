@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"errors"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // postUpload is POST /v1/uploads: the bodies of POST /v1/jobs, parsed and
@@ -39,7 +37,7 @@ func (s *server) postUpload(w http.ResponseWriter, r *http.Request) {
 func (s *server) getUpload(w http.ResponseWriter, r *http.Request) {
 	up, err := s.svc.GetUpload(r.Context(), principalFrom(r.Context()), r.PathValue("id"))
 	if err != nil {
-		s.writeError(w, r, uploadNotFound(err))
+		s.writeError(w, r, err)
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
@@ -48,18 +46,10 @@ func (s *server) getUpload(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) deleteUpload(w http.ResponseWriter, r *http.Request) {
 	if err := s.svc.DeleteUpload(r.Context(), principalFrom(r.Context()), r.PathValue("id")); err != nil {
-		s.writeError(w, r, uploadNotFound(err))
+		s.writeError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// uploadNotFound names the upload in a 404.
-func uploadNotFound(err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return errorf(http.StatusNotFound, "not_found", "no such upload (it may have expired)")
-	}
-	return err
 }
 
 // uploadRequest reads the format, options and body of an upload by its

@@ -14,7 +14,7 @@ import (
 func TestUploadPastTheCapIs429(t *testing.T) {
 	t.Parallel()
 	spool := t.TempDir()
-	b := setup(t, func(d *Deps) { d.UploadsPerTenant, d.SpoolDir = 1, spool })
+	b := setup(t, func(d *deps) { d.svc.UploadsPerTenant, d.SpoolDir = 1, spool })
 	pr, pw := io.Pipe()
 	defer pw.Close()
 	held := make(chan int, 1)

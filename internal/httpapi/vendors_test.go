@@ -21,10 +21,10 @@ func TestVendorsRoute(t *testing.T) {
 		{Name: "a", Kind: config.VendorSeed, URL: "https://a.example", Rate: 10, CreditValue: 1, Bulk: true, PriorHitRate: 0.5},
 		{Name: "b", Kind: config.VendorSeed, URL: "https://b.example", Rate: 5, CreditValue: 2, PriorHitRate: 0.5},
 	}}
-	b := setup(t, func(d *Deps) { d.Vendors = vendors })
+	b := setup(t, func(d *deps) { d.svc.Vendors = vendors })
 	fr := domain.Segment{Kind: domain.InputNameDomain, Country: "fr"}
 	us := domain.Segment{Kind: domain.InputNameDomain, Country: "us"}
-	if err := b.st.AddVendorRates(context.Background(), []store.VendorRate{
+	if err := b.Store.AddVendorRates(context.Background(), []store.VendorRate{
 		{Vendor: "a", Segment: fr, Stage: domain.StageProfile, Asked: 300, Found: 240, Credits: 600},
 		{Vendor: "b", Segment: fr, Stage: domain.StageProfile, Asked: 100, Found: 10, Credits: 200},
 		{Vendor: "a", Segment: us, Stage: domain.StageProfile, Asked: 100, Found: 10, Credits: 200},

@@ -3,7 +3,6 @@ package ingest
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/mail"
 	"net/url"
 	"strings"
@@ -17,16 +16,19 @@ import (
 // role). Fields of the row that did not decide the kind are kept (validated
 // and canonical) so results can echo them.
 type Lookup struct {
-	Row        int               // 1-based data row (CSV: header is row 0; JSON: index in "rows" + 1)
-	Ref        string            // the caller's id, echoed in every result
-	Kind       domain.InputKind  // domain.InputProfileURL, InputEmail, InputNameCompany or InputNameDomain
-	ProfileURL string            // canonical: https, lower-case host without "www.", no trailing slash, query or fragment
-	Name       string            // the person, or the role title the lookup searches for
-	Company    string            //
-	Domain     string            // canonical (canonicalDomain): a bare lower-case ASCII host name
-	Email      string            // lower-cased
-	Role       string            // the role title: the row's own (a role column) or the job role it was expanded from
-	Extra      map[string]string // CSV columns other than the known ones; JSON row "extra"; nil when none
+	Row        int              // 1-based data row (CSV: header is row 0; JSON: index in "rows" + 1)
+	Ref        string           // the caller's id, echoed in every result
+	Kind       domain.InputKind // domain.InputProfileURL, InputEmail, InputNameCompany or InputNameDomain
+	ProfileURL string           // canonical: https, lower-case host without "www.", no trailing slash, query or fragment
+	Name       string           // the person, or the role title the lookup searches for
+	Company    string           //
+	Domain     string           // canonical (canonicalDomain): a bare lower-case ASCII host name
+	Email      string           // lower-cased
+	Role       string           // the role title: the row's own (a role column) or the job role it was expanded from
+	// Extra are the CSV columns other than the known ones, or a JSON row's
+	// "extra"; nil when none. The lookups of one row share it: read it,
+	// never change it.
+	Extra map[string]string
 }
 
 const (
@@ -277,18 +279,19 @@ func (x *expander) row(in rowIn, errs []FieldError) error {
 	if err := x.fail(errs...); err != nil || len(x.errs) > 0 || x.emit == nil {
 		return err
 	}
+	// A fresh map per row, shared by the row's lookups (Lookup.Extra): a
+	// copy per role cost 9 % of the API's CPU on a 1M-row upload with one role.
+	l.Extra = in.extra
 	if !expand {
-		l.Extra = in.extra // a fresh map per row
 		return x.emit(l)
 	}
 	if in.role != "" {
-		l.Extra = maps.Clone(in.extra)
 		if err := x.emit(l); err != nil {
 			return err
 		}
 	}
 	for _, role := range roles {
-		l.Name, l.Role, l.Extra = role, role, maps.Clone(in.extra)
+		l.Name, l.Role = role, role
 		if err := x.emit(l); err != nil {
 			return err
 		}

@@ -26,7 +26,7 @@ func TestPipelineAsTheAppRole(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}}
-	job := submit(b, t, companies(30), opts)
+	job := b.Submit(t, jobstest.Companies(30), opts)
 	job = b.WaitJob(t, job.ID, domain.JobCompleted)
 	if spent := b.CheckMoney(t, job.ID); spent == 0 {
 		t.Fatal("no credits spent")
@@ -40,7 +40,7 @@ func TestPipelineAsTheAppRole(t *testing.T) {
 	if err != nil || receipt.Receipt["job_rows"] == 0 {
 		t.Fatalf("erase: %v %v", receipt.Receipt, err)
 	}
-	again := submit(b, t, companies(30), opts)
+	again := b.Submit(t, jobstest.Companies(30), opts)
 	if counts, err := b.Store.RowCounts(ctx, again.ID); err != nil || counts[domain.RowSkipped] == 0 {
 		t.Fatalf("the erased person uploaded again: %v %v", counts, err)
 	}

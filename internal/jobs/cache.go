@@ -168,6 +168,15 @@ func EncodeCachedAnswer(stage domain.Stage, profile *enrich.Profile, email *enri
 	return encodeCached(stage, answer{profile: profile, email: email, phones: phones}, "")
 }
 
+// CachedProfileURL is the profile URL of a cached profile answer; "" for a
+// miss or an entry that cannot be read.
+func CachedProfileURL(e store.CacheEntry) string {
+	if a, err := decodeCached(domain.StageProfile, e); err == nil && a.profile != nil {
+		return a.profile.ProfileURL
+	}
+	return ""
+}
+
 // decodeCached reads a cached answer of stage. An entry it cannot read is
 // an error: the caller treats it as a miss and buys the answer again.
 func decodeCached(stage domain.Stage, e store.CacheEntry) (answer, error) {

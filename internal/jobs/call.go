@@ -49,23 +49,53 @@ func (c *chunkRun) call(ctx context.Context, l *lane, res store.Reservation, aga
 		a := l.units(*l.Allowance) // the account's usage is counted in budget units
 		res.Allowance = &a
 	}
+	id, err := c.reserve(ctx, res)
+	if err != nil {
+		return err
+	}
+	if err := c.takeSlot(ctx, l, id); err != nil {
+		return err
+	}
+	t1 := time.Now()
+	a, callErr := fn(ctx)
+	t2 := time.Now()
+	c.nsVendor.Add(int64(t2.Sub(t1)))
+	defer func() { c.nsLedger.Add(int64(time.Since(t2))) }()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if err := c.settleCall(ctx, sctx, l, res, id, again, a, callErr); err != nil {
+		c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
+	}
+	return callErr
+}
+
+// reserve reserves the call's credits and returns the ledger id. A job out
+// of budget or no longer running halts (errStopJob); a failure of the store
+// is a *storeError: the call was not attempted.
+func (c *chunkRun) reserve(ctx context.Context, res store.Reservation) (int64, error) {
 	t0 := time.Now()
 	id, err := c.p.store.Reserve(ctx, res)
 	c.nsLedger.Add(int64(time.Since(t0)))
 	if err != nil {
 		if errors.Is(err, store.ErrBudgetExhausted) || errors.Is(err, store.ErrJobNotRunning) {
 			c.halt(ctx, err)
-			return errStopJob
+			return 0, errStopJob
 		}
-		return &storeError{err}
+		return 0, &storeError{err}
 	}
-	// The rate slot last, right before the call: only the mark that the call
-	// leaves (one short statement) sits between the slot and the request, so
-	// calls reach the vendor evenly spaced. A call waiting for its slot when
-	// the worker drains gives it up.
+	return id, nil
+}
+
+// takeSlot waits for the call's rate slot and marks the reservation sent.
+// The rate slot comes last, right before the call: only the mark that the
+// call leaves (one short statement) sits between the slot and the request,
+// so calls reach the vendor evenly spaced. A call waiting for its slot when
+// the worker drains gives it up. A call that does not leave has its
+// reservation released.
+func (c *chunkRun) takeSlot(ctx context.Context, l *lane, id int64) error {
 	wctx, cancelWait := context.WithCancel(ctx)
 	stopWatch := context.AfterFunc(c.p.draining, cancelWait)
-	err = l.Limiter.Wait(wctx)
+	err := l.Limiter.Wait(wctx)
 	stopWatch()
 	cancelWait()
 	if err == nil && c.p.isDraining() {
@@ -74,107 +104,123 @@ func (c *chunkRun) call(ctx context.Context, l *lane, res store.Reservation, aga
 	if err == nil {
 		err = c.markSent(ctx, id)
 	}
-	if err != nil {
-		reason := "rate limiter: " + err.Error()
-		var se *storeError
-		switch {
-		case errors.Is(err, errNotSent):
-			return err // released already
-		case errors.As(err, &se):
-			reason = err.Error()
-		case c.p.isDraining() && ctx.Err() == nil:
-			reason, err = errDraining.Error(), errDraining
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-		rerr := c.p.store.Release(rctx, id, reason)
-		cancel()
-		if rerr != nil {
-			c.p.log.Error("ledger update failed", "ledger_id", id, "err", rerr)
-		}
-		if errors.Is(err, errDraining) || errors.As(err, &se) {
-			return err
-		}
-		return fmt.Errorf("rate limiter: %w", err)
+	if err == nil {
+		return nil
 	}
-	t1 := time.Now()
-	a, callErr := fn(ctx)
-	charge, split := a.charge, a.split
-	t2 := time.Now()
-	c.nsVendor.Add(int64(t2.Sub(t1)))
-	defer func() { c.nsLedger.Add(int64(time.Since(t2))) }()
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
+	reason := "rate limiter: " + err.Error()
+	var se *storeError
+	switch {
+	case errors.Is(err, errNotSent):
+		return err // released already
+	case errors.As(err, &se):
+		reason = err.Error()
+	case c.p.isDraining() && ctx.Err() == nil:
+		reason, err = errDraining.Error(), errDraining
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	rerr := c.p.store.Release(rctx, id, reason)
+	cancel()
+	if rerr != nil {
+		c.p.log.Error("ledger update failed", "ledger_id", id, "err", rerr)
+	}
+	if errors.Is(err, errDraining) || errors.As(err, &se) {
+		return err
+	}
+	return fmt.Errorf("rate limiter: %w", err)
+}
+
+// settleCall closes the call's reservation by what the call returned: an
+// answer is settled at its charge, a charged error at its charge, an error
+// of unknown outcome is marked unknown (counted at its reservation), any
+// other vendor error releases it. ctx is the call's, sctx the settling's.
+func (c *chunkRun) settleCall(ctx, sctx context.Context, l *lane, res store.Reservation, id int64, again bool, a answered, callErr error) error {
 	m := c.p.cfg.Metrics
 	var ve *enrich.Error
 	switch {
 	case callErr == nil:
-		l.Limiter.Succeeded(ctx)
-		st := l.settlement(charge, "")
-		st.StageCredits = split
-		sent := c.sentBeforeOnce(sctx, res, id)
-		fresh := false
-		switch {
-		case l.seed && c.isReplay(l, charge, sent):
-			l.learnHonoursKeys(sctx, id)
-			st = c.replayed(sctx, l, res, id, charge, st)
-		case l.seed && charge.Resent && sent():
-			// http.Transport wrote it twice, and the key was sent before: the
-			// answer held may be a replay of an earlier send (its charge is
-			// not known), priced as a replay would be, never twice.
-			st = c.replayed(sctx, l, res, id, charge, st)
-		case l.seed && c.unpricedRepeat(l, charge, sent):
-			// Charged 0, to a key sent before, for an answer whose price the
-			// vendor has not shown (the cost table says 0): a replay, or a
-			// free answer. Either way the billed earlier send cost what the
-			// class costs; the explain step settles it once that is learned.
-			class := charge.Class.String()
-			st.ReplayClass = &class
-			c.p.log.Info("a repeat charged 0 for an answer not priced yet: its earlier sends stay counted at their reservation until the vendor shows the price",
-				"ledger_id", id, "class", class)
-		default:
-			fresh = charge.Reported && !charge.Resent && !charge.Replayed && (charge.Credits > 0 || !sent())
-			if again && !charge.Resent && l.honoursKeys(sctx) {
-				if n, rerr := c.p.store.ReconcileFresh(sctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
-					c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
-				} else if n > 0 {
-					c.p.log.Info("earlier sends of unknown outcome reconciled by a fresh answer: not billed", "ledger_id", id, "calls", n)
-				}
-			}
-		}
-		err = c.p.store.Settle(sctx, id, st)
-		if fresh {
-			// A fresh answer says what its kind of answer costs.
-			if charge.Class.Valid() {
-				l.learnPrice(sctx, charge.Class, charge.Credits, id)
-			} else if a.classes != nil {
-				l.learnBulk(sctx, a.classes, charge.Credits, id)
-			}
-		}
-		m.VendorCall(res.Endpoint, "ok")
-		c.countCredits(res.Stage, st.Charged, split)
+		return c.settleAnswer(ctx, sctx, l, res, id, again, a)
 	case errors.As(callErr, &ve) && ve.Charge != nil:
 		c.throttled(ctx, l, ve)
 		st := l.settlement(*ve.Charge, ve.Error())
-		err = c.p.store.Settle(sctx, id, st)
+		err := c.p.store.Settle(sctx, id, st)
 		m.VendorCall(res.Endpoint, outcome(ve))
 		c.countCredits(res.Stage, st.Charged, nil)
+		return err
 	case errors.As(callErr, &ve) && ve.OutcomeUnknown:
-		err = c.p.store.MarkUnknown(sctx, id, ve.Error())
+		err := c.p.store.MarkUnknown(sctx, id, ve.Error())
 		m.VendorCall(res.Endpoint, outcome(ve))
 		c.countCredits(res.Stage, res.Credits, nil)
+		return err
 	case errors.As(callErr, &ve):
 		c.throttled(ctx, l, ve)
-		err = c.p.store.Release(sctx, id, ve.Error())
+		err := c.p.store.Release(sctx, id, ve.Error())
 		m.VendorCall(res.Endpoint, outcome(ve))
+		return err
 	default: // canceled or an error before the request left: unknown to be safe
-		err = c.p.store.MarkUnknown(sctx, id, callErr.Error())
+		err := c.p.store.MarkUnknown(sctx, id, callErr.Error())
 		m.VendorCall(res.Endpoint, "error")
 		c.countCredits(res.Stage, res.Credits, nil)
+		return err
 	}
-	if err != nil {
-		c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
+}
+
+// settleAnswer settles a call the vendor answered, and learns the price of
+// a fresh answer.
+func (c *chunkRun) settleAnswer(ctx, sctx context.Context, l *lane, res store.Reservation, id int64, again bool, a answered) error {
+	l.Limiter.Succeeded(ctx)
+	charge := a.charge
+	st := l.settlement(charge, "")
+	st.StageCredits = a.split
+	st, fresh := c.replayOrFresh(sctx, l, res, id, again, charge, st)
+	err := c.p.store.Settle(sctx, id, st)
+	if fresh {
+		// A fresh answer says what its kind of answer costs.
+		if charge.Class.Valid() {
+			l.learnPrice(sctx, charge.Class, charge.Credits, id)
+		} else if a.classes != nil {
+			l.learnBulk(sctx, a.classes, charge.Credits, id)
+		}
 	}
-	return callErr
+	c.p.cfg.Metrics.VendorCall(res.Endpoint, "ok")
+	c.countCredits(res.Stage, st.Charged, a.split)
+	return err
+}
+
+// replayOrFresh tells a replay of an earlier send of the call's
+// Idempotency-Key (priced as a replay, the earlier send as billed) from a
+// fresh answer, which settles earlier sends of unknown outcome at 0 when
+// the vendor honours keys. fresh says the answer's charge shows a price.
+func (c *chunkRun) replayOrFresh(ctx context.Context, l *lane, res store.Reservation, id int64, again bool, charge enrich.Charge, st store.Settlement) (_ store.Settlement, fresh bool) {
+	sent := c.sentBeforeOnce(ctx, res, id)
+	switch {
+	case l.seed && c.isReplay(l, charge, sent):
+		l.learnHonoursKeys(ctx, id)
+		st = c.replayed(ctx, l, res, id, charge, st)
+	case l.seed && charge.Resent && sent():
+		// http.Transport wrote it twice, and the key was sent before: the
+		// answer held may be a replay of an earlier send (its charge is
+		// not known), priced as a replay would be, never twice.
+		st = c.replayed(ctx, l, res, id, charge, st)
+	case l.seed && c.unpricedRepeat(l, charge, sent):
+		// Charged 0, to a key sent before, for an answer whose price the
+		// vendor has not shown (the cost table says 0): a replay, or a
+		// free answer. Either way the billed earlier send cost what the
+		// class costs; the explain step settles it once that is learned.
+		class := charge.Class.String()
+		st.ReplayClass = &class
+		c.p.log.Info("a repeat charged 0 for an answer not priced yet: its earlier sends stay counted at their reservation until the vendor shows the price",
+			"ledger_id", id, "class", class)
+	default:
+		fresh = charge.Reported && !charge.Resent && !charge.Replayed && (charge.Credits > 0 || !sent())
+		if again && !charge.Resent && l.honoursKeys(ctx) {
+			if n, rerr := c.p.store.ReconcileFresh(ctx, c.job.ID, res.IdempotencyKey, id); rerr != nil {
+				c.p.log.Warn("earlier sends not reconciled; they stay counted at their reservation", "ledger_id", id, "err", rerr)
+			} else if n > 0 {
+				c.p.log.Info("earlier sends of unknown outcome reconciled by a fresh answer: not billed", "ledger_id", id, "calls", n)
+			}
+		}
+	}
+	return st, fresh
 }
 
 // errNotSent: the call's reservation was closed before the call left (a

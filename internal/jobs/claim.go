@@ -13,25 +13,7 @@ func claimTTL(lease time.Duration) time.Duration { return lease * 9 / 10 }
 
 // heartbeat extends the lease of the claimed rows until stopped.
 func (p *Processor) heartbeat(ctx context.Context, claim store.Claim) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	ids := claim.IDs()
-	go func() {
-		defer close(done)
-		t := time.NewTicker(p.cfg.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := p.store.ExtendLease(ctx, claim.Token, ids, p.cfg.Lease, claimTTL(p.cfg.Lease)); err != nil && ctx.Err() == nil {
-					p.log.Warn("lease heartbeat failed", "err", err)
-				}
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+	return KeepLease(ctx, p.store, p.log, claim.Token, claim.IDs(), p.cfg.Lease)
 }
 
 // claimLookups makes concurrent workers share one call per input: it claims

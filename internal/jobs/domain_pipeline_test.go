@@ -26,7 +26,7 @@ func TestPipelineDomainLookups(t *testing.T) {
 			for i := range rows {
 				rows[i] = ingest.RowIn{Ref: fmt.Sprint("a-", i), Company: fmt.Sprintf("Firm %d", i), Domain: fmt.Sprintf("https://www.Firm-%d.example/about", i)}
 			}
-			job := submit(b, t, rows, ingest.JobOptions{Roles: []string{"CTO"}})
+			job := b.Submit(t, rows, ingest.JobOptions{Roles: []string{"CTO"}})
 			job = b.WaitJob(t, job.ID, domain.JobCompleted)
 			res, err := b.Store.ListResults(context.Background(), job.ID, "", 0, 100)
 			if err != nil || len(res) != 30 {

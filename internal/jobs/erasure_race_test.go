@@ -95,7 +95,7 @@ func TestErasureRacingAnInFlightRow(t *testing.T) {
 				b := jobstest.New(t, jobstest.Options{NoWorker: true})
 				b.Submitter.Enqueuer = nil
 				in := c.row(b)
-				job := submit(b, t, []ingest.RowIn{in}, ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+				job := b.Submit(t, []ingest.RowIn{in}, ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 				v := &holdingVendor{Vendor: b.Client, answered: make(chan *enrich.Profile), release: make(chan struct{})}
 				proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(v, noLimit{}, "")}, jobs.ProcessorConfig{ErasureKey: erasureKey, Bulk: bulk}, b.Log)
 				ctx := context.Background()

@@ -47,6 +47,13 @@ func cacheKey(stage domain.Stage, r store.Row) string {
 	}
 }
 
+// LookupKey is the cache key of an upload's lookup: the profile question
+// it asks the vendor.
+func LookupKey(l ingest.Lookup) string {
+	return cacheKey(domain.StageProfile, store.Row{Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name, Company: l.Company,
+		Domain: l.Domain, Email: l.Email})
+}
+
 // DistinctLookups counts the distinct profile questions among lookups: the
 // ones the vendor is asked once however often they repeat. It keeps a 64-bit
 // hash per lookup in a slice, sorted when counted: a million lookups cost 8
@@ -62,8 +69,7 @@ func (d *DistinctLookups) Add(l ingest.Lookup) {
 	if d.hashes == nil {
 		d.seed = maphash.MakeSeed()
 	}
-	d.hashes = append(d.hashes, maphash.String(d.seed, cacheKey(domain.StageProfile, store.Row{Kind: l.Kind,
-		ProfileURL: l.ProfileURL, Name: l.Name, Company: l.Company, Domain: l.Domain, Email: l.Email})))
+	d.hashes = append(d.hashes, maphash.String(d.seed, LookupKey(l)))
 }
 
 // Len is the number of distinct questions added.

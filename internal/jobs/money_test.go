@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -29,7 +29,7 @@ func TestFourWorkersShareTheVendorLimit(t *testing.T) {
 		// A burst of 4 (200 ms at 20/s) absorbs sends that a loaded machine
 		// delays and then bunches; a limiter running over the rate still
 		// meets 429s within the first second.
-		Vendor:      func(o *fakevendor.Options) { o.RPS, o.Burst = rps, 4 },
+		Vendor:      func(o *enrichtest.SeedOptions) { o.RPS, o.Burst = rps, 4 },
 		Processor:   jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 4},
 		Workers:     4,
 		Concurrency: 2,
@@ -39,7 +39,7 @@ func TestFourWorkersShareTheVendorLimit(t *testing.T) {
 	b.Submitter.ChunkSize = 10
 	const rows = 120
 	start := time.Now()
-	job := submit(b, t, companies(rows), ingest.JobOptions{Roles: []string{"VP Sales"}})
+	job := b.Submit(t, jobstest.Companies(rows), ingest.JobOptions{Roles: []string{"VP Sales"}})
 	b.WaitJob(t, job.ID, domain.JobCompleted)
 	elapsed := time.Since(start)
 
@@ -80,7 +80,7 @@ func TestBudgetHoldsUnderConcurrency(t *testing.T) {
 			b.Submitter.ChunkSize = 10
 			// 90 searches at 2 credits each: 60 credits cover a third.
 			budget := int64(60)
-			job := submit(b, t, companies(90), ingest.JobOptions{Roles: []string{"CTO"}, BudgetCredits: &budget})
+			job := b.Submit(t, jobstest.Companies(90), ingest.JobOptions{Roles: []string{"CTO"}, BudgetCredits: &budget})
 			paused := b.WaitJob(t, job.ID, domain.JobPaused)
 			if !strings.HasPrefix(paused.StateReason, store.BudgetPausePrefix) {
 				t.Fatalf("paused with %q, want the budget named", paused.StateReason)
@@ -141,15 +141,15 @@ func TestDuplicatesAreBoughtOnce(t *testing.T) {
 			t.Parallel()
 			b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: bulk, BulkSize: 10}, Workers: 4})
 			b.Submitter.ChunkSize = 10
-			base := companies(40)
+			base := jobstest.Companies(40)
 			var rows []ingest.RowIn
 			for range 3 {
 				rows = append(rows, base...)
 			}
 			opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}}
-			first := submit(b, t, rows, opts)
+			first := b.Submit(t, rows, opts)
 			b.WaitJob(t, first.ID, domain.JobCompleted)
-			second := submit(b, t, base, opts)
+			second := b.Submit(t, base, opts)
 			b.WaitJob(t, second.ID, domain.JobCompleted)
 
 			bought := map[string]int{}
@@ -172,51 +172,5 @@ func TestDuplicatesAreBoughtOnce(t *testing.T) {
 			}
 			b.CheckMoney(t, first.ID, second.ID)
 		})
-	}
-}
-
-// A dry run prices the upload without storing it, and sees the cache.
-func TestEstimate(t *testing.T) {
-	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
-	b.Submitter.Bulk, b.Submitter.VendorRPS = true, 10
-	rows := companies(30)
-	rows = append(rows, rows[:10]...) // duplicates are looked up once
-	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, MaxAge: 720 * time.Hour}
-	feed := func(emit func(ingest.Lookup) error) error {
-		return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
-	}
-	est, err := b.Submitter.Estimate(context.Background(), jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 30 searches at 2 credits; emails cost 0 to 10 each.
-	if est.Rows != 40 || est.Distinct != 30 || est.Cached != 0 || est.Credits.Min != 60 || est.Credits.Max != 60+300 || est.Calls != 1 {
-		t.Fatalf("estimate = %+v", est)
-	}
-	if stored, err := b.Store.ListJobs(context.Background(), "acme", nil, 10); err != nil || len(stored) != 0 {
-		t.Fatalf("a dry run stored %d jobs (%v)", len(stored), err)
-	}
-	// After a real run of the same inputs, the estimate is free.
-	job := submit(b, t, rows, opts)
-	b.WaitJob(t, job.ID, domain.JobCompleted)
-	est, err = b.Submitter.Estimate(context.Background(), jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if est.Cached != 30 || est.Credits.Max != 0 || est.Calls != 0 {
-		t.Fatalf("estimate after the run = %+v, want every input cached", est)
-	}
-	costs, err := b.Store.JobCosts(context.Background(), job.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total int64
-	for _, c := range costs {
-		total += c.Credits
-	}
-	j, _ := b.Store.JobByID(context.Background(), job.ID)
-	if total != j.CreditsSpent || costs[domain.StageProfile].Credits != 60 {
-		t.Fatalf("costs by stage %+v (sum %d), job spent %d", costs, total, j.CreditsSpent)
 	}
 }

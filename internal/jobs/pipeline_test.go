@@ -9,7 +9,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -17,38 +17,10 @@ import (
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
-func companies(n int) []ingest.RowIn {
-	rows := make([]ingest.RowIn, n)
-	for i := range rows {
-		rows[i] = ingest.RowIn{Ref: fmt.Sprintf("crm-%04d", i), Company: fmt.Sprintf("Company %d GmbH", i)}
-	}
-	return rows
-}
-
-func submit(b *jobstest.Bundle, t *testing.T, rows []ingest.RowIn, opts ingest.JobOptions) store.Job {
-	t.Helper()
-	if opts.Lookups == nil {
-		opts.Lookups = []domain.Stage{domain.StageProfile}
-	}
-	if opts.MaxAge == 0 {
-		opts.MaxAge = 720 * time.Hour
-	}
-	job, created, err := b.Submitter.Submit(context.Background(), jobs.Submission{
-		Tenant: "acme", Format: "json", Options: opts,
-		Feed: func(emit func(ingest.Lookup) error) error {
-			return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
-		},
-	})
-	if err != nil || !created {
-		t.Fatalf("submit: created=%v err=%v", created, err)
-	}
-	return job
-}
-
 func TestPipelineBulkEndToEnd(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
-	job := submit(b, t, companies(90), ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	job := b.Submit(t, jobstest.Companies(90), ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 	job = b.WaitJob(t, job.ID, domain.JobCompleted)
 	counts, err := b.Store.RowCounts(context.Background(), job.ID)
 	if err != nil {
@@ -88,10 +60,10 @@ func TestPipelineBulkEndToEnd(t *testing.T) {
 func TestPipelineSingleLookupsWithFaults(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{
-		Vendor:    func(o *fakevendor.Options) { o.FailRate = 0.2; o.MalformedRate = 0.05 },
+		Vendor:    func(o *enrichtest.SeedOptions) { o.FailRate = 0.2; o.MalformedRate = 0.05 },
 		Processor: jobs.ProcessorConfig{Bulk: false, MaxAttempts: 20},
 	})
-	job := submit(b, t, companies(40), ingest.JobOptions{Roles: []string{"Head of Marketing"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone}})
+	job := b.Submit(t, jobstest.Companies(40), ingest.JobOptions{Roles: []string{"Head of Marketing"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone}})
 	job = b.WaitJob(t, job.ID, domain.JobCompleted)
 	counts, _ := b.Store.RowCounts(context.Background(), job.ID)
 	if counts[domain.RowMatched]+counts[domain.RowNoMatch]+counts[domain.RowFailed] != 40 {
@@ -117,7 +89,7 @@ func TestPipelineBudgetStopsSpending(t *testing.T) {
 			b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: bulk}, Workers: 2})
 			// 60 searches cost 2 credits each: a budget of 60 covers half.
 			budget := int64(60)
-			job := submit(b, t, companies(60), ingest.JobOptions{Roles: []string{"CTO"}, BudgetCredits: &budget})
+			job := b.Submit(t, jobstest.Companies(60), ingest.JobOptions{Roles: []string{"CTO"}, BudgetCredits: &budget})
 			job = b.WaitJob(t, job.ID, domain.JobPaused)
 			if !strings.Contains(job.StateReason, "budget") {
 				t.Fatalf("paused with reason %q, want one naming the budget", job.StateReason)
@@ -153,15 +125,15 @@ func TestPipelineBudgetStopsSpending(t *testing.T) {
 func TestPipelineCacheNeverPaysTwice(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
-	rows := companies(30)
-	first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	rows := jobstest.Companies(30)
+	first := b.Submit(t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 	b.WaitJob(t, first.ID, domain.JobCompleted)
 	billed := b.Vendor.TotalCharged()
 	rawEntries, entries := storetest.MatchedCacheForms(t, b.Store)
 	if entries == 0 || rawEntries != entries {
 		t.Fatalf("%d of %d matched cache entries in the raw form", rawEntries, entries)
 	}
-	second := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	second := b.Submit(t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 	second = b.WaitJob(t, second.ID, domain.JobCompleted)
 	if again := b.Vendor.TotalCharged(); again != billed {
 		t.Fatalf("the second job of the same inputs was billed %d more credits", again-billed)
@@ -182,12 +154,12 @@ func TestPipelineCacheNeverPaysTwice(t *testing.T) {
 func TestPipelineUnreadableCacheEntryIsBoughtAgain(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
-	rows := companies(20)
-	first := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile}})
+	rows := jobstest.Companies(20)
+	first := b.Submit(t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile}})
 	b.WaitJob(t, first.ID, domain.JobCompleted)
 	billed := b.Vendor.TotalCharged()
 	key := storetest.SpoilCachedAnswer(t, b.Store, domain.StageProfile)
-	second := submit(b, t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile}})
+	second := b.Submit(t, rows, ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile}})
 	second = b.WaitJob(t, second.ID, domain.JobCompleted)
 	if second.CreditsSpent == 0 || b.Vendor.TotalCharged()-billed != second.CreditsSpent {
 		t.Fatalf("second job spent %d credits, the vendor billed %d more: want the one unreadable input bought again",
@@ -202,12 +174,12 @@ func TestPipelineUnreadableCacheEntryIsBoughtAgain(t *testing.T) {
 func TestPipelinePoisonRowFailsAlone(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{
-		Vendor:    func(o *fakevendor.Options) { o.RejectSubstring = "poison" },
+		Vendor:    func(o *enrichtest.SeedOptions) { o.RejectSubstring = "poison" },
 		Processor: jobs.ProcessorConfig{Bulk: true},
 	})
-	rows := companies(10)
+	rows := jobstest.Companies(10)
 	rows[3].Company = "poison pill AG"
-	job := submit(b, t, rows, ingest.JobOptions{Roles: []string{"CEO"}})
+	job := b.Submit(t, rows, ingest.JobOptions{Roles: []string{"CEO"}})
 	b.WaitJob(t, job.ID, domain.JobCompleted)
 	res, err := b.Store.ListResults(context.Background(), job.ID, domain.RowFailed, 0, 10)
 	if err != nil {
@@ -227,7 +199,7 @@ func TestLostWorkIsFoundInPostgres(t *testing.T) {
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
 	// Submit without enqueueing, as if Redis lost every task.
 	b.Submitter.Enqueuer = nil
-	job := submit(b, t, companies(50), ingest.JobOptions{Roles: []string{"CFO"}})
+	job := b.Submit(t, jobstest.Companies(50), ingest.JobOptions{Roles: []string{"CFO"}})
 	b.WaitJob(t, job.ID, domain.JobCompleted)
 	b.CheckMoney(t, job.ID)
 }
@@ -236,7 +208,7 @@ func TestDuplicateTaskDoesNothing(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{NoWorker: true, Processor: jobs.ProcessorConfig{Bulk: true}})
 	b.Submitter.Enqueuer = nil
-	job := submit(b, t, companies(10), ingest.JobOptions{Roles: []string{"CFO"}})
+	job := b.Submit(t, jobstest.Companies(10), ingest.JobOptions{Roles: []string{"CFO"}})
 	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(b.Client, noLimit{}, "")}, jobs.ProcessorConfig{Bulk: true}, b.Log)
 	ctx := context.Background()
 	ref := store.ChunkRef{JobID: job.ID, Chunk: 0}

@@ -51,12 +51,12 @@ func (ln *lane) refreshPrices(ctx context.Context) {
 		p.log.Warn("the learned price list was not read; the book stays as it was", "err", err)
 		return
 	}
-	ln.Prices.Load(learnedPrices(list))
+	ln.Prices.Load(LearnedPrices(list))
 }
 
-// learnedPrices converts the store's price list to the book's (classes this
+// LearnedPrices converts the store's price list to the book's (classes this
 // version does not know are left out).
-func learnedPrices(list []store.VendorPrice) []enrich.LearnedPrice {
+func LearnedPrices(list []store.VendorPrice) []enrich.LearnedPrice {
 	out := make([]enrich.LearnedPrice, 0, len(list))
 	for _, v := range list {
 		c, err := enrich.ParsePriceClass(v.Class)

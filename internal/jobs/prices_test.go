@@ -11,7 +11,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -51,14 +51,6 @@ func (v *billedAndLost) Email(ctx context.Context, profileURL, key string) (enri
 	return v.Vendor.Email(ctx, profileURL, key)
 }
 
-func namedCompanies(tag string, n int) []ingest.RowIn {
-	rows := make([]ingest.RowIn, n)
-	for i := range rows {
-		rows[i] = ingest.RowIn{Ref: fmt.Sprintf("%s-%04d", tag, i), Company: fmt.Sprintf("%s Company %d GmbH", tag, i)}
-	}
-	return rows
-}
-
 // A vendor that prices by outcome and charges its misses (a profile
 // no-match 1 and a match 2, an email miss 5 and a hit 10), inside the
 // contract's ranges, unlike the cost table (a profile search 2 either way,
@@ -67,8 +59,8 @@ func namedCompanies(tag string, n int) []ingest.RowIn {
 // at 5: the ledger is the bill, to the credit.
 func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) {
-		o.Prices = fakevendor.ChargedMissPrices()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) {
+		o.Prices = enrichtest.SeedChargedMissPrices()
 		o.NoReplayHeader = true
 	}})
 	b.Submitter.Enqueuer = nil
@@ -81,7 +73,7 @@ func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 	opts := ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}}
 
 	// The first answers: every one read.
-	first := submit(b, t, namedCompanies("first", 30), opts)
+	first := b.Submit(t, jobstest.NamedCompanies("first", 30), opts)
 	runRounds(t, b, jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, cfg, b.Log), first.ID, 2)
 	list, err := b.Store.VendorPrices(ctx, account)
 	if err != nil {
@@ -106,7 +98,7 @@ func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 	// replay (no header: charged 0), and prices the lost send. A worker
 	// that starts afresh reads the learned list from Postgres.
 	billed := b.Vendor.TotalCharged()
-	lost := submit(b, t, namedCompanies("lost", 30), opts)
+	lost := b.Submit(t, jobstest.NamedCompanies("lost", 30), opts)
 	v := &billedAndLost{Vendor: b.Client, seen: map[string]bool{}}
 	vc = jobs.SeedVendor(v, noLimit{}, "")
 	vc.Account = account
@@ -235,34 +227,6 @@ func TestVendorPricesStored(t *testing.T) {
 	}
 }
 
-// An estimate prices by what the vendor key's answers showed: once an email
-// miss is known to cost 5 and a no-match 1, the least a job can cost counts
-// them so, not by the cost table (a miss free, a search 2 either way).
-func TestEstimateUsesLearnedPrices(t *testing.T) {
-	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true})
-	ctx := context.Background()
-	b.Submitter.Account = fmt.Sprintf("acct-est-%d", time.Now().UnixNano())
-	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, MaxAge: 720 * time.Hour}
-	rows := namedCompanies("est", 10)
-	feed := func(emit func(ingest.Lookup) error) error {
-		return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
-	}
-	est, err := b.Submitter.Estimate(ctx, jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
-	if err != nil || est.Credits.Min != 10*2 || est.Credits.Max != 10*(2+10) {
-		t.Fatalf("by the table: %+v, %v", est.Credits, err)
-	}
-	for class, p := range map[string]int64{"profile/name_company/no_match": 1, "profile/name_company/match": 2, "email/miss": 5, "email/hit": 10, "email/verified": 10} {
-		if _, err := b.Store.LearnPrice(ctx, b.Submitter.Account, class, p, 1); err != nil {
-			t.Fatal(err)
-		}
-	}
-	est, err = b.Submitter.Estimate(ctx, jobs.Submission{Tenant: "acme", Options: opts, Feed: feed})
-	if err != nil || est.Credits.Min != 10*(1+5) || est.Credits.Max != 10*(2+10) {
-		t.Fatalf("by the learned prices: %+v, %v; want min %d, max %d", est.Credits, err, 10*(1+5), 10*(2+10))
-	}
-}
-
 // losesOnce does the work of the first send of the keys lose picks (the
 // vendor bills it) and loses its answer.
 type losesOnce struct {
@@ -291,8 +255,8 @@ func (v *losesOnce) Profile(ctx context.Context, q enrich.ProfileQuery, key stri
 // settles it to 1, marked, before the job completes.
 func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) {
-		o.Prices = fakevendor.ChargedMissPrices()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) {
+		o.Prices = enrichtest.SeedChargedMissPrices()
 		o.NoReplayHeader = true
 	}})
 	b.Submitter.Enqueuer = nil
@@ -306,7 +270,7 @@ func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 			miss = cmp.Or(miss, c)
 		}
 	}
-	job := submit(b, t, []ingest.RowIn{{Ref: "hit", Company: hit}, {Ref: "miss", Company: miss}}, ingest.JobOptions{Roles: []string{"CFO"}})
+	job := b.Submit(t, []ingest.RowIn{{Ref: "hit", Company: hit}, {Ref: "miss", Company: miss}}, ingest.JobOptions{Roles: []string{"CFO"}})
 	v := &losesOnce{Vendor: b.Client, seen: map[string]bool{}, lose: func(q enrich.ProfileQuery) bool { return q.Company == miss }}
 	vc := jobs.SeedVendor(v, noLimit{}, "")
 	vc.Account = fmt.Sprintf("acct-witness-%d", time.Now().UnixNano())
@@ -341,7 +305,7 @@ func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 // calls, are solved together for the prices they determine.
 func TestBulkCallsTeachPrices(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) { o.Prices = fakevendor.ChargedMissPrices() }})
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) { o.Prices = enrichtest.SeedChargedMissPrices() }})
 	b.Submitter.Enqueuer = nil
 	ctx := context.Background()
 	account := fmt.Sprintf("acct-bulk-%d", time.Now().UnixNano())
@@ -351,9 +315,9 @@ func TestBulkCallsTeachPrices(t *testing.T) {
 	// Profiles alone: a match and a no-match are told apart. Then with
 	// email: a matched row is billed its profile and its email together,
 	// told apart now that the match is priced.
-	profiles := submit(b, t, namedCompanies("bulkp", 40), ingest.JobOptions{Roles: []string{"CFO"}})
+	profiles := b.Submit(t, jobstest.NamedCompanies("bulkp", 40), ingest.JobOptions{Roles: []string{"CFO"}})
 	runRounds(t, b, proc, profiles.ID, 2)
-	job := submit(b, t, namedCompanies("bulk", 60), ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	job := b.Submit(t, jobstest.NamedCompanies("bulk", 60), ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 	runRounds(t, b, proc, job.ID, 2)
 	list, err := b.Store.VendorPrices(ctx, account)
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -81,9 +81,9 @@ func TestUnknownOutcomesAreReconciledByTheRetry(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) { o.NoReplayHeader = c.noHeader }})
+			b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) { o.NoReplayHeader = c.noHeader }})
 			b.Submitter.Enqueuer = nil
-			job := submit(b, t, companies(30), ingest.JobOptions{Roles: []string{"CFO"}})
+			job := b.Submit(t, jobstest.Companies(30), ingest.JobOptions{Roles: []string{"CFO"}})
 			v := &losingVendor{Vendor: b.Client, billed: c.billed, seen: map[string]bool{}}
 			account := "acct-" + job.ID[:8]
 			// The clock an hour back: a row's retry is due at once.
@@ -144,9 +144,9 @@ func runRounds(t *testing.T, b *jobstest.Bundle, proc *jobs.Processor, jobID str
 // and why.
 func TestUnknownVendorKeepsTheWorstCase(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) { o.NoReplayHeader = true }})
+	b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) { o.NoReplayHeader = true }})
 	b.Submitter.Enqueuer = nil
-	job := submit(b, t, companies(10), ingest.JobOptions{Roles: []string{"CFO"}})
+	job := b.Submit(t, jobstest.Companies(10), ingest.JobOptions{Roles: []string{"CFO"}})
 	v := &losingVendor{Vendor: b.Client, billed: false, seen: map[string]bool{}}
 	vc := jobs.SeedVendor(v, noLimit{}, "")
 	vc.Account = "acct-" + job.ID[:8]
@@ -187,9 +187,9 @@ func TestExplainClosesALostWorkersReservations(t *testing.T) {
 	}{{"billed before the kill", true, domain.HonoursKeysAuto}, {"waiting for the rate slot", false, domain.HonoursKeysTrue}} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *fakevendor.Options) { o.NoReplayHeader = true }})
+			b := jobstest.New(t, jobstest.Options{NoWorker: true, Vendor: func(o *enrichtest.SeedOptions) { o.NoReplayHeader = true }})
 			b.Submitter.Enqueuer = nil
-			job := submit(b, t, companies(8), ingest.JobOptions{Roles: []string{"CFO"}})
+			job := b.Submit(t, jobstest.Companies(8), ingest.JobOptions{Roles: []string{"CFO"}})
 			ctx := context.Background()
 			// The lost worker: it claimed the rows, reserved a call each (and
 			// sent it, when billed), and died; the rows come back.
@@ -240,7 +240,7 @@ func TestFinisherWaitsForExplainableReservations(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{NoWorker: true})
 	b.Submitter.Enqueuer = nil
-	job := submit(b, t, companies(2), ingest.JobOptions{Roles: []string{"CFO"}})
+	job := b.Submit(t, jobstest.Companies(2), ingest.JobOptions{Roles: []string{"CFO"}})
 	ctx := context.Background()
 	claim, err := b.Store.ClaimChunk(ctx, job.ID, 0, time.Minute)
 	if err != nil || len(claim.Rows) == 0 {

@@ -59,7 +59,7 @@ func TestRowErrorsNameTheirClass(t *testing.T) {
 	for company := range errs {
 		rows = append(rows, ingest.RowIn{Ref: company, Company: company})
 	}
-	job := submit(b, t, rows, ingest.JobOptions{Roles: []string{"CTO"}})
+	job := b.Submit(t, rows, ingest.JobOptions{Roles: []string{"CTO"}})
 	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(&failingVendor{Vendor: b.Client, errs: errs}, noLimit{}, "")}, jobs.ProcessorConfig{MaxAttempts: 1}, b.Log)
 	if _, err := proc.ProcessChunk(context.Background(), store.ChunkRef{JobID: job.ID, Chunk: 0}); err != nil {
 		t.Fatal(err)

@@ -29,7 +29,7 @@ func TestSuppressedReuploadStoresNoInput(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	job := submit(b, t, []ingest.RowIn{
+	job := b.Submit(t, []ingest.RowIn{
 		{Ref: "crm-1", Email: "Jane.Doe@acme.example", Extra: map[string]string{"phone": "+49 30 1234567"}},
 		{Ref: "jane.doe@acme.example", Email: "jane.doe@acme.example"},
 		{Ref: "crm-3", Name: "Jo  Roe", Company: "Beta AG", Extra: map[string]string{"note": "met at fair"}},

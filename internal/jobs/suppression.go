@@ -70,20 +70,19 @@ func UploadPersonKeys(l ingest.Lookup) []string {
 	return keys
 }
 
-// suppressor returns what marks a lookup of a suppressed person of tenant
-// skipped (nil when the tenant has no suppression, or no erasure key is set).
-func (s *Submitter) suppressor(ctx context.Context, tenant string) (func(ingest.Lookup) string, error) {
-	if len(s.ErasureKey) == 0 {
+// Suppressor returns what marks a lookup of a suppressed person of tenant
+// skipped, by the suppression list hashed under key (nil when the tenant
+// has no suppression, or key is empty: no erasure can have been made).
+func Suppressor(ctx context.Context, st *store.Store, key []byte, tenant string) (func(ingest.Lookup) string, error) {
+	if len(key) == 0 {
 		return nil, nil
 	}
-	list, err := s.Store.Suppressions(ctx, tenant)
+	list, err := st.Suppressions(ctx, tenant)
 	if err != nil || len(list) == 0 {
 		return nil, err
 	}
 	return func(l ingest.Lookup) string {
-		k := cacheKey(domain.StageProfile, store.Row{Kind: l.Kind, ProfileURL: l.ProfileURL, Name: l.Name, Company: l.Company,
-			Domain: l.Domain, Email: l.Email})
-		if at, ok := list[string(KeyedHash(s.ErasureKey, k))]; ok {
+		if at, ok := list[string(KeyedHash(key, LookupKey(l)))]; ok {
 			return SuppressedReason(at)
 		}
 		return ""

@@ -124,7 +124,7 @@ func TestWaterfallHitAtFirstAsksNoOther(t *testing.T) {
 	opts.Knows = func(enrichtest.Lookup) bool { return true }
 	opts.WorkEmailRate, opts.NoProfileRate = 1, 0
 	r := newWaterfallRig(t, opts)
-	job := submit(r.b, t, people("hit", 12), ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
+	job := r.b.Submit(t, people("hit", 12), ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 	runRounds(t, r.b, r.processor(t, []string{"pdl", "seed"}, jobs.ProcessorConfig{}), job.ID, 1)
 	j := r.b.WaitJob(t, job.ID, domain.JobCompleted)
 	if n := r.b.Vendor.Stats().Requests; n != 0 {
@@ -169,7 +169,7 @@ func TestWaterfallMissesFallThroughPricedAsBilled(t *testing.T) {
 			opts := enrichtest.DefaultPDLOptions()
 			opts.HitRate = 0.5
 			r := newWaterfallRig(t, opts)
-			job := submit(r.b, t, people("miss"+order[0], 40), ingest.JobOptions{})
+			job := r.b.Submit(t, people("miss"+order[0], 40), ingest.JobOptions{})
 			runRounds(t, r.b, r.processor(t, order, jobs.ProcessorConfig{}), job.ID, 1)
 			j := r.b.WaitJob(t, job.ID, domain.JobCompleted)
 			led := ledgerByVendor(t, r.b.Store, job.ID)
@@ -215,7 +215,7 @@ func TestWaterfall503DoesNotFallThrough(t *testing.T) {
 	opts := enrichtest.DefaultPDLOptions()
 	opts.FailRate = 1
 	r := newWaterfallRig(t, opts)
-	job := submit(r.b, t, people("busy", 10), ingest.JobOptions{})
+	job := r.b.Submit(t, people("busy", 10), ingest.JobOptions{})
 	runRounds(t, r.b, r.processor(t, []string{"pdl", "seed"}, jobs.ProcessorConfig{}), job.ID, 2)
 	if n := r.b.Vendor.Stats().Requests; n != 0 {
 		t.Errorf("the second vendor was called %d times: a 503 fell through", n)
@@ -236,7 +236,7 @@ func TestWaterfall402TakesTheVendorOut(t *testing.T) {
 	opts := enrichtest.DefaultPDLOptions()
 	opts.StartCredits = 0
 	r := newWaterfallRig(t, opts)
-	job := submit(r.b, t, people("broke", 10), ingest.JobOptions{})
+	job := r.b.Submit(t, people("broke", 10), ingest.JobOptions{})
 	runRounds(t, r.b, r.processor(t, []string{"pdl", "seed"}, jobs.ProcessorConfig{LookupConcurrency: 1}), job.ID, 1)
 	j := r.b.WaitJob(t, job.ID, domain.JobCompleted)
 	ctx := context.Background()
@@ -268,7 +268,7 @@ func TestWaterfallPDLBulkPairsByMetadata(t *testing.T) {
 	opts.NoProfileRate = 0
 	r := newWaterfallRig(t, opts)
 	rows := people("bulk", 30)
-	job := submit(r.b, t, rows, ingest.JobOptions{})
+	job := r.b.Submit(t, rows, ingest.JobOptions{})
 	runRounds(t, r.b, r.processor(t, []string{"pdl", "seed"}, jobs.ProcessorConfig{Bulk: true}), job.ID, 1)
 	r.b.WaitJob(t, job.ID, domain.JobCompleted)
 	if r.pdl.Stats().Requests > 2 {
@@ -326,7 +326,7 @@ func TestWaterfallLedgerIsBothBillsAcrossAKill(t *testing.T) {
 	opts := enrichtest.DefaultPDLOptions()
 	opts.HitRate = 0.5
 	r := newWaterfallRig(t, opts)
-	job := submit(r.b, t, people("kill", 24), ingest.JobOptions{})
+	job := r.b.Submit(t, people("kill", 24), ingest.JobOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tag := fmt.Sprintf("%d", time.Now().UnixNano())
@@ -445,7 +445,7 @@ func TestWaterfallAsksTheOrderer(t *testing.T) {
 	opts.Knows = func(enrichtest.Lookup) bool { return true }
 	opts.NoProfileRate = 0
 	r := newWaterfallRig(t, opts)
-	job := submit(r.b, t, people("ord", 6), ingest.JobOptions{})
+	job := r.b.Submit(t, people("ord", 6), ingest.JobOptions{})
 	o := &reversedOrder{}
 	runRounds(t, r.b, r.processor(t, []string{"seed", "pdl"}, jobs.ProcessorConfig{Orderer: o}), job.ID, 1)
 	r.b.WaitJob(t, job.ID, domain.JobCompleted)

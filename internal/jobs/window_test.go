@@ -9,7 +9,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -37,14 +37,14 @@ func TestSmallJobIsNotStarvedByABigOne(t *testing.T) {
 	t.Parallel()
 	const window = 4
 	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}, Concurrency: 2,
-		Vendor:      func(o *fakevendor.Options) { o.Latency = 10 * time.Millisecond },
+		Vendor:      func(o *enrichtest.SeedOptions) { o.Latency = 10 * time.Millisecond },
 		Maintenance: maintenance.Settings{Window: window}})
 	b.Submitter.Window = window
-	big := submit(b, t, companies(2000), ingest.JobOptions{Roles: []string{"CFO"}}) // 100 chunks of 20
+	big := b.Submit(t, jobstest.Companies(2000), ingest.JobOptions{Roles: []string{"CFO"}}) // 100 chunks of 20
 	if n := len(queued(t, b)); n > window {
 		t.Fatalf("%d chunks of the big job queued at submit, want at most %d", n, window)
 	}
-	small := submit(b, t, companies(10), ingest.JobOptions{Roles: []string{"CEO"}})
+	small := b.Submit(t, jobstest.Companies(10), ingest.JobOptions{Roles: []string{"CEO"}})
 	b.WaitJob(t, small.ID, domain.JobCompleted)
 	counts, err := b.Store.RowCounts(context.Background(), big.ID)
 	if err != nil {

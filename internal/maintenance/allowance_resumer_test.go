@@ -28,7 +28,7 @@ func TestAllowancePausedJobResumesNextMonth(t *testing.T) {
 	if _, err := b.Store.UpdateTenantLimits(ctx, "acme", store.TenantLimits{MonthlyAllowance: store.Limit{Set: true, Value: &one}}); err != nil {
 		t.Fatal(err)
 	}
-	job := submit(b, t, companies(3), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: "http://127.0.0.1:9/hook"})
+	job := submit(b, t, jobstest.Companies(3), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: "http://127.0.0.1:9/hook"})
 	paused := b.WaitJob(t, job.ID, domain.JobPaused)
 	if cause, _ := b.Store.JobPauseCause(ctx, "acme", job.ID); cause != domain.PausedByAllowance || paused.CreditsSpent != 0 {
 		t.Fatalf("paused by %q (%q), spent %d: want the allowance, nothing spent", cause, paused.StateReason, paused.CreditsSpent)

@@ -2,7 +2,6 @@ package maintenance_test
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -10,30 +9,15 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store"
 )
-
-// companies is n rows of a company each.
-func companies(n int) []ingest.RowIn {
-	rows := make([]ingest.RowIn, n)
-	for i := range rows {
-		rows[i] = ingest.RowIn{Ref: fmt.Sprintf("crm-%04d", i), Company: fmt.Sprintf("Company %d GmbH", i)}
-	}
-	return rows
-}
 
 // submit submits a profile job of rows for tenant acme.
 func submit(b *jobstest.Bundle, t *testing.T, rows []ingest.RowIn, opts ingest.JobOptions) store.Job {
 	t.Helper()
 	opts.Lookups = []domain.Stage{domain.StageProfile}
-	job, created, err := b.Submitter.Submit(context.Background(), jobs.Submission{
-		Tenant: "acme", Format: "json", Options: opts,
-		Feed: func(emit func(ingest.Lookup) error) error {
-			return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
-		},
-	})
+	job, created, err := b.Submitter.Submit(context.Background(), jobstest.Submission("acme", rows, opts))
 	if err != nil || !created {
 		t.Fatalf("submit: created=%v err=%v", created, err)
 	}

@@ -19,7 +19,7 @@ import (
 func TestReclaimedChunkIsQueuedAtOnce(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{NoWorker: true, Maintenance: maintenance.Settings{Recheck: time.Hour}})
-	job := submit(b, t, companies(30), ingest.JobOptions{Roles: []string{"CFO"}})
+	job := submit(b, t, jobstest.Companies(30), ingest.JobOptions{Roles: []string{"CFO"}})
 	ctx := context.Background()
 	if _, err := b.Maintainer.RunOnce(ctx); err != nil { // first round: marks the queue
 		t.Fatal(err)

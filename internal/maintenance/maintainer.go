@@ -67,12 +67,15 @@ type Settings struct {
 	Window      int           // ChunkDispatcher
 	Metrics     *metrics.Pipeline
 	SpoolDir    string // SpoolSweeper: the API's spool folder ("": the system's temporary directory)
+	ChunkSize   int    // WatchScheduler: rows of a watch run's chunk task
+	// Now is the clock of the watches' slots and change lines; default time.Now.
+	Now func() time.Time
 }
 
 // Services builds the scheduler's own services in the order a round steps
 // them: lost leases first (their chunks go back to the queue at once), then
 // a lost queue, dead reservations, jobs whose allowance renewed, due
-// chunks, finished jobs, the feed, expired uploads, spool folders left by a
+// watch runs, due chunks, finished jobs, the watch runs' changes, the feed, expired uploads, spool folders left by a
 // crash, data past its tenant's retention window, old commit marks.
 func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger) []Service {
 	return []Service{
@@ -80,8 +83,10 @@ func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger)
 		NewQueueWatcher(st, enq, QueueWatcherConfig{Interval: s.Interval}, log),
 		NewReservationExpirer(st, ReservationExpirerConfig{Interval: s.Interval, Batch: s.Batch}),
 		NewAllowanceResumer(st, AllowanceResumerConfig{Interval: s.Interval, Batch: s.Batch}, log),
+		NewWatchScheduler(st, WatchSchedulerConfig{Interval: s.Interval, ChunkSize: s.ChunkSize, Now: s.Now}, log),
 		NewChunkDispatcher(st, enq, ChunkDispatcherConfig{Interval: s.Interval, Recheck: s.Recheck, Window: s.Window, Batch: s.Batch}),
 		NewJobFinisher(st, JobFinisherConfig{Interval: s.Interval, Metrics: s.Metrics}, log),
+		NewWatchDiffer(st, WatchDifferConfig{Interval: s.Interval, Now: s.Now}, log),
 		NewFeedAdvancer(st, FeedAdvancerConfig{Interval: s.Interval}),
 		NewUploadExpirer(st, UploadExpirerConfig{Interval: s.Interval}),
 		NewSpoolSweeper(SpoolSweeperConfig{Interval: s.Interval, Dir: s.SpoolDir}),

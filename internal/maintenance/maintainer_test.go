@@ -50,7 +50,7 @@ func TestServicesOrderAndIntervals(t *testing.T) {
 			t.Errorf("%s: interval %s, want the default %s", s.Name(), s.Interval(), maintenance.DefaultInterval)
 		}
 	}
-	want := []string{"lease_rescuer", "queue_watcher", "reservation_expirer", "allowance_resumer", "chunk_dispatcher", "job_finisher", "feed_advancer", "upload_expirer", "spool_sweeper", "retention_purger", "commit_mark_pruner"}
+	want := []string{"lease_rescuer", "queue_watcher", "reservation_expirer", "allowance_resumer", "watch_scheduler", "chunk_dispatcher", "job_finisher", "watch_differ", "feed_advancer", "upload_expirer", "spool_sweeper", "retention_purger", "commit_mark_pruner"}
 	if !reflect.DeepEqual(names, want) {
 		t.Fatalf("services %v, want %v", names, want)
 	}

@@ -17,7 +17,7 @@ import (
 func TestLostQueueIsRefilledAtOnce(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{NoWorker: true, Maintenance: maintenance.Settings{Recheck: time.Hour}})
-	job := submit(b, t, companies(50), ingest.JobOptions{Roles: []string{"CFO"}})
+	job := submit(b, t, jobstest.Companies(50), ingest.JobOptions{Roles: []string{"CFO"}})
 	ctx := context.Background()
 	chunks := len(queued(t, b))
 	if chunks < 2 {

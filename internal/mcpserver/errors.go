@@ -22,6 +22,7 @@ func (t *tools) toolError(ctx context.Context, tool string, err error) error {
 		invalid   *service.InvalidError
 		conflict  *service.ConflictError
 		uploads   *service.TooManyUploadsError
+		missing   *service.NotFoundError
 		mine      *toolErr
 	)
 	switch {
@@ -46,6 +47,8 @@ func (t *tools) toolError(ctx context.Context, tool string, err error) error {
 	case errors.Is(err, service.ErrInvalidInput):
 		t.log.WarnContext(ctx, "a value Postgres refused as text", "tool", tool, "err", err)
 		return errors.New("invalid_input: a value holds a character that cannot be stored (a control character such as U+0000)")
+	case errors.As(err, &missing):
+		return fmt.Errorf("not_found: no such %s", missing.Noun)
 	case errors.Is(err, service.ErrNotFound):
 		return errors.New("not_found: no such job")
 	case errors.Is(err, service.ErrConflict):

@@ -9,7 +9,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/mcpserver"
 	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -19,7 +18,7 @@ import (
 // for the request's key each time (the stateless handler's cost per request).
 func BenchmarkToolsList(b *testing.B) {
 	st := storetest.New(b)
-	svc := service.New(service.Config{Store: st, Submitter: &jobs.Submitter{Store: st}})
+	svc := service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st}})
 	p := service.Principal{Tenant: "acme", KeyID: "bench", Scopes: domain.Scopes}
 	srv := httptest.NewServer(mcpserver.Handler(mcpserver.Config{Service: svc, MaxBudget: 1000},
 		func(*http.Request) (service.Principal, bool) { return p, true }))

@@ -17,9 +17,9 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/httpapi/openapitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
-	"github.com/enrichq/enrichq/internal/service"
 )
 
 // Keys of the tests: tenant acme with every scope (the default ceiling),
@@ -42,25 +42,9 @@ const (
 	allowedOrigin = "https://assistant.example.com"
 )
 
-type keys map[string]service.Principal
-
-func (k keys) Principal(_ context.Context, key string) (service.Principal, bool, error) {
-	p, ok := k[key]
-	return p, ok, nil
-}
-
-func (k keys) KeyLive(_ context.Context, tenant, keyID string) (bool, error) {
-	for _, p := range k {
-		if p.Tenant == tenant && p.KeyID == keyID {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-func testKeys() keys {
+func testKeys() apitest.Keys {
 	rs := []domain.Scope{domain.ScopeRead, domain.ScopeSubmit}
-	return keys{
+	return apitest.Keys{
 		keyAcme:      {Tenant: "acme", KeyID: "all", Scopes: domain.Scopes},
 		keyRead:      {Tenant: "acme", KeyID: "read", Scopes: []domain.Scope{domain.ScopeRead}},
 		keySmall:     {Tenant: "acme", KeyID: "small", Scopes: rs, MCPMaxBudget: new(int64(smallCeiling))},
@@ -83,22 +67,17 @@ func newStack(t *testing.T, o ...jobstest.Options) *stack {
 	return newStackWith(t, append(o, jobstest.Options{})[0], nil)
 }
 
-// newStackWith is newStack with deps adjusted (a clock, ceilings).
 func newStackWith(t *testing.T, o jobstest.Options, adjust func(*httpapi.Deps)) *stack {
 	t.Helper()
-	b := jobstest.New(t, o)
-	deps := httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log, Keys: testKeys(), MCPMaxBudget: defaultCeiling,
-		MCPAllowedOrigins: []string{allowedOrigin}}
-	if adjust != nil {
-		adjust(&deps)
-	}
-	api := httptest.NewServer(httpapi.NewServer(deps))
-	t.Cleanup(api.Close)
-	return &stack{b: b, api: api}
+	s := apitest.Start(t, apitest.Options{Pipeline: o, Keys: testKeys(), Deps: func(d *httpapi.Deps) {
+		d.MCPMaxBudget, d.MCPAllowedOrigins = defaultCeiling, []string{allowedOrigin}
+		if adjust != nil {
+			adjust(d)
+		}
+	}})
+	return &stack{b: s.Bundle, api: s.API}
 }
 
-// post sends one JSON-RPC message to /mcp as key, with extra headers, and
-// returns the answer and its body.
 func (s *stack) post(t *testing.T, key, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, s.api.URL+"/mcp", strings.NewReader(body))

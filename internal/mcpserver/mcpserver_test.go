@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -16,8 +15,8 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
-	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
@@ -344,15 +343,10 @@ func merge(a, b map[string]any) map[string]any {
 // /mcp enforces, over the operator's default.
 func TestStoredKeyCeiling(t *testing.T) {
 	t.Parallel()
-	b := jobstest.New(t, jobstest.Options{NoWorker: true})
-	_, key, err := b.Store.NewAPIKey(context.Background(), store.NewAPIKey{Tenant: "gamma", Name: "assistant", MCPMaxBudget: new(int64(40))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log,
-		Keys: httpapi.NewStoreKeys(nil, b.Store), MCPMaxBudget: defaultCeiling}))
-	t.Cleanup(api.Close)
-	s := (&stack{b: b, api: api}).connect(t, key)
+	api := apitest.Start(t, apitest.Options{Pipeline: jobstest.Options{NoWorker: true}, Stored: true,
+		Deps: func(d *httpapi.Deps) { d.MCPMaxBudget = defaultCeiling }})
+	_, key := api.CreateKey(t, "gamma", "assistant", nil, new(int64(40)))
+	s := (&stack{b: api.Bundle, api: api.API}).connect(t, key)
 	list := map[string]any{"rows": companies(1), "roles": []string{"CTO"}}
 	if msg := s.refused(t, "submit_job", merge(list, map[string]any{"budget_credits": 41})); !strings.Contains(msg, "ceiling of 40 credits") {
 		t.Fatalf("above the stored ceiling: %q", msg)

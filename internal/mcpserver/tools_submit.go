@@ -8,9 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // MaxInlineRows caps the rows an assistant sends inline: a longer list is
@@ -72,7 +70,7 @@ func (t *tools) addSubmitTools(s *mcp.Server) {
 
 // estimateOut is estimate_job's answer.
 type estimateOut struct {
-	jobs.Estimate
+	service.Estimate
 	service.UploadFields
 	// BudgetCeiling is the most budget_credits submit_job takes now: the
 	// per-job ceiling, or what is left of today's if less.
@@ -94,7 +92,7 @@ func (t *tools) estimateJob(ctx context.Context, _ *mcp.CallToolRequest, in esti
 	if err != nil {
 		return nil, nil, t.toolError(ctx, "estimate_job", err)
 	}
-	out := estimateOut{Estimate: est, UploadFields: service.UploadFieldsOf(up.upload()), BudgetCeiling: min(t.ceiling(), mb.Left), MCPBudget: mb}
+	out := estimateOut{Estimate: est, UploadFields: up.Fields(), BudgetCeiling: min(t.ceiling(), mb.Left), MCPBudget: mb}
 	out.Summary = fmt.Sprintf("%d lookups (%d distinct, %d answered by the cache): %d to %d credits, about %s; this key may submit with a budget of at most %d credits (%d left of today's MCP ceiling of %d)",
 		est.Rows, est.Distinct, est.Cached, est.Credits.Min, est.Credits.Max, seconds(est.Seconds), out.BudgetCeiling, mb.Left, mb.Ceiling)
 	return nil, out, nil
@@ -130,53 +128,32 @@ func (t *tools) submitJob(ctx context.Context, _ *mcp.CallToolRequest, in submit
 
 // submission is the job of a list given inline or by upload id, with the
 // job options validated as the REST API validates a JSON job.
-func (t *tools) submission(in listIn, budget *int64, name string) (jobs.Submission, *counted, error) {
+func (t *tools) submission(in listIn, budget *int64, name string) (service.Submission, *service.Counted, error) {
 	switch {
 	case len(in.Rows) > 0 && in.UploadID != "":
-		return jobs.Submission{}, nil, refusef("invalid_options: give rows or upload_id, not both")
+		return service.Submission{}, nil, refusef("invalid_options: give rows or upload_id, not both")
 	case len(in.Rows) == 0 && in.UploadID == "":
-		return jobs.Submission{}, nil, refusef("invalid_options: no list: give rows (inline, at most %d) or the upload_id of an uploaded file", MaxInlineRows)
+		return service.Submission{}, nil, refusef("invalid_options: no list: give rows (inline, at most %d) or the upload_id of an uploaded file", MaxInlineRows)
 	case len(in.Rows) > MaxInlineRows:
-		return jobs.Submission{}, nil, refusef("invalid_options: %d rows given inline; at most %d: upload the file (POST /v1/uploads, enrichq upload FILE) and give its upload_id", len(in.Rows), MaxInlineRows)
+		return service.Submission{}, nil, refusef("invalid_options: %d rows given inline; at most %d: upload the file (POST /v1/uploads, enrichq upload FILE) and give its upload_id", len(in.Rows), MaxInlineRows)
 	}
 	req := ingest.JobRequest{Name: name, Roles: in.Roles, Lookups: in.Lookups, BudgetCredits: budget, MaxAge: in.MaxAge, UploadID: in.UploadID}
 	lim := t.svc.Limits()
 	opts, err := req.Options(lim)
 	if err != nil {
-		return jobs.Submission{}, nil, err
+		return service.Submission{}, nil, err
 	}
-	c := &counted{}
+	c := &service.Counted{}
 	if in.UploadID != "" {
-		return jobs.Submission{Options: opts, UploadID: in.UploadID}, c, nil
+		return service.Submission{Options: opts, UploadID: in.UploadID}, c, nil
 	}
 	rows := make([]ingest.RowIn, len(in.Rows))
 	for i, r := range in.Rows {
 		rows[i] = ingest.RowIn(r)
 	}
-	return jobs.Submission{Format: "json", Options: opts, Upload: c.upload, Feed: func(emit func(ingest.Lookup) error) error {
-		sum, err := ingest.ExpandJSON(rows, opts.Ingest(), lim, func(l ingest.Lookup) error {
-			c.distinct.Add(l)
-			return emit(l)
-		})
-		c.sum, c.ran = sum, err == nil
-		return err
-	}}, c, nil
-}
-
-// counted records what an inline list held, for the job's record and the
-// estimate (as the REST API's JSON jobs do).
-type counted struct {
-	sum      ingest.Summary
-	distinct jobs.DistinctLookups
-	ran      bool
-}
-
-func (c *counted) upload() store.Upload {
-	if c == nil || !c.ran {
-		return store.Upload{}
-	}
-	rows, distinct := c.sum.Rows, c.distinct.Len()
-	return store.Upload{Columns: c.sum.Columns, ExtraColumns: c.sum.Extra, RowsUploaded: &rows, DistinctLookups: &distinct}
+	return service.Submission{Format: "json", Options: opts, Upload: c.Upload, Feed: c.Feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
+		return ingest.ExpandJSON(rows, opts.Ingest(), lim, emit)
+	})}, c, nil
 }
 
 // seconds says a duration in words an assistant can repeat.

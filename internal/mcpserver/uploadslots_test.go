@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +12,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/enrichq/enrichq/internal/httpapi"
-	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
@@ -27,11 +25,9 @@ import (
 // the slots all six would be seen waiting there.
 func TestEstimatesOfAStoredUploadTakeUploadSlots(t *testing.T) {
 	t.Parallel()
-	st := storetest.OpenWith(t, storetest.NewDatabase(t), store.Options{MaxConns: 16})
-	api := httptest.NewServer(httpapi.NewServer(httpapi.Deps{Store: st, Submitter: &jobs.Submitter{Store: st},
-		Keys: testKeys(), MCPMaxBudget: defaultCeiling}))
-	t.Cleanup(api.Close)
-	s := &stack{b: &jobstest.Bundle{Store: st}, api: api}
+	api := apitest.Start(t, apitest.Options{Pipeline: jobstest.Options{NoWorker: true, MaxConns: 16}, Keys: testKeys(),
+		Deps: func(d *httpapi.Deps) { d.MCPMaxBudget = defaultCeiling }})
+	s := &stack{b: api.Bundle, api: api.API}
 	id := s.storeUpload(t, keyAcme, "profile_url\nhttps://platform.example/in/jane\n")
 	const calls = 6
 	sessions := make([]*session, calls)

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -114,15 +114,15 @@ func (p *Platform) CompleteConnect(ctx context.Context, cb Callback) (store.Plat
 	}
 	prof, err := p.cfg.Client.Me(ctx, tok.AccessToken)
 	if err != nil {
-		pe, _ := enrich.AsPlatformError(err)
+		pe, _ := platformapi.AsError(err)
 		ce := &ConnectError{Upstream: true, Code: "platform_error", Message: "reading the member's profile failed: " + err.Error(), Err: err}
 		if pe != nil {
 			ce.Code, ce.Message = pe.Class.String(), "reading the member's profile failed: "+pe.Message
-			ce.Upstream = pe.Class == enrich.PlatformTransient || pe.StopsApp() || pe.Class == enrich.PlatformQuota
+			ce.Upstream = pe.Class == platformapi.ClassTransient || pe.StopsApp() || pe.Class == platformapi.ClassQuota
 		}
 		return store.PlatformMember{}, ce
 	}
-	life := enrich.PlatformTokenLifeOf(tok, now)
+	life := platformapi.TokenLifeOf(tok, now)
 	pt, err := p.sealToken(tenant, prof.ID, tok, life, now, nil)
 	if err != nil {
 		return store.PlatformMember{}, err

@@ -20,8 +20,10 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/store"
 )
@@ -50,8 +52,8 @@ const (
 // values of the others take the defaults.
 type Config struct {
 	// Client reads /rest/me (its version was validated when it was built).
-	Client *enrich.PlatformClient
-	// OAuth is the connect flow's configuration (enrich.NewPlatformOAuth).
+	Client *platformapi.Client
+	// OAuth is the connect flow's configuration (platformapi.NewOAuth).
 	OAuth *oauth2.Config
 	// Box encrypts tokens and PKCE verifiers at rest.
 	Box *secretbox.Box
@@ -158,16 +160,12 @@ func (p *Platform) ExpiryWindow() time.Duration { return p.cfg.ExpiryWindow }
 // ConnectTTL is how long a connect request stays valid.
 func (p *Platform) ConnectTTL() time.Duration { return p.cfg.StateTTL }
 
-// Settings is what a binary knows of the platform, as plain values: its
-// API, the OAuth app, the key of member tokens, and the tuning its member
-// syncs share with vendor chunks (zero: the defaults).
+// Settings is what a binary knows of the platform: its configuration as
+// read from the environment (its API, the OAuth app, the key of member
+// tokens), and the tuning its member syncs share with vendor chunks (zero:
+// the defaults).
 type Settings struct {
-	URL, Version           string
-	AuthURL, TokenURL      string
-	ClientID, ClientSecret string
-	RedirectURL            string
-	TokenKey               string // 32-byte keys, comma-separated; the first seals
-	ExpiryWindow           time.Duration
+	config.Platform
 	Timeout                time.Duration // of one call to the platform; default DefaultTimeout
 	ChunkSize, MaxAttempts int
 	Lease                  time.Duration
@@ -178,12 +176,12 @@ type Settings struct {
 // the encryption key. enq is nil in the worker.
 func Open(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger) (*Platform, error) {
 	httpClient := &http.Client{Timeout: cmp.Or(s.Timeout, DefaultTimeout)}
-	client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: s.URL, Version: s.Version,
+	client, err := platformapi.NewClient(platformapi.Config{BaseURL: s.URL, Version: s.Version,
 		HTTPClient: httpClient, UserAgent: "enrichq"})
 	if err != nil {
 		return nil, err
 	}
-	oauth, err := enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: s.AuthURL, TokenURL: s.TokenURL,
+	oauth, err := platformapi.NewOAuth(platformapi.OAuthConfig{AuthURL: s.AuthURL, TokenURL: s.TokenURL,
 		ClientID: s.ClientID, ClientSecret: s.ClientSecret, RedirectURL: s.RedirectURL})
 	if err != nil {
 		return nil, err

@@ -20,12 +20,12 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/maintenance"
 	"github.com/enrichq/enrichq/internal/platform"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
+	"github.com/enrichq/enrichq/internal/platform/platformtest"
 	"github.com/enrichq/enrichq/internal/secretbox"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -36,9 +36,9 @@ import (
 // HTTP, and one fake clock shared by enrichq and the fake.
 type platformBundle struct {
 	*jobstest.Bundle
-	fp      *fakeplatform.Platform
+	fp      *platformtest.Platform
 	fsrv    *httptest.Server
-	clock   *fakeplatform.Clock
+	clock   *platformtest.Clock
 	box     *secretbox.Box
 	p       *platform.Platform
 	sweeper *maintenance.Maintainer // the scheduler's services, the platform's two last
@@ -54,7 +54,7 @@ func (pb *platformBundle) sweep(t *testing.T) {
 }
 
 type platformOptions struct {
-	fake      func(*fakeplatform.Options)
+	fake      func(*platformtest.Options)
 	version   string            // default 202611
 	transport http.RoundTripper // of the /rest/me client
 	start     time.Time         // the fake clock's start; default a weekday noon UTC
@@ -90,20 +90,20 @@ func newPlatformBundle(t *testing.T, o platformOptions) *platformBundle {
 	if o.start.IsZero() {
 		o.start = time.Date(2026, 11, 18, 12, 0, 0, 0, time.UTC)
 	}
-	clock := fakeplatform.NewClock(o.start)
-	fopts := fakeplatform.DefaultOptions()
+	clock := platformtest.NewClock(o.start)
+	fopts := platformtest.DefaultOptions()
 	fopts.Now = clock.Now
 	fopts.RedirectURLs = []string{redirectURL}
 	if o.fake != nil {
 		o.fake(&fopts)
 	}
-	fp := fakeplatform.New(fopts)
+	fp := platformtest.New(fopts)
 	fsrv := httptest.NewServer(fp)
 	t.Cleanup(fsrv.Close)
 	if o.version == "" {
 		o.version = "202611"
 	}
-	client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: fsrv.URL, Version: o.version,
+	client, err := platformapi.NewClient(platformapi.Config{BaseURL: fsrv.URL, Version: o.version,
 		HTTPClient: &http.Client{Timeout: 5 * time.Second, Transport: o.transport}})
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +114,8 @@ func newPlatformBundle(t *testing.T, o platformOptions) *platformBundle {
 		t.Cleanup(tsrv.Close)
 		tokenBase = tsrv.URL
 	}
-	oauth, err := enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: fsrv.URL + fakeplatform.PathAuthorize,
-		TokenURL: tokenBase + fakeplatform.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret, RedirectURL: redirectURL})
+	oauth, err := platformapi.NewOAuth(platformapi.OAuthConfig{AuthURL: fsrv.URL + platformtest.PathAuthorize,
+		TokenURL: tokenBase + platformtest.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret, RedirectURL: redirectURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func (pb *platformBundle) consent(t *testing.T, tenant, member string) platform.
 // connect runs the whole connect flow for a member of the fake.
 func (pb *platformBundle) connect(t *testing.T, tenant, id, first, last string) store.PlatformMember {
 	t.Helper()
-	pb.fp.AddMember(fakeplatform.Member{ID: id, FirstName: first, LastName: last, Headline: first + "'s headline", Email: strings.ToLower(first) + "@example.com"})
+	pb.fp.AddMember(platformtest.Member{ID: id, FirstName: first, LastName: last, Headline: first + "'s headline", Email: strings.ToLower(first) + "@example.com"})
 	m, err := pb.p.CompleteConnect(context.Background(), pb.consent(t, tenant, id))
 	if err != nil {
 		t.Fatalf("connect %s: %v", id, err)
@@ -335,12 +335,12 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 			t.Errorf("bob is %s", m.Status)
 		}
 		// The next sync fails bob at once, without a call.
-		before := pb.fp.Requests(fakeplatform.PathMe)
+		before := pb.fp.Requests(platformtest.PathMe)
 		job = pb.submit(t, platform.SyncRequest{Members: []string{bob.ID}})
 		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowFailed] != 1 {
 			t.Errorf("second sync of bob: %v", counts)
 		}
-		if pb.fp.Requests(fakeplatform.PathMe) != before {
+		if pb.fp.Requests(platformtest.PathMe) != before {
 			t.Error("a member who needs to reconnect was called")
 		}
 		// Reconnecting makes bob syncable again.
@@ -386,11 +386,11 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 			t.Errorf("rows %v: a retired version must leave every row to do", counts)
 		}
 		// Never retried: the paused job gets no more calls.
-		calls := pb.fp.Requests(fakeplatform.PathMe)
+		calls := pb.fp.Requests(platformtest.PathMe)
 		for range 5 {
 			pb.sweep(t)
 		}
-		if got := pb.fp.Requests(fakeplatform.PathMe); got != calls {
+		if got := pb.fp.Requests(platformtest.PathMe); got != calls {
 			t.Errorf("%d calls after the pause", got-calls)
 		}
 		// The operator sets a newer version: a worker built with it finishes the job.
@@ -436,15 +436,15 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 
 	t.Run("an expired token is loud: no call, needs_reauth", func(t *testing.T) {
 		t.Parallel()
-		pb := newPlatformBundle(t, platformOptions{fake: func(o *fakeplatform.Options) { o.AccessTokenTTL = time.Hour }})
+		pb := newPlatformBundle(t, platformOptions{fake: func(o *platformtest.Options) { o.AccessTokenTTL = time.Hour }})
 		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		pb.clock.Advance(2 * time.Hour)
-		calls := pb.fp.Requests(fakeplatform.PathMe)
+		calls := pb.fp.Requests(platformtest.PathMe)
 		job := pb.submit(t, platform.SyncRequest{All: true})
 		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowFailed] != 1 {
 			t.Fatalf("rows %v", counts)
 		}
-		if pb.fp.Requests(fakeplatform.PathMe) != calls {
+		if pb.fp.Requests(platformtest.PathMe) != calls {
 			t.Error("an expired token was sent")
 		}
 		if m, _ := pb.Store.GetPlatformMember(ctx, "acme", ann.ID); m.Status != store.MemberNeedsReauth {
@@ -454,7 +454,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 
 	t.Run("a 401 on a refreshable token gets one refresh and one more try", func(t *testing.T) {
 		t.Parallel()
-		pb := newPlatformBundle(t, platformOptions{fake: func(o *fakeplatform.Options) { o.RefreshTokenTTL = 365 * 24 * time.Hour }})
+		pb := newPlatformBundle(t, platformOptions{fake: func(o *platformtest.Options) { o.RefreshTokenTTL = 365 * 24 * time.Hour }})
 		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 		pb.fp.ExpireAccess("m-ann")
 		job := pb.submit(t, platform.SyncRequest{All: true})
@@ -468,7 +468,7 @@ func TestMemberSyncErrorClasses(t *testing.T) {
 
 	t.Run("an expired token with a refresh token is refreshed", func(t *testing.T) {
 		t.Parallel()
-		pb := newPlatformBundle(t, platformOptions{fake: func(o *fakeplatform.Options) {
+		pb := newPlatformBundle(t, platformOptions{fake: func(o *platformtest.Options) {
 			o.AccessTokenTTL, o.RefreshTokenTTL = time.Hour, 365*24*time.Hour
 		}})
 		ann := pb.connect(t, "acme", "m-ann", "Ann", "Lee")
@@ -505,12 +505,12 @@ func newPlatformBundleOn(t *testing.T, pb *platformBundle, version string, trans
 	if len(transport) > 0 {
 		rt = transport[0]
 	}
-	client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: pb.fsrv.URL, Version: version, HTTPClient: &http.Client{Timeout: 5 * time.Second, Transport: rt}})
+	client, err := platformapi.NewClient(platformapi.Config{BaseURL: pb.fsrv.URL, Version: version, HTTPClient: &http.Client{Timeout: 5 * time.Second, Transport: rt}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	oauth, _ := enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: pb.fsrv.URL + fakeplatform.PathAuthorize,
-		TokenURL: pb.fsrv.URL + fakeplatform.PathToken, ClientID: "test-client", ClientSecret: "test-secret", RedirectURL: redirectURL})
+	oauth, _ := platformapi.NewOAuth(platformapi.OAuthConfig{AuthURL: pb.fsrv.URL + platformtest.PathAuthorize,
+		TokenURL: pb.fsrv.URL + platformtest.PathToken, ClientID: "test-client", ClientSecret: "test-secret", RedirectURL: redirectURL})
 	log := slog.New(slog.NewTextHandler(pb.logs, nil))
 	// A queue of its own, so that pb's workers (the old version) get no task of it.
 	enq := jobs.NewEnqueuer(pb.RedisOpt, jobstest.RandomName("test-"))
@@ -541,7 +541,7 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 	t.Run("a 429 at 23:59:50 is retried just after 00:00", func(t *testing.T) {
 		t.Parallel()
 		pb := newPlatformBundle(t, platformOptions{start: time.Date(2026, 11, 20, 23, 59, 40, 0, time.UTC),
-			fake: func(o *fakeplatform.Options) { o.MemberDailyQuota = 1 }})
+			fake: func(o *platformtest.Options) { o.MemberDailyQuota = 1 }})
 		pb.connect(t, "acme", "m-ann", "Ann", "Lee") // reads /rest/me once: the member's quota for the day
 		pb.clock.Set(time.Date(2026, 11, 20, 23, 59, 50, 0, time.UTC))
 		job := pb.submit(t, platform.SyncRequest{All: true})
@@ -559,12 +559,12 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 			t.Error("parking was not logged")
 		}
 		// Not before midnight: sweeps at 23:59:59 call nothing.
-		calls := pb.fp.Requests(fakeplatform.PathMe)
+		calls := pb.fp.Requests(platformtest.PathMe)
 		pb.clock.Set(time.Date(2026, 11, 20, 23, 59, 59, 0, time.UTC))
 		for range 3 {
 			pb.sweep(t)
 		}
-		if pb.fp.Requests(fakeplatform.PathMe) != calls {
+		if pb.fp.Requests(platformtest.PathMe) != calls {
 			t.Fatal("the parked row was retried before midnight")
 		}
 		pb.clock.Set(*next)
@@ -581,7 +581,7 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 	t.Run("a 429 at 00:00:10 waits a full day", func(t *testing.T) {
 		t.Parallel()
 		pb := newPlatformBundle(t, platformOptions{start: time.Date(2026, 11, 21, 0, 0, 5, 0, time.UTC),
-			fake: func(o *fakeplatform.Options) { o.AppDailyQuota = 1 }})
+			fake: func(o *platformtest.Options) { o.AppDailyQuota = 1 }})
 		pb.connect(t, "acme", "m-ann", "Ann", "Lee") // the app's quota for the day
 		pb.clock.Set(time.Date(2026, 11, 21, 0, 0, 10, 0, time.UTC))
 		job := pb.submit(t, platform.SyncRequest{All: true})
@@ -592,13 +592,13 @@ func TestQuotaParksRowsUntilMidnightUTC(t *testing.T) {
 			t.Fatalf("parked until %v, want %v", next, want)
 		}
 		// Later the same day: still waiting, nothing called.
-		calls := pb.fp.Requests(fakeplatform.PathMe)
+		calls := pb.fp.Requests(platformtest.PathMe)
 		pb.clock.Set(time.Date(2026, 11, 21, 23, 59, 0, 0, time.UTC))
 		for range 3 {
 			pb.sweep(t)
 		}
-		if c, _ := pb.Store.RowCounts(ctx, job.ID); c[domain.RowRetryWait] != 1 || pb.fp.Requests(fakeplatform.PathMe) != calls {
-			t.Fatalf("before the next midnight: rows %v, %d calls", c, pb.fp.Requests(fakeplatform.PathMe)-calls)
+		if c, _ := pb.Store.RowCounts(ctx, job.ID); c[domain.RowRetryWait] != 1 || pb.fp.Requests(platformtest.PathMe) != calls {
+			t.Fatalf("before the next midnight: rows %v, %d calls", c, pb.fp.Requests(platformtest.PathMe)-calls)
 		}
 		pb.clock.Set(*next)
 		if _, counts := pb.wait(t, job.ID, inState(domain.JobCompleted)); counts[domain.RowMatched] != 1 {
@@ -712,15 +712,15 @@ func TestConnectFlowRefusals(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pb := newPlatformBundle(t, platformOptions{noWorker: true})
-	pb.fp.AddMember(fakeplatform.Member{ID: "m-ann", FirstName: "Ann"})
+	pb.fp.AddMember(platformtest.Member{ID: "m-ann", FirstName: "Ann"})
 
 	// A forged state: refused before any exchange.
-	tokens := pb.fp.Requests(fakeplatform.PathToken)
+	tokens := pb.fp.Requests(platformtest.PathToken)
 	cb := pb.consent(t, "acme", "m-ann")
 	if _, err := pb.p.CompleteConnect(ctx, platform.Callback{State: "forged-" + cb.State, Code: cb.Code}); !errors.Is(err, platform.ErrConnectState) {
 		t.Errorf("forged state: %v", err)
 	}
-	if pb.fp.Requests(fakeplatform.PathToken) != tokens {
+	if pb.fp.Requests(platformtest.PathToken) != tokens {
 		t.Error("a forged state reached the token endpoint")
 	}
 	// The real one works once.
@@ -764,7 +764,7 @@ func TestSyncGuardRefusesColdLookups(t *testing.T) {
 	pb.connect(t, "acme", "m-ann", "Ann", "Lee")
 	before := pb.fp.Requests("")
 	_, _, err := pb.p.SubmitSync(context.Background(), platform.SyncRequest{Tenant: "acme", Members: []string{"m-ann", "https://platform.example/in/jane-doe"}})
-	if !errors.Is(err, enrich.ErrColdLookup) || !strings.Contains(err.Error(), "Cold lookups go to the vendor") {
+	if !errors.Is(err, platformapi.ErrColdLookup) || !strings.Contains(err.Error(), "Cold lookups go to the vendor") {
 		t.Fatalf("cold lookup: %v", err)
 	}
 	if pb.fp.Requests("") != before {

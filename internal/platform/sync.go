@@ -14,9 +14,9 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -33,7 +33,7 @@ type SyncRequest struct {
 
 // SubmitSync stores a member sync job and enqueues its first chunks. A
 // member that looks like a profile URL is a cold lookup: refused with an
-// error matching enrich.ErrColdLookup before anything is stored or called.
+// error matching platformapi.ErrColdLookup before anything is stored or called.
 // Unknown members are a *store.UnknownMembersError, none at all
 // store.ErrNoMembers.
 func (p *Platform) SubmitSync(ctx context.Context, req SyncRequest) (store.Job, bool, error) {
@@ -65,8 +65,8 @@ func (p *Platform) SubmitSync(ctx context.Context, req SyncRequest) (store.Job, 
 // URLs: the platform has no lookup of a third party's profile.
 func GuardMembers(refs []string) error {
 	for _, r := range refs {
-		if enrich.LooksLikeProfileURL(r) {
-			return enrich.ColdLookupError(r)
+		if platformapi.LooksLikeProfileURL(r) {
+			return platformapi.ColdLookupError(r)
 		}
 	}
 	return nil
@@ -136,53 +136,102 @@ const shortWait = 10 * time.Minute
 // syncResult is what happened to one row.
 type syncResult struct {
 	out     store.SyncOutcome
-	release bool                  // not done: back to pending
-	stop    *enrich.PlatformError // the whole job must stop (400, 426)
-	keyErr  bool                  // tokens do not open: the job must stop
+	release bool               // not done: back to pending
+	stop    *platformapi.Error // the whole job must stop (400, 426)
+	keyErr  bool               // tokens do not open: the job must stop
 }
 
 // ProcessSync syncs one chunk of a member sync job. It returns a positive
 // duration when rows of the chunk wait for a short retry.
 func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Duration, error) {
-	job, err := p.store.JobByID(ctx, ref.JobID)
-	if errors.Is(err, store.ErrNotFound) {
-		p.log.Warn("member sync chunk of an unknown job dropped", "job_id", ref.JobID, "chunk", ref.Chunk)
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	if !job.State.Runnable() {
-		return 0, nil
-	}
-	claim, err := p.store.ClaimPlatformChunk(ctx, ref.JobID, ref.Chunk, p.cfg.Lease, p.cfg.Now())
-	if err != nil {
-		return 0, err
-	}
-	if len(claim.Rows) == 0 {
-		return 0, nil // rows due later are the scheduler's to hand out again
-	}
-	if err := p.store.StartJob(ctx, job.ID); err != nil {
+	job, claim, err := p.claimSync(ctx, ref)
+	if err != nil || len(claim.Rows) == 0 {
 		return 0, err
 	}
 	stopBeat := p.heartbeat(ctx, claim)
 	defer stopBeat()
-
-	results := make([]syncResult, len(claim.Rows))
-	var (
-		mu      sync.Mutex
-		stopped *enrich.PlatformError
-		keyErr  bool
-		wg      sync.WaitGroup
-		sem     = make(chan struct{}, p.cfg.Concurrency)
-	)
-	halted := func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return stopped != nil || keyErr
+	results, halt := p.syncRows(ctx, claim.Rows)
+	t := tallySync(results, p.cfg.Now())
+	sctx := context.WithoutCancel(ctx)
+	if err := p.saveSync(sctx, claim.Token, t); err != nil {
+		return 0, err
 	}
-	for i, row := range claim.Rows {
-		if halted() || ctx.Err() != nil {
+	if t.parked > 0 {
+		p.log.Warn("platform daily quota reached: rows parked until after midnight UTC", "job_id", job.ID, "chunk", ref.Chunk,
+			"rows", t.parked, "until", t.parkedUntil.UTC())
+	}
+	if reason := halt.reason(); reason != "" {
+		return 0, p.pauseSync(sctx, job.ID, reason)
+	}
+	if _, err := p.store.FinishJobs(sctx, job.ID); err != nil {
+		return 0, err
+	}
+	return t.retryIn, nil
+}
+
+// claimSync claims the due rows of a chunk and starts its job. A chunk of
+// an unknown or no longer runnable job, or without due rows, yields no rows
+// (rows due later are the scheduler's to hand out again).
+func (p *Platform) claimSync(ctx context.Context, ref store.ChunkRef) (store.Job, store.PlatformClaim, error) {
+	job, err := p.store.JobByID(ctx, ref.JobID)
+	if errors.Is(err, store.ErrNotFound) {
+		p.log.Warn("member sync chunk of an unknown job dropped", "job_id", ref.JobID, "chunk", ref.Chunk)
+		return job, store.PlatformClaim{}, nil
+	}
+	if err != nil || !job.State.Runnable() {
+		return job, store.PlatformClaim{}, err
+	}
+	claim, err := p.store.ClaimPlatformChunk(ctx, ref.JobID, ref.Chunk, p.cfg.Lease, p.cfg.Now())
+	if err != nil || len(claim.Rows) == 0 {
+		return job, claim, err
+	}
+	return job, claim, p.store.StartJob(ctx, job.ID)
+}
+
+// syncHalt is why the rest of a chunk is not synced: the platform refuses
+// every call of the application (400, 426), or member tokens do not open.
+type syncHalt struct {
+	mu      sync.Mutex
+	stopped *platformapi.Error
+	keyErr  bool
+}
+
+func (h *syncHalt) halted() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.stopped != nil || h.keyErr
+}
+
+// note keeps the first stop a row's result brings.
+func (h *syncHalt) note(r syncResult) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if r.stop != nil && h.stopped == nil {
+		h.stopped = r.stop
+	}
+	h.keyErr = h.keyErr || r.keyErr
+}
+
+// reason is the job's pause reason; "" when nothing halted.
+func (h *syncHalt) reason() string {
+	switch {
+	case h.stopped != nil:
+		return h.stopped.Message
+	case h.keyErr:
+		return errTokenKey.Error()
+	}
+	return ""
+}
+
+// syncRows syncs the claimed rows, Concurrency at a time. Once a row halts
+// the job, the rows not yet started are released untouched.
+func (p *Platform) syncRows(ctx context.Context, rows []store.SyncRow) ([]syncResult, *syncHalt) {
+	results := make([]syncResult, len(rows))
+	halt := &syncHalt{}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, p.cfg.Concurrency)
+	for i, row := range rows {
+		if halt.halted() || ctx.Err() != nil {
 			results[i] = syncResult{out: store.SyncOutcome{RowID: row.ID}, release: true}
 			continue
 		}
@@ -190,104 +239,78 @@ func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Du
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if halted() {
+			if halt.halted() {
 				results[i] = syncResult{out: store.SyncOutcome{RowID: row.ID}, release: true}
 				return
 			}
 			r := p.syncRow(ctx, row)
-			mu.Lock()
-			if r.stop != nil && stopped == nil {
-				stopped = r.stop
-			}
-			keyErr = keyErr || r.keyErr
-			mu.Unlock()
+			halt.note(r)
 			results[i] = r
 		}()
 	}
 	wg.Wait()
+	return results, halt
+}
 
-	var outs []store.SyncOutcome
-	var release []int64
-	parked, parkedUntil := 0, time.Time{}
-	var retryIn time.Duration // the soonest transient retry, if within shortWait
-	now := p.cfg.Now()
+// syncTally is a chunk's results sorted: the outcomes to save, the rows to
+// release, the rows parked until the quotas reset, and the soonest
+// transient retry if within shortWait.
+type syncTally struct {
+	outs        []store.SyncOutcome
+	release     []int64
+	parked      int
+	parkedUntil time.Time
+	retryIn     time.Duration
+}
+
+func tallySync(results []syncResult, now time.Time) syncTally {
+	var t syncTally
 	for _, r := range results {
 		if r.release || r.stop != nil || r.keyErr {
-			release = append(release, r.out.RowID)
+			t.release = append(t.release, r.out.RowID)
 			continue
 		}
-		outs = append(outs, r.out)
+		t.outs = append(t.outs, r.out)
 		switch {
 		case r.out.State != domain.RowRetryWait:
 		case !r.out.FailedAttempt: // parked until the quotas reset: the scheduler's
-			parked++
-			if r.out.NextAttemptAt.After(parkedUntil) {
-				parkedUntil = r.out.NextAttemptAt
+			t.parked++
+			if r.out.NextAttemptAt.After(t.parkedUntil) {
+				t.parkedUntil = r.out.NextAttemptAt
 			}
 		default:
-			if d := max(r.out.NextAttemptAt.Sub(now), 10*time.Millisecond); d <= shortWait && (retryIn == 0 || d < retryIn) {
-				retryIn = d
+			if d := max(r.out.NextAttemptAt.Sub(now), 10*time.Millisecond); d <= shortWait && (t.retryIn == 0 || d < t.retryIn) {
+				t.retryIn = d
 			}
 		}
 	}
-	sctx := context.WithoutCancel(ctx)
-	if _, err := p.store.SavePlatformOutcomes(sctx, claim.Token, outs); err != nil {
-		return 0, err
-	}
-	if len(release) > 0 {
-		if err := p.store.ReleaseRows(sctx, claim.Token, release); err != nil {
-			return 0, err
-		}
-	}
-	if parked > 0 {
-		p.log.Warn("platform daily quota reached: rows parked until after midnight UTC", "job_id", job.ID, "chunk", ref.Chunk,
-			"rows", parked, "until", parkedUntil.UTC())
-	}
-	reason := ""
-	switch {
-	case stopped != nil:
-		reason = stopped.Message
-	case keyErr:
-		reason = errTokenKey.Error()
-	}
-	if reason != "" {
-		if ok, err := p.store.PauseJob(sctx, job.ID, domain.PausedByPlatform, reason); err != nil {
-			return 0, err
-		} else if ok {
-			p.log.Error("member sync paused", "job_id", job.ID, "reason", reason)
-		}
-		return 0, nil
-	}
-	if _, err := p.store.FinishJobs(sctx, job.ID); err != nil {
-		return 0, err
-	}
-	return retryIn, nil
+	return t
 }
 
-// claimTTL is how long a claim's lookup markers live: 90 % of the rows'
-// lease, as for vendor chunks.
-func claimTTL(lease time.Duration) time.Duration { return lease * 9 / 10 }
+// saveSync saves the chunk's outcomes and releases the rows not done.
+func (p *Platform) saveSync(ctx context.Context, token string, t syncTally) error {
+	if _, err := p.store.SavePlatformOutcomes(ctx, token, t.outs); err != nil {
+		return err
+	}
+	if len(t.release) > 0 {
+		return p.store.ReleaseRows(ctx, token, t.release)
+	}
+	return nil
+}
+
+// pauseSync pauses the job for reason; no call of the application can
+// succeed until its configuration changes.
+func (p *Platform) pauseSync(ctx context.Context, jobID, reason string) error {
+	ok, err := p.store.PauseJob(ctx, jobID, domain.PausedByPlatform, reason)
+	if err == nil && ok {
+		p.log.Error("member sync paused", "job_id", jobID, "reason", reason)
+	}
+	return err
+}
 
 // heartbeat extends the claim's lease until the returned func is called.
 func (p *Platform) heartbeat(ctx context.Context, claim store.PlatformClaim) func() {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(p.cfg.Lease / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if err := p.store.ExtendLease(ctx, claim.Token, claim.IDs(), p.cfg.Lease, claimTTL(p.cfg.Lease)); err != nil && ctx.Err() == nil {
-					p.log.Warn("lease extension failed", "err", err)
-				}
-			}
-		}
-	}()
-	return func() { cancel(); <-done }
+	return jobs.KeepLease(ctx, p.store, p.log, claim.Token, claim.IDs(), p.cfg.Lease)
 }
 
 // Reasons of failed member rows.
@@ -324,7 +347,7 @@ func (p *Platform) syncRow(ctx context.Context, row store.SyncRow) syncResult {
 		m, tok, refreshed = &r.member, r.token, true
 	}
 	prof, err := p.cfg.Client.Me(ctx, tok.AccessToken)
-	if pe, ok := enrich.AsPlatformError(err); ok && pe.Class == enrich.PlatformTokenInvalid && m.Token.Refreshable && !refreshed {
+	if pe, ok := platformapi.AsError(err); ok && pe.Class == platformapi.ClassTokenInvalid && m.Token.Refreshable && !refreshed {
 		// The token may have ended sooner than it said: one refresh, one more try.
 		r, res2, done := p.refreshForRow(ctx, row, *m, res)
 		if done {
@@ -343,23 +366,23 @@ func (p *Platform) syncRow(ctx context.Context, row store.SyncRow) syncResult {
 		res.out.Profile = &store.ProfileResult{Name: prof.Name, Headline: prof.Headline, Raw: prof.Raw}
 		return res
 	}
-	pe, ok := enrich.AsPlatformError(err)
+	pe, ok := platformapi.AsError(err)
 	if !ok {
-		pe = &enrich.PlatformError{Class: enrich.PlatformTransient, Message: clipText(err.Error(), 300), Err: err}
+		pe = &platformapi.Error{Class: platformapi.ClassTransient, Message: clipText(err.Error(), 300), Err: err}
 	}
 	switch {
 	case pe.StopsApp():
 		res.stop = pe
 		return res
-	case pe.Class == enrich.PlatformQuota:
+	case pe.Class == platformapi.ClassQuota:
 		// Both daily quotas reset at midnight UTC: retry just after it,
 		// never sooner (a short backoff would burn what is left of the day).
 		jitter := time.Second + time.Duration(p.cfg.Rand()*float64(p.cfg.QuotaJitter))
 		res.out.State = domain.RowRetryWait
-		res.out.NextAttemptAt = enrich.NextQuotaReset(now).Add(jitter)
+		res.out.NextAttemptAt = platformapi.NextQuotaReset(now).Add(jitter)
 		res.out.LastError = pe.Message
 		return res
-	case pe.Class == enrich.PlatformTokenInvalid:
+	case pe.Class == platformapi.ClassTokenInvalid:
 		reason := pe.Message
 		if changed, err := p.store.MarkMemberNeedsReauth(context.WithoutCancel(ctx), m.ID, reason); err != nil {
 			return p.transient(res, row, "marking the member needs_reauth: "+err.Error())
@@ -367,7 +390,7 @@ func (p *Platform) syncRow(ctx context.Context, row store.SyncRow) syncResult {
 			p.log.Warn("platform member needs to reconnect", "tenant", m.Tenant, "member", m.ID, "reason", reason)
 		}
 		return failed(reasonReconnect + reason)
-	case pe.Class == enrich.PlatformScope, pe.Class == enrich.PlatformRejected, pe.Class == enrich.PlatformColdLookup:
+	case pe.Class == platformapi.ClassScope, pe.Class == platformapi.ClassRejected, pe.Class == platformapi.ClassColdLookup:
 		return failed(pe.Message)
 	default:
 		return p.transient(res, row, pe.Error())

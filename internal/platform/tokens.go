@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -37,7 +37,7 @@ func verifierAAD(tenant string) []byte { return []byte("enrichq/platform-pkce/v1
 // the application's configuration, not the member's doing: the job pauses.
 var errTokenKey = errors.New("a stored member token cannot be decrypted: check ENRICHQ_PLATFORM_TOKEN_KEY (an old key must stay listed after the new one until tokens are sealed again)")
 
-func (p *Platform) sealToken(tenant, memberID string, tok *oauth2.Token, life enrich.PlatformTokenLife, now time.Time, refreshExpiry *time.Time) (store.PlatformToken, error) {
+func (p *Platform) sealToken(tenant, memberID string, tok *oauth2.Token, life platformapi.TokenLife, now time.Time, refreshExpiry *time.Time) (store.PlatformToken, error) {
 	st := sealedToken{AccessToken: tok.AccessToken, TokenType: tok.TokenType, RefreshToken: tok.RefreshToken, Expiry: life.Expiry}
 	b, err := json.Marshal(st)
 	if err != nil {
@@ -167,7 +167,7 @@ func (p *Platform) renew(ctx context.Context, cur store.PlatformMember) (store.M
 		}
 		return store.MemberUpdate{}, sealedToken{}, fmt.Errorf("token refresh: %w", err)
 	}
-	life := enrich.PlatformTokenLifeOf(nt, now)
+	life := platformapi.TokenLifeOf(nt, now)
 	var keep *time.Time
 	if nt.RefreshToken == st.RefreshToken {
 		keep = cur.Token.RefreshExpiresAt

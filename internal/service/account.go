@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -34,6 +33,8 @@ type AccountMonth struct {
 	Reserved int64  `json:"reserved"`
 	// Remaining is the allowance less spent and reserved; nil without an allowance.
 	Remaining *int64 `json:"remaining"`
+	// WatchesSpent is what the tenant's watches' runs spent (part of Spent).
+	WatchesSpent int64 `json:"watches_spent"`
 }
 
 // Account returns the tenant's limits and this month's credits (scope read).
@@ -53,9 +54,13 @@ func (s *Service) account(ctx context.Context, set store.TenantSettings) (Accoun
 	if err != nil {
 		return Account{}, err
 	}
+	watches, err := s.store.TenantWatchSpend(ctx, set.Tenant, s.now())
+	if err != nil {
+		return Account{}, err
+	}
 	a := Account{Tenant: set.Tenant, DefaultJobBudget: set.DefaultJobBudget, MonthlyAllowance: set.MonthlyAllowance,
 		WebhookSecretRotatedAt: set.WebhookSecretRotatedAt, Retention: FormatRetention(set.Retention),
-		Month: AccountMonth{Start: u.Month.Format(time.DateOnly), Spent: u.Spent, Reserved: u.Reserved}}
+		Month: AccountMonth{Start: u.Month.Format(time.DateOnly), Spent: u.Spent, Reserved: u.Reserved, WatchesSpent: watches}}
 	if set.MonthlyAllowance != nil {
 		left := max(0, *set.MonthlyAllowance-u.Spent-u.Reserved)
 		a.Month.Remaining = &left
@@ -66,6 +71,9 @@ func (s *Service) account(ctx context.Context, set store.TenantSettings) (Accoun
 // AccountLimits changes a tenant's limits: a field left unset is kept; set
 // with a nil value, the limit is removed.
 type AccountLimits = store.TenantLimits
+
+// Limit is one limit of AccountLimits: set (to a value or to none) or left as it is.
+type Limit = store.Limit
 
 // SetAccountLimits changes the tenant's default job budget and monthly
 // allowance (scope admin) and returns the account. Raising the allowance
@@ -120,7 +128,8 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, p Principal) (Webhook
 // is a *ConflictError budget_exhausted (raise budget_credits instead); one
 // not paused, not_paused. Once resumed, the job finishes as any other, and
 // its callback is sent then.
-func (s *Service) Resume(ctx context.Context, p Principal, id string) (JobStatus, error) {
+func (s *Service) Resume(ctx context.Context, p Principal, id string) (_ JobStatus, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return JobStatus{}, err
 	}
@@ -151,7 +160,7 @@ func (s *Service) Resume(ctx context.Context, p Principal, id string) (JobStatus
 // withDefaultBudget gives a submission without a budget the tenant's
 // default job budget. A tenant unknown to the tenants table (keys of older
 // deployments made before it) has none.
-func (s *Service) withDefaultBudget(ctx context.Context, tenant string, sub *jobs.Submission) error {
+func (s *Service) withDefaultBudget(ctx context.Context, tenant string, sub *Submission) error {
 	if sub.Options.BudgetCredits != nil {
 		return nil
 	}

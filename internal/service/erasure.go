@@ -95,7 +95,8 @@ func (s *Service) Erasures(ctx context.Context, p Principal) ([]Erasure, error) 
 
 // LiftErasure lifts the suppression of the tenant's erasure id (scope
 // admin): later uploads of the person are looked up again.
-func (s *Service) LiftErasure(ctx context.Context, p Principal, id string) (Erasure, error) {
+func (s *Service) LiftErasure(ctx context.Context, p Principal, id string) (_ Erasure, err error) {
+	defer func() { err = notFound("erasure", err) }()
 	if err := p.Require(domain.ScopeAdmin); err != nil {
 		return Erasure{}, err
 	}

@@ -7,7 +7,7 @@ import (
 	"unicode/utf16"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/ingest/ingesttest"
 	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -30,13 +30,13 @@ func utf16File(text string) string {
 func TestErasureFindsThePersonInStoredUploads(t *testing.T) {
 	t.Parallel()
 	st := storetest.New(t)
-	svc := service.New(service.Config{Store: st, Submitter: &jobs.Submitter{Store: st},
+	svc := service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st},
 		ErasureKey: []byte("an erasure key of at least thirty-two characters")})
 	admin := service.Principal{Tenant: "acme", KeyID: "k-admin", Scopes: domain.Scopes}
 	const person = "ref,email,company\nr1,Jane.Doe@Example.COM,Acme\n"
 	byEmail := []service.Upload{
 		mustUpload(t, svc, admin, service.FormatCSV, person),
-		mustUpload(t, svc, admin, service.FormatXLSX, string(xlsxOf(t, person))),
+		mustUpload(t, svc, admin, service.FormatXLSX, string(ingesttest.XLSXOfCSV(t, person))),
 		mustUpload(t, svc, admin, service.FormatCSV, utf16File(person)),
 	}
 	byURL := mustUpload(t, svc, admin, service.FormatTSV, "Profile URL\tNotes\nhttps://www.Platform.example/in/jane-doe/\tmet at a fair\n")

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -8,8 +9,9 @@ import (
 	"github.com/enrichq/enrichq/internal/store"
 )
 
-// The service's sentinels are the store's: an error from Postgres needs no
-// translation on its way out.
+// The service's sentinels carry the store's values, so that an error from
+// Postgres needs no translation on its way out; a door names them by the
+// service alone.
 var (
 	// ErrNotFound: no such job, or not the tenant's.
 	ErrNotFound = store.ErrNotFound
@@ -23,7 +25,40 @@ var (
 	// ErrInvalidInput: a value Postgres cannot store as text (U+0000)
 	// slipped past the checks of the door; nothing was stored.
 	ErrInvalidInput = store.ErrInvalidInput
+	// ErrIdempotencyKeyReused: a member sync's idempotency key was used
+	// before with another request (a job's comes as an *InvalidError).
+	ErrIdempotencyKeyReused = store.ErrIdempotencyKeyReused
 )
+
+// NotFoundError is an ErrNotFound that names what was not found: a job, an
+// upload, an erasure, a member, a member sync job. A door says "no such "
+// and the Noun.
+type NotFoundError struct {
+	Noun string
+	Hint string // why it may be gone, when there is more to say: "it may have expired"
+}
+
+func (e *NotFoundError) Error() string {
+	if e.Hint != "" {
+		return e.Noun + " not found (" + e.Hint + ")"
+	}
+	return e.Noun + " not found"
+}
+
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// notFound names noun in err when err is the store's ErrNotFound; any other
+// err as it is.
+func notFound(noun string, err error) error {
+	if errors.Is(err, ErrNotFound) {
+		var nf *NotFoundError
+		if errors.As(err, &nf) {
+			return err
+		}
+		return &NotFoundError{Noun: noun}
+	}
+	return err
+}
 
 // ForbiddenError: the key lacks the scope the operation needs.
 type ForbiddenError struct {

@@ -44,6 +44,21 @@ type FeedLine struct {
 	// withdraws (an erasure removed that result: delete it downstream too);
 	// the row, job and stage are those of that line, the input is empty.
 	DeletedSeq *int64 `json:"deleted_seq,omitempty"`
+
+	// Change, on a line of kind changed, is what a watch's run found
+	// changed for the row's person (docs/watches.md).
+	Change *FeedChange `json:"change,omitempty"`
+}
+
+// FeedChange is a change line of a watch, in the feed.
+type FeedChange struct {
+	WatchID string    `json:"watch_id"`
+	Field   string    `json:"field"`
+	Old     *string   `json:"old"`
+	New     *string   `json:"new"`
+	Kind    string    `json:"kind"`
+	Vendor  string    `json:"vendor"`
+	At      time.Time `json:"at"`
 }
 
 // FeedPage is a page of the feed and the position to ask for next.
@@ -69,6 +84,9 @@ func FeedLineOf(it store.FeedItem) FeedLine {
 	if it.Kind == store.FeedDeleted {
 		d := it.DeletedSeq
 		l.DeletedSeq = &d
+	}
+	if c := it.Change; c != nil {
+		l.Change = &FeedChange{WatchID: c.WatchID, Field: c.Field, Old: c.Old, New: c.New, Kind: c.Kind, Vendor: c.Vendor, At: c.At}
 	}
 	switch {
 	case it.Profile != nil:

@@ -16,7 +16,8 @@ import (
 // JobStatus returns the status of the tenant's job id (scope read). Clients
 // poll it: the job and its row counts come in one round trip, from the
 // status cache when it is fresh.
-func (s *Service) JobStatus(ctx context.Context, p Principal, id string) (JobStatus, error) {
+func (s *Service) JobStatus(ctx context.Context, p Principal, id string) (_ JobStatus, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeRead); err != nil {
 		return JobStatus{}, err
 	}
@@ -32,7 +33,8 @@ func (s *Service) JobStatus(ctx context.Context, p Principal, id string) (JobSta
 // Cancel cancels the tenant's job id (scope submit): rows not yet claimed
 // become skipped. Canceling a canceled job changes nothing; a finished job
 // is a *ConflictError job_finished.
-func (s *Service) Cancel(ctx context.Context, p Principal, id string) (JobStatus, error) {
+func (s *Service) Cancel(ctx context.Context, p Principal, id string) (_ JobStatus, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return JobStatus{}, err
 	}

@@ -78,7 +78,8 @@ func (s *Service) CommitMCPSpend(ctx context.Context, p Principal, credits, ceil
 // committed to p's MCP spend of today in the same transaction, within
 // *daily (a *DailyCeilingError when it does not fit). A job paused by its
 // budget goes on.
-func (s *Service) RaiseBudget(ctx context.Context, p Principal, id string, budget int64, daily *int64) (JobStatus, *MCPSpend, error) {
+func (s *Service) RaiseBudget(ctx context.Context, p Principal, id string, budget int64, daily *int64) (_ JobStatus, _ *MCPSpend, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return JobStatus{}, nil, err
 	}

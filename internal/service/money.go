@@ -10,7 +10,8 @@ import (
 // SetBudget sets the budget of the tenant's job id (scope submit): budget
 // nil removes it. Raising the budget of a job paused by it resumes the job;
 // a finished job's budget cannot change (a *ConflictError job_finished).
-func (s *Service) SetBudget(ctx context.Context, p Principal, id string, budget *int64) (JobStatus, error) {
+func (s *Service) SetBudget(ctx context.Context, p Principal, id string, budget *int64) (_ JobStatus, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return JobStatus{}, err
 	}
@@ -28,11 +29,14 @@ func (s *Service) SetBudget(ctx context.Context, p Principal, id string, budget 
 	return s.status(ctx, job)
 }
 
+// StageCost is what one stage of a job cost: its calls and credits.
+type StageCost = store.StageCost
+
 // JobCosts is what a job cost, by stage, and its credits.
 type JobCosts struct {
-	JobID   string                           `json:"job_id"`
-	ByStage map[domain.Stage]store.StageCost `json:"by_stage"`
-	Credits JobCredits                       `json:"credits"`
+	JobID   string                     `json:"job_id"`
+	ByStage map[domain.Stage]StageCost `json:"by_stage"`
+	Credits JobCredits                 `json:"credits"`
 	// Balance sets the job's ledger beside the vendor's balance readings
 	// (X-Credits-Remaining) of its calls: the second witness.
 	Balance store.Drift `json:"balance"`
@@ -42,7 +46,8 @@ type JobCosts struct {
 }
 
 // Costs returns what the tenant's job id cost, by stage (scope read).
-func (s *Service) Costs(ctx context.Context, p Principal, id string) (JobCosts, error) {
+func (s *Service) Costs(ctx context.Context, p Principal, id string) (_ JobCosts, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeRead); err != nil {
 		return JobCosts{}, err
 	}
@@ -55,7 +60,7 @@ func (s *Service) Costs(ctx context.Context, p Principal, id string) (JobCosts, 
 		return JobCosts{}, err
 	}
 	if byStage == nil {
-		byStage = map[domain.Stage]store.StageCost{}
+		byStage = map[domain.Stage]StageCost{}
 	}
 	drift, err := s.store.JobDrift(ctx, job.ID)
 	if err != nil {
@@ -78,7 +83,8 @@ func (s *Service) Costs(ctx context.Context, p Principal, id string) (JobCosts, 
 
 // PauseCause says why the tenant's job id is paused ("" when it is not):
 // each cause has its own way back (scope read).
-func (s *Service) PauseCause(ctx context.Context, p Principal, id string) (domain.PauseCause, error) {
+func (s *Service) PauseCause(ctx context.Context, p Principal, id string) (_ domain.PauseCause, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeRead); err != nil {
 		return "", err
 	}

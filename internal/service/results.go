@@ -127,6 +127,9 @@ func orNull(s string) *string {
 	return &s
 }
 
+// Result is one row of a job's results, as stored.
+type Result = store.Result
+
 // ResultsQuery selects a page of a job's results.
 type ResultsQuery struct {
 	State  domain.RowState // "" for every state
@@ -143,7 +146,8 @@ type ResultsPage struct {
 }
 
 // Results returns a page of the results of the tenant's job id (scope read).
-func (s *Service) Results(ctx context.Context, p Principal, id string, q ResultsQuery) (ResultsPage, error) {
+func (s *Service) Results(ctx context.Context, p Principal, id string, q ResultsQuery) (_ ResultsPage, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeRead); err != nil {
 		return ResultsPage{}, err
 	}
@@ -184,7 +188,8 @@ func (s *Service) Results(ctx context.Context, p Principal, id string, q Results
 // ResultExtraKeys lists, sorted, the extra input columns of the results of
 // the tenant's job id in state ("" every state) (scope read): the columns a
 // table of every result needs.
-func (s *Service) ResultExtraKeys(ctx context.Context, p Principal, id string, state domain.RowState) ([]string, error) {
+func (s *Service) ResultExtraKeys(ctx context.Context, p Principal, id string, state domain.RowState) (_ []string, err error) {
+	defer func() { err = notFound("job", err) }()
 	if err := p.Require(domain.ScopeRead); err != nil {
 		return nil, err
 	}

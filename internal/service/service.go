@@ -1,11 +1,16 @@
 // Package service is what a tenant's API key can do, whatever the door it
 // comes in by: estimate and submit jobs, follow them, read their results and
-// the results feed, change a budget, cancel. REST (internal/httpapi) calls
-// it, and so will every other front door, so that none can disagree with
-// another on money or tenancy.
+// the results feed, change a budget, cancel.
+//
+// The doors (REST in internal/httpapi, the web page in internal/web, MCP in
+// internal/mcpserver) call it and nothing below it: none imports the store or
+// internal/jobs, so that none can disagree with another on money or tenancy.
+// cmd/api builds the service and hands it to them. The platform's routes
+// come in by platform.go.
 //
 // Every operation takes the caller's Principal first and checks the scope it
-// needs. Errors are few: ErrNotFound, ErrConflict (or a *ConflictError that
+// needs. Errors are few: ErrNotFound (a *NotFoundError names what was not
+// found: "job not found"), ErrConflict (or a *ConflictError that
 // says why), ErrUnavailable, ErrNoTenant, *ForbiddenError (the scope lacking)
 // and *InvalidError (what is wrong, with details); an upload's own problems
 // come as the parser's *ingest.Error. Each front door maps them once.
@@ -17,7 +22,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/vendororder"
 )
@@ -25,7 +30,10 @@ import (
 // Config is what the service needs. Store and Submitter are required.
 type Config struct {
 	Store     *store.Store
-	Submitter *jobs.Submitter
+	Submitter *Submitter
+	// Platform serves the platform's own API (platform.go); nil: its
+	// operations answer ErrPlatformNotConfigured.
+	Platform *platform.Platform
 	// Limits bound an upload; a zero MaxBytes takes ingest.DefaultLimits'.
 	// Front doors parse uploads with them (Service.Limits).
 	Limits ingest.Limits
@@ -40,7 +48,8 @@ type Config struct {
 	// "" is the system's temporary directory.
 	SpoolDir string
 	// ErasureKey keys the hashes of erasures (ENRICHQ_ERASURE_KEY); empty:
-	// erasures are refused with ErrErasureNotConfigured.
+	// erasures are refused with ErrErasureNotConfigured. A Submitter
+	// without its own checks uploads against the list with it.
 	ErasureKey []byte
 	// UploadsPerTenant and UploadsTotal cap the uploads received or parsed
 	// at once, per tenant and in all, whatever the door (uploadslots.go);
@@ -57,7 +66,8 @@ type Config struct {
 // status cache: Postgres (through the store) is the truth.
 type Service struct {
 	store      *store.Store
-	submit     *jobs.Submitter
+	submit     *Submitter
+	platform   *platform.Platform
 	limits     ingest.Limits
 	now        func() time.Time
 	statuses   *statusCache
@@ -80,10 +90,13 @@ func New(cfg Config) *Service {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if len(cfg.ErasureKey) > 0 && len(cfg.Submitter.ErasureKey) == 0 {
+		cfg.Submitter.ErasureKey = cfg.ErasureKey // one key for the list and its checks
+	}
 	if cfg.Limits.MaxBytes <= 0 {
 		cfg.Limits.MaxBytes = ingest.DefaultLimits().MaxBytes
 	}
-	return &Service{store: cfg.Store, submit: cfg.Submitter, limits: cfg.Limits, now: cfg.Now,
+	return &Service{store: cfg.Store, submit: cfg.Submitter, platform: cfg.Platform, limits: cfg.Limits, now: cfg.Now,
 		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now), uploads: cfg.Uploads.withDefaults(), spoolDir: cfg.SpoolDir,
 		erasureKey: cfg.ErasureKey, slots: newUploadSlots(cfg.UploadsPerTenant, cfg.UploadsTotal),
 		vendors: cfg.Vendors}

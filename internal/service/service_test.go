@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -34,16 +34,16 @@ var (
 func setup(t *testing.T) (*service.Service, *store.Store) {
 	t.Helper()
 	st := storetest.New(t)
-	svc := service.New(service.Config{Store: st, Submitter: &jobs.Submitter{Store: st}})
+	svc := service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st}})
 	return svc, st
 }
 
 // submission is a JSON upload of n companies, with options.
-func submission(n int, opts ingest.JobOptions) jobs.Submission {
+func submission(n int, opts ingest.JobOptions) service.Submission {
 	if opts.Lookups == nil {
 		opts.Lookups = []domain.Stage{domain.StageProfile}
 	}
-	return jobs.Submission{Format: "json", Options: opts, Feed: func(emit func(ingest.Lookup) error) error {
+	return service.Submission{Format: "json", Options: opts, Feed: func(emit func(ingest.Lookup) error) error {
 		for i := 1; i <= n; i++ {
 			if err := emit(ingest.Lookup{Row: i, Ref: fmt.Sprint("r", i), Kind: domain.InputNameCompany,
 				Name: fmt.Sprint("Person ", i), Company: "Acme"}); err != nil {
@@ -332,5 +332,28 @@ func TestFrontDoorsNeverReadAJobByIDAlone(t *testing.T) {
 				t.Errorf("%s calls JobByID: a tenant's request must read its job with GetJob(tenant, id)", f)
 			}
 		}
+	}
+}
+
+// A job's vendors option is kept with the job for the worker's waterfall,
+// and a name the vendors file does not configure is refused, naming it.
+func TestSubmitKeepsTheVendorsOption(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	svc := service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st},
+		Vendors: config.Vendors{List: []config.VendorSpec{{Name: "seed"}, {Name: "pdl"}}}})
+	ctx := context.Background()
+	job, created, err := svc.Submit(ctx, acme, submission(2, ingest.JobOptions{Vendors: []string{"pdl", "seed"}}))
+	if err != nil || !created {
+		t.Fatalf("submit: created %v, %v", created, err)
+	}
+	stored, err := st.JobByID(ctx, job.ID)
+	if err != nil || !slices.Equal(stored.Vendors, []string{"pdl", "seed"}) {
+		t.Fatalf("stored vendors %v, %v", stored.Vendors, err)
+	}
+	_, _, err = svc.Submit(ctx, acme, submission(2, ingest.JobOptions{Vendors: []string{"pdl", "clearbit"}}))
+	var inv *service.InvalidError
+	if !errors.As(err, &inv) || !strings.Contains(inv.Message, `"clearbit" is not a configured vendor`) || inv.Details[0].Column != "vendors" {
+		t.Fatalf("an unknown vendor: %v", err)
 	}
 }

@@ -5,13 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -35,7 +36,7 @@ func CheckIdempotencyKey(key string) error {
 // requestOptions is what a submission asked beyond its rows, for the
 // digest kept beside its idempotency key: the options as given (before
 // defaults) and the stored upload it names.
-func requestOptions(sub jobs.Submission) []byte {
+func requestOptions(sub Submission) []byte {
 	o := sub.Options
 	b, _ := json.Marshal(struct {
 		Name, CallbackURL, Encoding, Sheet, UploadID string
@@ -57,7 +58,7 @@ func requestOptions(sub jobs.Submission) []byte {
 // tenant used before, nothing is stored and the first job's status is the
 // answer, with created false. Parsing the upload holds an upload slot (past
 // the slots: a *TooManyUploadsError).
-func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) (st JobStatus, created bool, err error) {
+func (s *Service) Submit(ctx context.Context, p Principal, sub Submission) (st JobStatus, created bool, err error) {
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return JobStatus{}, false, err
 	}
@@ -69,6 +70,9 @@ func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) 
 		return JobStatus{}, false, err
 	}
 	defer release()
+	if err := s.checkVendors(sub.Options.Vendors); err != nil {
+		return JobStatus{}, false, err
+	}
 	sub.Tenant = p.Tenant
 	if sub.IdempotencyKey != "" {
 		sub.RequestOptions = requestOptions(sub) // as asked: the tenant's default budget may change between retries
@@ -99,30 +103,29 @@ func (s *Service) Submit(ctx context.Context, p Principal, sub jobs.Submission) 
 // parseSlot is the upload slot of a submission that parses an upload (its
 // Feed, or the stored upload of its UploadID); nothing to hold for one that
 // parses none.
-func (s *Service) parseSlot(ctx context.Context, tenant string, sub jobs.Submission) (release func(), err error) {
+func (s *Service) parseSlot(ctx context.Context, tenant string, sub Submission) (release func(), err error) {
 	if sub.Feed == nil && sub.UploadID == "" {
 		return func() {}, nil
 	}
 	return s.uploadSlot(ctx, tenant)
 }
 
-// Estimate parses the upload (or reads the stored one of sub.UploadID) as
-// Submit would and prices it without storing anything (scope submit: an estimate is the first step of spending).
-func (s *Service) Estimate(ctx context.Context, p Principal, sub jobs.Submission) (jobs.Estimate, error) {
-	if err := p.Require(domain.ScopeSubmit); err != nil {
-		return jobs.Estimate{}, err
+// checkVendors refuses a job's vendors option naming a vendor the vendors
+// file does not configure: the worker would skip it, and the job would ask
+// fewer vendors than the caller meant. Without a vendors file the one
+// vendor is config.FallbackVendorName.
+func (s *Service) checkVendors(names []string) error {
+	known := []string{config.FallbackVendorName}
+	if len(s.vendors.List) > 0 {
+		known = known[:0]
+		for _, v := range s.vendors.List {
+			known = append(known, v.Name)
+		}
 	}
-	release, err := s.parseSlot(ctx, p.Tenant, sub)
-	if err != nil {
-		return jobs.Estimate{}, err
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return invalidParam("vendors", "%q is not a configured vendor (configured: %s)", n, strings.Join(known, ", "))
+		}
 	}
-	defer release()
-	sub.Tenant = p.Tenant
-	if err := s.fromUpload(ctx, p.Tenant, &sub); err != nil {
-		return jobs.Estimate{}, err
-	}
-	if err := s.withDefaultBudget(ctx, p.Tenant, &sub); err != nil {
-		return jobs.Estimate{}, err
-	}
-	return s.submit.Estimate(ctx, sub)
+	return nil
 }

@@ -119,7 +119,7 @@ const maxFilename = 255
 // same *ingest.Error, and nothing is stored), then stores it for the
 // tenant until UploadLimits.TTL from now (scope submit). A company-only
 // row needs no roles yet: they are given when the upload is estimated or
-// submitted by its id (jobs.Submission.UploadID). Past the tenant's cap it
+// submitted by its id (Submission.UploadID). Past the tenant's cap it
 // is a *ConflictError CodeUploadQuota. Reading and parsing the file holds
 // an upload slot (past the slots: a *TooManyUploadsError).
 func (s *Service) Upload(ctx context.Context, p Principal, req UploadRequest) (Upload, error) {
@@ -255,7 +255,8 @@ func jobOptionsGiven(o ingest.JobOptions) error {
 
 // GetUpload returns the tenant's upload id (scope read); ErrNotFound when it
 // has none of that id, or it expired.
-func (s *Service) GetUpload(ctx context.Context, p Principal, id string) (Upload, error) {
+func (s *Service) GetUpload(ctx context.Context, p Principal, id string) (_ Upload, err error) {
+	defer func() { err = uploadNotFound(err) }()
 	if err := p.Require(domain.ScopeRead); err != nil {
 		return Upload{}, err
 	}
@@ -268,7 +269,8 @@ func (s *Service) GetUpload(ctx context.Context, p Principal, id string) (Upload
 
 // DeleteUpload removes the tenant's upload id (scope submit); ErrNotFound
 // when it has none of that id. Jobs submitted from it keep their rows.
-func (s *Service) DeleteUpload(ctx context.Context, p Principal, id string) error {
+func (s *Service) DeleteUpload(ctx context.Context, p Principal, id string) (err error) {
+	defer func() { err = uploadNotFound(err) }()
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return err
 	}
@@ -278,7 +280,7 @@ func (s *Service) DeleteUpload(ctx context.Context, p Principal, id string) erro
 // fromUpload reads the tenant's stored upload sub.UploadID into sub's Feed,
 // Upload and Format, so that an estimate or submit by id runs the parser an
 // inline upload runs, with sub's roles. Nothing to do without an UploadID.
-func (s *Service) fromUpload(ctx context.Context, tenant string, sub *jobs.Submission) error {
+func (s *Service) fromUpload(ctx context.Context, tenant string, sub *Submission) error {
 	if sub.UploadID == "" {
 		return nil
 	}
@@ -301,28 +303,12 @@ func (s *Service) fromUpload(ctx context.Context, tenant string, sub *jobs.Submi
 		return err
 	}
 	in := ingest.Options{Roles: o.Roles}
-	var (
-		sum      ingest.Summary
-		distinct jobs.DistinctLookups
-		ran      bool
-	)
+	c := &Counted{}
 	sub.Format = jobFormat(u.Format)
-	sub.Feed = func(emit func(ingest.Lookup) error) error {
-		var err error
-		sum, err = s.parseStored(ctx, u, in, func(l ingest.Lookup) error {
-			distinct.Add(l)
-			return emit(l)
-		})
-		ran = err == nil
-		return err
-	}
-	sub.Upload = func() store.Upload {
-		if !ran {
-			return store.Upload{}
-		}
-		rows, d := sum.Rows, distinct.Len()
-		return store.Upload{Columns: sum.Columns, ExtraColumns: sum.Extra, RowsUploaded: &rows, DistinctLookups: &d}
-	}
+	sub.Feed = c.Feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
+		return s.parseStored(ctx, u, in, emit)
+	})
+	sub.Upload = c.Upload
 	return nil
 }
 
@@ -391,4 +377,13 @@ func clipBytes(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// uploadNotFound names the upload in a not found: kept a while, it may
+// have expired.
+func uploadNotFound(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		return &NotFoundError{Noun: "upload", Hint: "it may have expired"}
+	}
+	return err
 }

@@ -1,7 +1,6 @@
 package service_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -9,11 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xuri/excelize/v2"
-
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/ingest/ingesttest"
 	"github.com/enrichq/enrichq/internal/maintenance"
 	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
@@ -31,20 +28,11 @@ const crmCSV = "Account Name,Website,Full Name,Job Title,Industry\n" +
 
 // inlineCSV is a submission of csv as POST /v1/jobs builds it, recording
 // what the upload held.
-func inlineCSV(csv string, opts ingest.JobOptions) jobs.Submission {
-	var sum ingest.Summary
-	var distinct jobs.DistinctLookups
-	return jobs.Submission{Format: "csv", Options: opts, Feed: func(emit func(ingest.Lookup) error) error {
-		var err error
-		sum, err = ingest.ParseCSV(strings.NewReader(csv), opts.Ingest(), ingest.DefaultLimits(), func(l ingest.Lookup) error {
-			distinct.Add(l)
-			return emit(l)
-		})
-		return err
-	}, Upload: func() store.Upload {
-		rows, d := sum.Rows, distinct.Len()
-		return store.Upload{Columns: sum.Columns, ExtraColumns: sum.Extra, RowsUploaded: &rows, DistinctLookups: &d}
-	}}
+func inlineCSV(csv string, opts ingest.JobOptions) service.Submission {
+	c := &service.Counted{}
+	return service.Submission{Format: "csv", Options: opts, Upload: c.Upload, Feed: c.Feed(func(emit func(ingest.Lookup) error) (ingest.Summary, error) {
+		return ingest.ParseCSV(strings.NewReader(csv), opts.Ingest(), ingest.DefaultLimits(), emit)
+	})}
 }
 
 // jobOptions are the options of a job looking up profiles and emails for
@@ -108,7 +96,7 @@ func TestUploadThenSubmitByIDEqualsInline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byID, err := svc.Estimate(ctx, acme, jobs.Submission{Options: jobOptions(), UploadID: up.ID})
+	byID, err := svc.Estimate(ctx, acme, service.Submission{Options: jobOptions(), UploadID: up.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +108,7 @@ func TestUploadThenSubmitByIDEqualsInline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, created, err := svc.Submit(ctx, acme, jobs.Submission{Options: jobOptions(), UploadID: up.ID})
+	stored, created, err := svc.Submit(ctx, acme, service.Submission{Options: jobOptions(), UploadID: up.ID})
 	if err != nil || !created {
 		t.Fatalf("submit by id: created %v, %v", created, err)
 	}
@@ -157,14 +145,14 @@ func TestUploadFormats(t *testing.T) {
 	}{
 		{service.FormatTSV, tsv, 4},
 		{service.FormatJSON, jsonBody, 2},
-		{service.FormatXLSX, string(xlsxOf(t, crmCSV)), 4},
+		{service.FormatXLSX, string(ingesttest.XLSXOfCSV(t, crmCSV)), 4},
 	} {
 		up := mustUpload(t, svc, acme, tc.format, tc.body)
 		if up.Rows != tc.rows || up.RowsNeedingRoles != 1 || up.Format != tc.format {
 			t.Errorf("%s: %+v", tc.format, up)
 			continue
 		}
-		est, err := svc.Estimate(ctx, acme, jobs.Submission{Options: jobOptions(), UploadID: up.ID})
+		est, err := svc.Estimate(ctx, acme, service.Submission{Options: jobOptions(), UploadID: up.ID})
 		if err != nil || est.Rows == 0 {
 			t.Errorf("%s: estimate %+v, %v", tc.format, est, err)
 		}
@@ -181,7 +169,7 @@ func TestUploadLookupsWithoutRoles(t *testing.T) {
 	}
 	// Its company-only rows need the roles an estimate gives.
 	up = mustUpload(t, svc, acme, service.FormatCSV, "company\nAcme\n")
-	_, err := svc.Estimate(context.Background(), acme, jobs.Submission{Options: fileOptions(), UploadID: up.ID})
+	_, err := svc.Estimate(context.Background(), acme, service.Submission{Options: fileOptions(), UploadID: up.ID})
 	var ie *ingest.Error
 	if !errors.As(err, &ie) || ie.Code != ingest.CodeInvalidRows || ie.Details[0].Row != 1 {
 		t.Fatalf("estimate without roles: %v", err)
@@ -213,7 +201,7 @@ func TestUploadRejects(t *testing.T) {
 	if !errors.As(err, &inv) || inv.Code != service.CodeInvalidOptions || inv.Details[0].Column != "roles" {
 		t.Fatalf("roles on an upload: %v", err)
 	}
-	big := service.New(service.Config{Store: st, Submitter: &jobs.Submitter{Store: st}, Limits: ingest.Limits{MaxBytes: 10}})
+	big := service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st}, Limits: ingest.Limits{MaxBytes: 10}})
 	_, err = big.Upload(ctx, acme, service.UploadRequest{Format: service.FormatCSV, Body: strings.NewReader(crmCSV), Options: fileOptions()})
 	if !errors.As(err, &ie) || ie.Code != ingest.CodeTooLarge {
 		t.Fatalf("over the byte limit: %v", err)
@@ -235,7 +223,7 @@ func TestUploadRejects(t *testing.T) {
 	}
 	remap := jobOptions()
 	remap.Columns = map[string]string{"company": "Website"}
-	if _, err := svc.Estimate(ctx, acme, jobs.Submission{Options: remap, UploadID: up.ID}); !errors.As(err, &inv) {
+	if _, err := svc.Estimate(ctx, acme, service.Submission{Options: remap, UploadID: up.ID}); !errors.As(err, &inv) {
 		t.Fatalf("columns by id: %v", err)
 	}
 }
@@ -254,10 +242,10 @@ func TestUploadTenantIsolation(t *testing.T) {
 		t.Fatalf("beta deletes acme's upload: %v", err)
 	}
 	var inv *service.InvalidError
-	if _, err := svc.Estimate(ctx, beta, jobs.Submission{Options: jobOptions(), UploadID: up.ID}); !errors.As(err, &inv) || inv.Message != "no such upload" {
+	if _, err := svc.Estimate(ctx, beta, service.Submission{Options: jobOptions(), UploadID: up.ID}); !errors.As(err, &inv) || inv.Message != "no such upload" {
 		t.Fatalf("beta estimates acme's upload: %v", err)
 	}
-	if _, _, err := svc.Submit(ctx, beta, jobs.Submission{Options: jobOptions(), UploadID: up.ID}); !errors.As(err, &inv) {
+	if _, _, err := svc.Submit(ctx, beta, service.Submission{Options: jobOptions(), UploadID: up.ID}); !errors.As(err, &inv) {
 		t.Fatalf("beta submits acme's upload: %v", err)
 	}
 	if _, err := svc.GetUpload(ctx, noTenant, up.ID); !errors.Is(err, service.ErrNoTenant) {
@@ -284,7 +272,7 @@ func TestUploadExpiry(t *testing.T) {
 	st := storetest.New(t)
 	now := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	svc := service.New(service.Config{Store: st, Submitter: &jobs.Submitter{Store: st}, Now: clock,
+	svc := service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st}, Now: clock,
 		Uploads: service.UploadLimits{TTL: time.Hour}})
 	ctx := context.Background()
 	up := mustUpload(t, svc, acme, service.FormatCSV, crmCSV)
@@ -301,7 +289,7 @@ func TestUploadExpiry(t *testing.T) {
 	if _, err := svc.GetUpload(ctx, acme, up.ID); !errors.Is(err, service.ErrNotFound) {
 		t.Fatalf("at expiry: %v", err)
 	}
-	if _, err := svc.Estimate(ctx, acme, jobs.Submission{Options: jobOptions(), UploadID: up.ID}); err == nil {
+	if _, err := svc.Estimate(ctx, acme, service.Submission{Options: jobOptions(), UploadID: up.ID}); err == nil {
 		t.Fatal("an expired upload was estimated")
 	}
 	if n, err := expirer.Step(ctx); n != 1 || err != nil {
@@ -318,7 +306,7 @@ func TestUploadQuota(t *testing.T) {
 	t.Parallel()
 	st := storetest.New(t)
 	now := time.Now()
-	svc := service.New(service.Config{Store: st, Submitter: &jobs.Submitter{Store: st}, Now: func() time.Time { return now },
+	svc := service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st}, Now: func() time.Time { return now },
 		Uploads: service.UploadLimits{MaxUploads: 2, MaxBytes: int64(3 * len(crmCSV)), TTL: time.Hour}})
 	ctx := context.Background()
 	mustUpload(t, svc, acme, service.FormatCSV, crmCSV)
@@ -336,26 +324,4 @@ func TestUploadQuota(t *testing.T) {
 	}
 	now = now.Add(time.Hour)
 	mustUpload(t, svc, acme, service.FormatCSV, crmCSV)
-}
-
-// xlsxOf is a workbook of one sheet holding the cells of csv.
-func xlsxOf(t *testing.T, csv string) []byte {
-	t.Helper()
-	f := excelize.NewFile()
-	defer f.Close()
-	for r, line := range strings.Split(strings.TrimSuffix(csv, "\n"), "\n") {
-		row := []any{}
-		for _, c := range strings.Split(line, ",") {
-			row = append(row, c)
-		}
-		cell, _ := excelize.CoordinatesToCellName(1, r+1)
-		if err := f.SetSheetRow("Sheet1", cell, &row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var buf bytes.Buffer
-	if err := f.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/service"
 )
 
@@ -28,7 +27,7 @@ func TestEveryParseOfAnUploadTakesASlot(t *testing.T) {
 		}
 		releases = append(releases, release)
 	}
-	byID := jobs.Submission{UploadID: up.ID, Options: jobOptions()}
+	byID := service.Submission{UploadID: up.ID, Options: jobOptions()}
 	for name, call := range map[string]func(service.Principal) error{
 		"upload": func(p service.Principal) error {
 			_, err := svc.Upload(ctx, p, service.UploadRequest{Format: service.FormatCSV, Body: strings.NewReader(crmCSV), Options: fileOptions()})

@@ -20,6 +20,11 @@ const (
 	AuditKeyRevoked      = "key_revoked"
 	AuditBudget          = "budget_changed" // a job's budget
 	AuditLimits          = "limits_changed" // the tenant's default budget or allowance
+	AuditWatchCreated    = "watch_created"
+	AuditWatchChanged    = "watch_changed" // paused, resumed, its period or cap
+	AuditWatchDeleted    = "watch_deleted"
+	AuditWatchRun        = "watch_run"          // a run asked for now
+	AuditWatchChanges    = "watch_changes_read" // a page of a watch's change lines
 )
 
 // Who acts when no API key does.

@@ -120,6 +120,9 @@ func erase(ctx context.Context, tx pgx.Tx, req EraseRequest, identity string) (E
 	if receipt["credit_ledger (rewritten)"], err = rewriteLedgerKeys(ctx, tx, req, ids); err != nil {
 		return Erasure{}, err
 	}
+	if receipt["watch_inputs"], receipt["watch_changes"], err = eraseFromWatches(ctx, tx, req, ids); err != nil {
+		return Erasure{}, err
+	}
 	lines, err := deletePersonRows(ctx, tx, req.Tenant, ids, members, keys.cache, receipt)
 	if err != nil {
 		return Erasure{}, err

@@ -20,7 +20,21 @@ const (
 	// FeedDeleted withdraws an earlier line (DeletedSeq) whose result an
 	// erasure removed: the ETL deletes it downstream too.
 	FeedDeleted = "deleted"
+	// FeedChanged is a change a watch's run found (Change): its row is the
+	// run's row that answered.
+	FeedChanged = "changed"
 )
+
+// FeedChange is what a line of kind changed says.
+type FeedChange struct {
+	WatchID string
+	Field   string // company, role, email, phones, location, match
+	Old     *string
+	New     *string
+	Kind    string // changed, left, not_found_any_more
+	Vendor  string
+	At      time.Time
+}
 
 // FeedItem is one line of the results feed (the view results_feed): a result
 // of one stage (Kind profile, email or phone) or a no-match marker (Kind
@@ -47,6 +61,7 @@ type FeedItem struct {
 	Profile     *ProfileResult // Kind profile
 	FoundEmail  *EmailResult   // Kind email
 	FoundPhones *PhoneResult   // Kind phone
+	Change      *FeedChange    // Kind changed
 }
 
 // MaxFeedPageBytes bounds the data of one ResultsFeed page, about.
@@ -87,10 +102,14 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 		conf                       float64
 		verified                   bool
 		read                       int64
+		ch                         FeedChange
+		chOld, chNew               *string
+		chAt                       *time.Time
 	)
 	_, err = pgx.ForEachRow(rows, []any{&it.Seq, &it.Kind, &it.Stage, &it.JobID, &it.RowID, &it.SourceSeq, &it.InputRow, &it.Ref,
 		&it.InputKind, &it.ProfileURL, &it.Name, &it.Company, &it.Email, &it.Role, &extra, &it.Source, &it.FromCache, &fetched,
-		&url, &name, &head, &comp, &rl, &loc, &size, &ind, &tech, &email, &conf, &verified, &phones, &pNum, &pType, &it.Domain, &it.DeletedSeq}, func() error {
+		&url, &name, &head, &comp, &rl, &loc, &size, &ind, &tech, &email, &conf, &verified, &phones, &pNum, &pType, &it.Domain, &it.DeletedSeq,
+		&ch.WatchID, &ch.Field, &chOld, &chNew, &ch.Kind, &ch.Vendor, &chAt}, func() error {
 		if read >= MaxFeedPageBytes {
 			return errPageFull
 		}
@@ -112,6 +131,13 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 			item.FoundEmail = &EmailResult{ProfileURL: url, Email: email, Confidence: conf, Verified: verified}
 		case FeedPhone:
 			item.FoundPhones = &PhoneResult{ProfileURL: url, Phones: []byte(phones), PrimaryNumber: pNum, PrimaryType: pType}
+		case FeedChanged:
+			c := ch
+			c.Old, c.New = chOld, chNew
+			if chAt != nil {
+				c.At = chAt.UTC()
+			}
+			item.Change = &c
 		}
 		out = append(out, item)
 		it, tech, fetched = FeedItem{}, nil, nil
@@ -133,7 +159,9 @@ const resultsFeedSQL = `
 			coalesce(location, ''), coalesce(company_size, ''), coalesce(industry, ''), technographics,
 			coalesce(email, ''), coalesce(confidence, 0), coalesce(verified, false),
 			coalesce(phones::text, ''), coalesce(primary_number, ''), coalesce(primary_type, ''), coalesce(input_domain, ''),
-			coalesce(deleted_seq, 0)
+			coalesce(deleted_seq, 0),
+			coalesce(change_watch_id::text, ''), coalesce(change_field, ''), change_old, change_new, coalesce(change_kind, ''),
+			coalesce(change_vendor, ''), change_at
 		FROM results_feed
 		WHERE tenant = $1 AND seq > $2
 		ORDER BY seq

@@ -74,16 +74,11 @@ func (r NewRow) withoutPerson() NewRow {
 	return NewRow{InputRow: r.InputRow, Ref: ref, Kind: r.Kind, SkipReason: r.SkipReason}
 }
 
-// copyBatch is how many rows the feed hands to the COPY at a time; a few
-// batches in flight bound the memory an upload holds, whatever its size.
-const copyBatch = 1000
-
 // CreateJob stores a job and its rows in one transaction. feed is called once
 // and must call add for every row; if feed returns an error nothing is stored
 // and that error is returned. Rows go in with one COPY that streams while feed
-// runs (feed runs on its own goroutine and hands rows over in batches): the
-// upload is parsed while Postgres stores what came before, and there is no
-// round trip per batch.
+// runs (copyJobRows): the upload is parsed while Postgres stores what came
+// before, and there is no round trip per batch.
 //
 // With an idempotency key the tenant used before on a job (not a member
 // sync: keys are scoped to their kind of request), CreateJob stores nothing
@@ -97,16 +92,10 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	if nj.ChunkSize <= 0 {
 		return Job{}, false, errors.New("store: chunk size must be positive")
 	}
-	var idem, scope *string
 	var digest *requestDigest
 	if nj.IdempotencyKey != "" {
-		idem, scope = &nj.IdempotencyKey, new(string(scopeJobs))
 		digest = newRequestDigest(scopeJobs)
 		digest.field(string(nj.RequestOptions))
-	}
-	roles := nj.Roles
-	if roles == nil {
-		roles = []string{}
 	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
@@ -114,17 +103,7 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // no-op after commit
 
-	var jobID string
-	var createdAt time.Time
-	err = tx.QueryRow(ctx, `
-		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key, idempotency_scope, callback_url, vendors)
-		VALUES (@tenant, @name, @lookups, @roles, @budget, @max_age, @format, @idempotency_key, @scope, @callback_url, @vendors)
-		ON CONFLICT (tenant, idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
-		RETURNING id::text, created_at`,
-		pgx.StrictNamedArgs{"tenant": nj.Tenant, "name": nj.Name, "lookups": nj.Lookups, "roles": roles, "budget": nj.BudgetCredits,
-			"max_age": int64(nj.MaxAge / time.Second), "format": nj.SourceFormat, "idempotency_key": idem, "scope": scope,
-			"callback_url": nullIfEmpty(nj.CallbackURL), "vendors": nullIfNone(nj.Vendors)},
-	).Scan(&jobID, &createdAt)
+	jobID, createdAt, err := insertJob(ctx, tx, nj)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// The key was used before: the first job is the answer, if this is
 		// the same request.
@@ -134,78 +113,54 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 	if err != nil {
 		return Job{}, false, interpretError(err)
 	}
-
-	columns := []string{"job_id", "chunk", "input_row", "ref", "input_kind", "profile_url", "name", "company", "domain", "email", "role", "found_profile_url",
-		"state", "state_reason", "finished_at"}
-	extras := &inputExtras{}
+	extras := &inputExtras{jobID: jobID}
 	defer extras.remove()
-	fctx, stopFeed := context.WithCancel(ctx)
-	defer stopFeed()
-	batches := make(chan [][]any, 4)
-	fed := make(chan struct{})
-	var total int
-	var feedErr error
-	go func() {
-		defer close(fed)
-		defer close(batches)
-		buf := make([][]any, 0, copyBatch)
-		send := func() error {
-			select {
-			case batches <- buf:
-				buf = make([][]any, 0, copyBatch)
-				return nil
-			case <-fctx.Done():
-				return fctx.Err()
-			}
-		}
-		add := func(r NewRow) error {
-			if digest != nil {
-				digest.row(r)
-			}
-			state, finished := domain.RowPending, (*time.Time)(nil)
-			if r.SkipReason != "" {
-				state, finished = domain.RowSkipped, &createdAt
-				r = r.withoutPerson()
-				extras.drop(r.InputRow)
-			}
-			if err := extras.add(r.InputRow, r.Extra); err != nil {
-				return err
-			}
-			found := nullIfEmpty(r.ProfileURL)
-			buf = append(buf, []any{jobID, total / nj.ChunkSize, r.InputRow, r.Ref, r.Kind,
-				nullIfEmpty(r.ProfileURL), nullIfEmpty(r.Name), nullIfEmpty(r.Company), nullIfEmpty(r.Domain), nullIfEmpty(r.Email), nullIfEmpty(r.Role), found,
-				state, r.SkipReason, finished})
-			total++
-			if len(buf) == copyBatch {
-				return send()
-			}
-			return nil
-		}
-		err := feed(add)
-		if err == nil && len(buf) > 0 {
-			err = send()
-		}
-		feedErr = err // read after batches is closed
-	}()
-	_, copyErr := tx.CopyFrom(ctx, pgx.Identifier{"job_rows"}, columns, &batchSource{batches: batches, feedErr: &feedErr})
-	stopFeed() // a failed COPY stops the feed at its next row
-	<-fed
-	if feedErr != nil {
-		return Job{}, false, feedErr
-	}
-	if copyErr != nil {
-		return Job{}, false, fmt.Errorf("store: copy rows: %w", interpretError(copyErr))
-	}
-	if err := extras.copyTo(ctx, tx, jobID); err != nil {
+	total, err := copyJobRows(ctx, tx, jobID, createdAt, nj.ChunkSize, extras, digest, feed)
+	if err != nil {
 		return Job{}, false, err
 	}
+	if err := extras.copyTo(ctx, tx); err != nil {
+		return Job{}, false, err
+	}
+	if err := finishJob(ctx, tx, nj, jobID, total, digest); err != nil {
+		return Job{}, false, err
+	}
+	return s.commitJob(ctx, tx, jobID)
+}
+
+// insertJob inserts the job's record and returns its id and creation time;
+// pgx.ErrNoRows when its idempotency key was used before.
+func insertJob(ctx context.Context, tx pgx.Tx, nj NewJob) (jobID string, createdAt time.Time, err error) {
+	var idem, scope *string
+	if nj.IdempotencyKey != "" {
+		idem, scope = &nj.IdempotencyKey, new(string(scopeJobs))
+	}
+	roles := nj.Roles
+	if roles == nil {
+		roles = []string{}
+	}
+	err = tx.QueryRow(ctx, `
+		INSERT INTO jobs (tenant, name, lookups, roles, budget_credits, max_age_seconds, source_format, idempotency_key, idempotency_scope, callback_url, vendors)
+		VALUES (@tenant, @name, @lookups, @roles, @budget, @max_age, @format, @idempotency_key, @scope, @callback_url, @vendors)
+		ON CONFLICT (tenant, idempotency_scope, idempotency_key) WHERE idempotency_key IS NOT NULL DO NOTHING
+		RETURNING id::text, created_at`,
+		pgx.StrictNamedArgs{"tenant": nj.Tenant, "name": nj.Name, "lookups": nj.Lookups, "roles": roles, "budget": nj.BudgetCredits,
+			"max_age": int64(nj.MaxAge / time.Second), "format": nj.SourceFormat, "idempotency_key": idem, "scope": scope,
+			"callback_url": nullIfEmpty(nj.CallbackURL), "vendors": nullIfNone(nj.Vendors)},
+	).Scan(&jobID, &createdAt)
+	return jobID, createdAt, err
+}
+
+// finishJob records what the rows came to (their count, chunks and the
+// request's digest, and what the upload held) and makes the job's chunks.
+func finishJob(ctx context.Context, tx pgx.Tx, nj NewJob, jobID string, total int, digest *requestDigest) error {
 	chunks := (total + nj.ChunkSize - 1) / nj.ChunkSize
 	var sum []byte
 	if digest != nil {
 		sum = digest.sum()
 	}
 	if _, err := tx.Exec(ctx, `UPDATE jobs SET total_rows = $2, chunk_count = $3, request_sha256 = $4 WHERE id = $1`, jobID, total, chunks, sum); err != nil {
-		return Job{}, false, interpretError(err)
+		return interpretError(err)
 	}
 	if nj.Upload != nil {
 		u := nj.Upload()
@@ -218,18 +173,24 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 		}
 		if _, err := tx.Exec(ctx, `UPDATE jobs SET column_map = $2, extra_columns = $3, rows_uploaded = $4, distinct_lookups = $5 WHERE id = $1`,
 			jobID, cols, extra, u.RowsUploaded, u.DistinctLookups); err != nil {
-			return Job{}, false, interpretError(err)
+			return interpretError(err)
 		}
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO job_chunks (job_id, chunk) SELECT $1, generate_series(0, $2 - 1)`, jobID, chunks); err != nil {
-		return Job{}, false, interpretError(err)
+		return interpretError(err)
 	}
-	// The job is read back, and its commit marked, in one round trip.
+	return nil
+}
+
+// commitJob reads the job back and commits, its commit marked in the same
+// round trip; when the answer to the commit is lost, the mark tells whether
+// it committed.
+func (s *Store) commitJob(ctx context.Context, tx pgx.Tx, jobID string) (Job, bool, error) {
 	mark, err := uuid.NewV7()
 	if err != nil {
 		return Job{}, false, err
 	}
-	job, err = scanJob(tx.QueryRow(ctx, `WITH `+markSQL(`'{}'::bigint[]`)+` SELECT `+jobColumns+` FROM jobs WHERE id = @id`,
+	job, err := scanJob(tx.QueryRow(ctx, `WITH `+markSQL(`'{}'::bigint[]`)+` SELECT `+jobColumns+` FROM jobs WHERE id = @id`,
 		pgx.StrictNamedArgs{"mark": mark, "id": jobID}))
 	if err != nil {
 		return Job{}, false, err
@@ -238,9 +199,8 @@ func (s *Store) CreateJob(ctx context.Context, nj NewJob, feed func(add func(New
 		if !answerLost(err) {
 			return Job{}, false, interpretError(err)
 		}
-		// The answer to the commit was lost: find out. The upload is not
-		// run again here (its feed is spent); a job not stored is an
-		// ErrUnavailable the client may send again.
+		// The upload is not run again here (its feed is spent); a job not
+		// stored is an ErrUnavailable the client may send again.
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		_, committed, ferr := s.fence(fctx, mark)
 		cancel()
@@ -278,41 +238,6 @@ func (s *Store) replayJob(ctx context.Context, tenant, key string, digest *reque
 		}
 	}
 	return j, false, nil
-}
-
-// batchSource is a pgx.CopyFromSource over the batches CreateJob's feed sends.
-type batchSource struct {
-	batches <-chan [][]any
-	cur     [][]any
-	i       int
-	row     []any
-	feedErr *error
-	done    bool
-}
-
-func (b *batchSource) Next() bool {
-	for b.i >= len(b.cur) {
-		batch, ok := <-b.batches
-		if !ok {
-			b.done = true
-			return false
-		}
-		b.cur, b.i = batch, 0
-	}
-	b.row = b.cur[b.i]
-	b.i++
-	return true
-}
-
-func (b *batchSource) Values() ([]any, error) { return b.row, nil }
-
-// Err is the feed's error once it has finished (the channel is closed): the
-// COPY is then aborted and nothing is stored.
-func (b *batchSource) Err() error {
-	if !b.done {
-		return nil
-	}
-	return *b.feedErr
 }
 
 // nullIfNone is NULL for an empty list.

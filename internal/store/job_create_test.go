@@ -127,3 +127,57 @@ func TestCreateJobIdempotentAndAtomic(t *testing.T) {
 		t.Fatalf("after a failed feed: %d jobs, %d rows; want 2 and 26", jobs, rows)
 	}
 }
+
+// Every character a cell may hold comes back as it went in, in the rows and
+// in their extras; a skipped row keeps its ref and no extras; a U+0000 is
+// ErrInvalidInput and stores nothing.
+func TestCreateJobKeepsEveryCharacter(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	ctx := context.Background()
+	odd := "a\\b\tc\nd\re \\N \"q\" \\\\t ü €\x01 end"
+	rows := []store.NewRow{
+		{InputRow: 1, Ref: odd, Kind: domain.InputNameCompany, Name: odd, Company: odd, Role: odd,
+			Extra: map[string]string{odd: odd, "plain": "x", "empty": ""}},
+		{InputRow: 2, Ref: "keep", Kind: domain.InputEmail, Email: "kim@example.com", Extra: map[string]string{"crm": "y"}, SkipReason: "suppressed"},
+		{InputRow: 3, Ref: `\N`, Kind: domain.InputEmail, Email: "x@example.com"},
+	}
+	job, _, err := st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10},
+		func(add func(store.NewRow) error) error {
+			for _, r := range rows {
+				if err := add(r); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := st.ListResults(ctx, job.ID, "", 0, 10)
+	if err != nil || len(res) != 3 {
+		t.Fatalf("results = %+v, %v", res, err)
+	}
+	if r := res[0]; r.Ref != odd || r.Name != odd || r.Company != odd || r.Extra[odd] != odd || r.Extra["plain"] != "x" ||
+		r.Extra["empty"] != "" || len(r.Extra) != 3 {
+		t.Fatalf("row 1 = %+v", r)
+	}
+	if r := res[1]; r.Ref != "keep" || len(r.Extra) != 0 || r.Email != "" {
+		t.Fatalf("skipped row 2 = %+v", r)
+	}
+	if r := res[2]; r.Ref != `\N` || r.Email != "x@example.com" {
+		t.Fatalf("row 3 = %+v", r)
+	}
+
+	_, _, err = st.CreateJob(ctx, store.NewJob{Tenant: "acme", Lookups: []domain.Stage{domain.StageProfile}, ChunkSize: 10},
+		func(add func(store.NewRow) error) error {
+			return add(store.NewRow{InputRow: 1, Kind: domain.InputNameCompany, Name: "CTO", Company: "Ac\x00me"})
+		})
+	if !errors.Is(err, store.ErrInvalidInput) {
+		t.Fatalf("a U+0000: %v, want ErrInvalidInput", err)
+	}
+	var jobs int
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT count(*) FROM jobs`).Scan(&jobs); err != nil || jobs != 1 {
+		t.Fatalf("jobs after a refused one: %d, %v", jobs, err)
+	}
+}

@@ -11,6 +11,7 @@ import (
 // Purged is what one retention step removed.
 type Purged struct {
 	Rows, Results, Markers, CacheEntries, FeedLines int64
+	ChangeLines                                     int64 // a watch's change lines
 	Jobs                                            int64 // jobs whose last rows went (purged_at set)
 	// Abandoned is the jobs canceled because they had not changed for
 	// longer than their tenant's window (see cancelAbandoned).
@@ -19,7 +20,7 @@ type Purged struct {
 
 // Total is everything Purged counts.
 func (p Purged) Total() int64 {
-	return p.Rows + p.Results + p.Markers + p.CacheEntries + p.FeedLines
+	return p.Rows + p.Results + p.Markers + p.CacheEntries + p.FeedLines + p.ChangeLines
 }
 
 // PurgeExpired removes, for every tenant with a retention window, up to
@@ -128,8 +129,9 @@ func purgeJob(ctx context.Context, tx pgx.Tx, jobID, tenant string, now time.Tim
 	return appendAudit(ctx, tx, AuditLine{Tenant: tenant, KeyID: ActorScheduler, Action: AuditRetentionPurge, Subject: jobID, Rows: total})
 }
 
-// purgeCacheAndFeed removes up to batch cache entries and up to batch feed
-// lines older than their tenant's window, and adds them to p.
+// purgeCacheAndFeed removes up to batch cache entries, up to batch feed
+// lines and up to batch watch change lines older than their tenant's
+// window, and adds them to p.
 func (s *Store) purgeCacheAndFeed(ctx context.Context, now time.Time, batch int, p *Purged) error {
 	n, err := s.execPool(ctx, `DELETE FROM lookup_cache c WHERE (c.tenant, c.stage, c.input_key) IN (
 			SELECT c2.tenant, c2.stage, c2.input_key FROM lookup_cache c2 JOIN tenants t ON t.id = c2.tenant
@@ -147,5 +149,13 @@ func (s *Store) purgeCacheAndFeed(ctx context.Context, now time.Time, batch int,
 		return err
 	}
 	p.FeedLines += n
+	n, err = s.execPool(ctx, `DELETE FROM watch_changes c WHERE c.id IN (
+			SELECT c2.id FROM watch_changes c2 JOIN tenants t ON t.id = c2.tenant
+			WHERE t.retention_seconds IS NOT NULL AND c2.at < $1::timestamptz - t.retention_seconds * interval '1 second'
+			LIMIT $2)`, now, batch)
+	if err != nil {
+		return err
+	}
+	p.ChangeLines += n
 	return nil
 }

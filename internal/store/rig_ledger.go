@@ -6,7 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// The reads of this file are the chaos rig's and the tests' (internal/chaos's
+// The reads of this file are the chaos rig's and the tests' (dev/chaos/rig's
 // checks, dev/chaos's faults): a job's ledger line by line, the whole ledger
 // summed, the reservations still open, the jobs of an Idempotency-Key. No
 // service calls them. They stay in the store, not in storetest, because the

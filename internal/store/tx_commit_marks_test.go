@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
@@ -17,7 +17,7 @@ import (
 
 // cutStores returns a store whose connections pass through an AnswerCutter,
 // and one that reaches the same database directly (for the checks).
-func cutStores(t *testing.T) (cut *chaos.AnswerCutter, st, direct *store.Store) {
+func cutStores(t *testing.T) (cut *rig.AnswerCutter, st, direct *store.Store) {
 	t.Helper()
 	dbURL := storetest.NewDatabase(t)
 	u, err := url.Parse(dbURL)
@@ -28,7 +28,7 @@ func cutStores(t *testing.T) (cut *chaos.AnswerCutter, st, direct *store.Store) 
 	if u.Port() == "" {
 		host += ":5432"
 	}
-	cut, err = chaos.NewAnswerCutter("127.0.0.1:0", host)
+	cut, err = rig.NewAnswerCutter("127.0.0.1:0", host)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,11 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
-	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
-	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/platform/platformtest"
+	"github.com/enrichq/enrichq/internal/service"
 )
 
 // Environment of the browser test (docs/web.md, "Tests").
@@ -48,10 +49,10 @@ func TestInBrowser(t *testing.T) {
 	t.Parallel()
 	began := time.Now()
 	ctx := startBrowser(t) // first: without a browser there is nothing to set up
-	s := newStack(t, jobstest.Options{Vendor: func(o *fakevendor.Options) { o.Latency = 50 * time.Millisecond }}, true)
+	s := newStack(t, jobstest.Options{Vendor: func(o *enrichtest.SeedOptions) { o.Latency = 50 * time.Millisecond }}, true)
 
 	shots := screenshots(t, ctx)
-	base := s.api.URL
+	base := s.URL
 
 	// Sign in: a wrong key is refused, the right one opens the jobs.
 	do(t, ctx, "open the page", chromedp.Navigate(base+"/"))
@@ -78,7 +79,7 @@ func TestInBrowser(t *testing.T) {
 	dir := t.TempDir()
 	list := filepath.Join(dir, "companies.csv")
 	const companies = 40
-	if err := os.WriteFile(list, []byte(companiesCSV(companies)), 0o600); err != nil {
+	if err := os.WriteFile(list, []byte(apitest.CompaniesCSV(companies)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	do(t, ctx, "open the new-job form", chromedp.Navigate(base+"/ui/jobs/new"),
@@ -93,7 +94,7 @@ func TestInBrowser(t *testing.T) {
 	shots("estimate")
 	estMin, estMax := number(t, text(t, ctx, chromedp.ID("est-min"))), number(t, text(t, ctx, chromedp.ID("est-max")))
 	q := url.Values{"dry_run": {"true"}, "roles": {"VP Sales"}, "lookups": {"profile,email"}, "budget_credits": {"100000"}}
-	resp, body := s.call(t, http.MethodPost, "/v1/jobs?"+q.Encode(), keyA, "text/csv", strings.NewReader(companiesCSV(companies)))
+	resp, body := s.call(t, http.MethodPost, "/v1/jobs?"+q.Encode(), keyA, "text/csv", strings.NewReader(apitest.CompaniesCSV(companies)))
 	var apiEst struct{ Credits struct{ Min, Max int64 } }
 	if err := json.Unmarshal(body, &apiEst); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("API dry run: %s %s", resp.Status, body)
@@ -165,7 +166,7 @@ func TestInBrowser(t *testing.T) {
 	shots("job-resumed-done")
 
 	// Another tenant's job is not found, even by its id.
-	resp, body = s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", keyB, "text/csv", strings.NewReader(companiesCSV(2)))
+	resp, body = s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", keyB, "text/csv", strings.NewReader(apitest.CompaniesCSV(2)))
 	var other struct{ ID string }
 	if err := json.Unmarshal(body, &other); err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("tenant B's job: %s %s", resp.Status, body)
@@ -182,17 +183,17 @@ func TestInBrowser(t *testing.T) {
 	if n := text(t, ctx, chromedp.ID("connected-count")); n != "0" {
 		t.Fatalf("before any consent, %s members are connected", n)
 	}
-	for _, m := range []fakeplatform.Member{{ID: "m-ada", FirstName: "Ada", LastName: "Lovelace", Email: "ada@example.com", Headline: "Head of Sales"},
+	for _, m := range []platformtest.Member{{ID: "m-ada", FirstName: "Ada", LastName: "Lovelace", Email: "ada@example.com", Headline: "Head of Sales"},
 		{ID: "m-bob", FirstName: "Bob", LastName: "Stone", Email: "bob@example.com", Headline: "Account Executive"}} {
-		s.platform.AddMember(m)
-		s.platform.SignIn(m.ID) // the member, signed in at the platform, consents
+		s.Platform.AddMember(m)
+		s.Platform.SignIn(m.ID) // the member, signed in at the platform, consents
 		do(t, ctx, "open the members", chromedp.Navigate(base+"/ui/members"))
 		navigate(t, ctx, "connect "+m.ID, chromedp.Click(chromedp.ID("connect")))
 		if loc := mustPath(t, location(t, ctx)); loc != "/v1/platform/callback" {
 			t.Fatalf("after the consent screen, at %s", loc)
 		}
 	}
-	members, err := s.Store.ListPlatformMembers(context.Background(), tenantA, store.MemberFilter{Limit: 10})
+	members, err := s.Store.ListPlatformMembers(context.Background(), tenantA, service.MemberFilter{Limit: 10})
 	if err != nil || len(members) != 2 {
 		t.Fatalf("members: %d, %v", len(members), err)
 	}

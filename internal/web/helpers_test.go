@@ -1,30 +1,19 @@
 package web_test
 
 import (
-	"context"
-	"crypto/rand"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/oauth2"
-
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakeplatform"
 	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
-	"github.com/enrichq/enrichq/internal/platform"
-	"github.com/enrichq/enrichq/internal/secretbox"
-	"github.com/enrichq/enrichq/internal/service"
 )
 
 // Two tenants, a key each, and a read-only and a submit-only key of the
@@ -38,31 +27,12 @@ const (
 	keySubmit = "web-key-acme-submitonly"
 )
 
-type keys map[string]service.Principal
-
-func (k keys) Principal(_ context.Context, key string) (service.Principal, bool, error) {
-	p, ok := k[key]
-	return p, ok, nil
-}
-
-func (k keys) KeyLive(_ context.Context, tenant, keyID string) (bool, error) {
-	for _, p := range k {
-		if p.Tenant == tenant && p.KeyID == keyID {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
 // stack is the API (and so the page) over a real pipeline: Postgres,
 // Redis, an asynq worker and the fake vendor, with the scheduler's services
-// stepped in the background.
+// stepped in the background (apitest).
 type stack struct {
-	*jobstest.Bundle
-	api   *httptest.Server
+	*apitest.Stack
 	clock *clock
-	// platform is the fake platform of a stack made withPlatform; nil otherwise.
-	platform *fakeplatform.Platform
 }
 
 // clock is a settable clock for the page's sessions; it follows the real
@@ -88,92 +58,22 @@ func (c *clock) Advance(d time.Duration) {
 // against a fake platform (the members page).
 func newStack(t *testing.T, o jobstest.Options, withPlatform bool) *stack {
 	t.Helper()
-	b := jobstest.New(t, o)
 	c := &clock{}
-	deps := httpapi.Deps{
-		Store: b.Store, Submitter: b.Submitter, Log: b.Log, Now: c.Now,
-		Keys: keys{
+	st := apitest.Start(t, apitest.Options{Pipeline: o, Platform: withPlatform, Scheduler: true,
+		Keys: apitest.Keys{
 			keyA:      {Tenant: tenantA, KeyID: "ka", Scopes: domain.Scopes},
 			keyB:      {Tenant: tenantB, KeyID: "kb", Scopes: domain.Scopes},
 			keyRead:   {Tenant: tenantA, KeyID: "kr", Scopes: []domain.Scope{domain.ScopeRead}},
 			keySubmit: {Tenant: tenantA, KeyID: "ks", Scopes: []domain.Scope{domain.ScopeSubmit}},
 		},
-	}
-	var (
-		fp    *fakeplatform.Platform
-		oauth *oauth2.Config
-	)
-	if withPlatform {
-		fopts := fakeplatform.DefaultOptions()
-		fp = fakeplatform.New(fopts)
-		fsrv := httptest.NewServer(fp)
-		t.Cleanup(fsrv.Close)
-		client, err := enrich.NewPlatformClient(enrich.PlatformConfig{BaseURL: fsrv.URL, Version: "202611"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		oauth, err = enrich.NewPlatformOAuth(enrich.PlatformOAuthConfig{AuthURL: fsrv.URL + fakeplatform.PathAuthorize,
-			TokenURL: fsrv.URL + fakeplatform.PathToken, ClientID: fopts.ClientID, ClientSecret: fopts.ClientSecret,
-			RedirectURL: "http://placeholder/v1/platform/callback"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		key := make([]byte, secretbox.KeySize)
-		_, _ = rand.Read(key)
-		box, err := secretbox.New(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if deps.Platform, err = platform.New(b.Store, nil, platform.Config{Client: client, OAuth: oauth, Box: box}, b.Log); err != nil {
-			t.Fatal(err)
-		}
-	}
-	api := httptest.NewServer(httpapi.NewServer(deps))
-	t.Cleanup(api.Close)
-	if oauth != nil {
-		oauth.RedirectURL = api.URL + "/v1/platform/callback" // known once the server listens
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		// The scheduler, as cmd/scheduler runs it: dispatch, finish, resume.
-		defer close(done)
-		tick := time.NewTicker(50 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				_, _ = b.Maintainer.RunOnce(ctx)
-			}
-		}
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-	return &stack{Bundle: b, api: api, clock: c, platform: fp}
+		Deps: func(d *httpapi.Deps) { d.Now = c.Now }})
+	return &stack{Stack: st, clock: c}
 }
 
-// api calls the JSON API with a bearer key and returns the answer's body.
+// call calls the JSON API with a bearer key and returns the answer's body.
 func (s *stack) call(t *testing.T, method, path, key, ctype string, body io.Reader) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(method, s.api.URL+path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+key)
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, data
+	return s.Call(t, method, path, key, ctype, body)
 }
 
 // person is a browser without a browser: a cookie jar that follows
@@ -195,7 +95,7 @@ func (s *stack) person(t *testing.T) *person {
 // get fetches a page and returns the answer and its body.
 func (p *person) get(path string) (*http.Response, string) {
 	p.t.Helper()
-	resp, err := p.client.Get(p.s.api.URL + path)
+	resp, err := p.client.Get(p.s.URL + path)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -207,7 +107,7 @@ func (p *person) get(path string) (*http.Response, string) {
 // post sends a form and returns the answer (after redirects) and its body.
 func (p *person) post(path string, form url.Values) (*http.Response, string) {
 	p.t.Helper()
-	resp, err := p.client.PostForm(p.s.api.URL+path, form)
+	resp, err := p.client.PostForm(p.s.URL+path, form)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -237,14 +137,4 @@ func (p *person) signIn(key string) string {
 		p.t.Fatalf("sign in: %s at %s:\n%.600s", resp.Status, resp.Request.URL.Path, body)
 	}
 	return body
-}
-
-// companiesCSV is a list of n companies with an extra column.
-func companiesCSV(n int) string {
-	var b strings.Builder
-	b.WriteString("ref,company,owner\n")
-	for i := range n {
-		fmt.Fprintf(&b, "crm-%03d,Company %d AG,owner-%d\n", i+1, i+1, i%3)
-	}
-	return b.String()
 }

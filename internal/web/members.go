@@ -16,7 +16,7 @@ type membersData struct {
 // Members is the platform's members of the tenant: who is connected, who
 // must go through the consent screen again, and the way to start it.
 func (u *UI) Members(w http.ResponseWriter, r *http.Request) {
-	d := membersData{Configured: u.cfg.Platform != nil}
+	d := membersData{Configured: u.svc.PlatformConfigured()}
 	if d.Configured {
 		var err error
 		if d.Members, err = u.svc.PlatformMembers(r.Context(), sessionFrom(r.Context()).Principal); err != nil {
@@ -39,11 +39,11 @@ func (u *UI) Members(w http.ResponseWriter, r *http.Request) {
 // is safe here: the session cookie is SameSite=Strict, so another site's
 // link arrives signed out.
 func (u *UI) Connect(w http.ResponseWriter, r *http.Request) {
-	if u.cfg.Platform == nil {
+	if !u.svc.PlatformConfigured() {
 		u.NotFound(w, r)
 		return
 	}
-	to, err := u.cfg.Platform.ConnectURL(r.Context(), sessionFrom(r.Context()).Principal.Tenant)
+	to, _, err := u.svc.ConnectURL(r.Context(), sessionFrom(r.Context()).Principal)
 	if err != nil {
 		u.fail(w, r, err)
 		return

@@ -11,7 +11,6 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/service"
 )
 
@@ -107,7 +106,7 @@ func (u *UI) newJobPage(w http.ResponseWriter, r *http.Request, status int, f jo
 type estimateData struct {
 	Form      jobForm
 	Upload    service.Upload
-	Estimate  jobs.Estimate
+	Estimate  service.Estimate
 	Budget    *int64
 	AtMost    int64 // what the job may spend: the estimate's most, capped by the budget
 	Options   url.Values
@@ -181,7 +180,7 @@ func (u *UI) Estimate(w http.ResponseWriter, r *http.Request, form *uploadForm) 
 		u.estimateFailed(w, r, f, err)
 		return
 	}
-	est, err := u.svc.Estimate(r.Context(), p, jobs.Submission{UploadID: up.ID, Options: opts})
+	est, err := u.svc.Estimate(r.Context(), p, service.Submission{UploadID: up.ID, Options: opts})
 	if err != nil {
 		drop()
 		u.estimateFailed(w, r, f, err)
@@ -240,7 +239,7 @@ func (u *UI) Submit(w http.ResponseWriter, r *http.Request) {
 		u.estimateFailed(w, r, f, err)
 		return
 	}
-	st, _, err := u.svc.Submit(r.Context(), p, jobs.Submission{UploadID: r.PostForm.Get("upload_id"), Options: opts,
+	st, _, err := u.svc.Submit(r.Context(), p, service.Submission{UploadID: r.PostForm.Get("upload_id"), Options: opts,
 		IdempotencyKey: r.PostForm.Get("idempotency_key")})
 	if err != nil {
 		u.estimateFailed(w, r, f, err)

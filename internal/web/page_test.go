@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xuri/excelize/v2"
-
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
+	"github.com/enrichq/enrichq/internal/ingest/ingesttest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 	"github.com/enrichq/enrichq/internal/web"
@@ -28,7 +28,7 @@ func TestPage(t *testing.T) {
 
 	// A job of each tenant, through the API.
 	submit := func(key string) string {
-		resp, body := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", key, "text/csv", strings.NewReader(companiesCSV(3)))
+		resp, body := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", key, "text/csv", strings.NewReader(apitest.CompaniesCSV(3)))
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("submit: %s %s", resp.Status, body)
 		}
@@ -52,7 +52,7 @@ func TestPage(t *testing.T) {
 		}
 		// The right key: a session cookie, HttpOnly and SameSite=Strict, and no key in it.
 		_, body = p.get("/ui/signin")
-		req, _ := http.NewRequest(http.MethodPost, s.api.URL+"/ui/signin", strings.NewReader(url.Values{"csrf": {csrf(t, body)}, "key": {keyA}}.Encode()))
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/ui/signin", strings.NewReader(url.Values{"csrf": {csrf(t, body)}, "key": {keyA}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		for _, c := range p.client.Jar.Cookies(req.URL) {
 			req.AddCookie(c)
@@ -96,7 +96,7 @@ func TestPage(t *testing.T) {
 
 	t.Run("SecureCookieBehindTLS", func(t *testing.T) {
 		t.Parallel()
-		req, _ := http.NewRequest(http.MethodGet, s.api.URL+"/ui/signin", nil)
+		req, _ := http.NewRequest(http.MethodGet, s.URL+"/ui/signin", nil)
 		req.Header.Set("X-Forwarded-Proto", "https")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -230,7 +230,7 @@ func TestPage(t *testing.T) {
 			"list.csv":  []byte("ref,company\nr1,Acme AG\nr2,Beta GmbH\nr3,Gamma SA\n"),
 			"list.tsv":  []byte("ref\tcompany\nr1\tAcme AG\nr2\tBeta GmbH\nr3\tGamma SA\n"),
 			"list.json": []byte(`{"rows": [{"ref": "r1", "company": "Acme AG"}, {"ref": "r2", "company": "Beta GmbH"}, {"ref": "r3", "company": "Gamma SA"}]}`),
-			"list.xlsx": xlsxBytes(t, rows),
+			"list.xlsx": ingesttest.XLSX(t, rows),
 		}
 		for name, data := range files {
 			resp, body := p.upload(name, data, url.Values{"roles": {"CTO, VP Sales"}, "lookups": {"profile"}, "budget_credits": {"50"}})
@@ -285,7 +285,7 @@ func TestPage(t *testing.T) {
 		}
 		// Companies without roles: the file is good, the estimate is refused,
 		// and the file is not kept either.
-		resp, body = p.upload("noroles.csv", []byte(companiesCSV(3)), url.Values{"lookups": {"profile"}})
+		resp, body = p.upload("noroles.csv", []byte(apitest.CompaniesCSV(3)), url.Values{"lookups": {"profile"}})
 		if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(body, "role") {
 			t.Errorf("companies without roles: %s\n%.1500s", resp.Status, body)
 		}
@@ -318,7 +318,7 @@ func (p *person) upload(filename string, data []byte, fields url.Values) (*http.
 // redirects) and its body.
 func (p *person) postMultipart(path, contentType string, body io.Reader) (*http.Response, string) {
 	p.t.Helper()
-	resp, err := p.client.Post(p.s.api.URL+path, contentType, body)
+	resp, err := p.client.Post(p.s.URL+path, contentType, body)
 	if err != nil {
 		p.t.Fatal(err)
 	}
@@ -328,29 +328,12 @@ func (p *person) postMultipart(path, contentType string, body io.Reader) (*http.
 	return resp, out.String()
 }
 
-func xlsxBytes(t *testing.T, rows [][]any) []byte {
-	t.Helper()
-	f := excelize.NewFile()
-	defer f.Close()
-	for r, row := range rows {
-		cell, _ := excelize.CoordinatesToCellName(1, r+1)
-		if err := f.SetSheetRow("Sheet1", cell, &row); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var buf bytes.Buffer
-	if err := f.Write(&buf); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // Cancel from the job's page: the job is canceled and the page says so;
 // Resume of a job that is not paused says why not.
 func TestCancelFromPage(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, jobstest.Options{NoWorker: true}, false) // the job waits: nothing works on it
-	resp, body := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", keyA, "text/csv", strings.NewReader(companiesCSV(5)))
+	resp, body := s.call(t, http.MethodPost, "/v1/jobs?roles=CTO", keyA, "text/csv", strings.NewReader(apitest.CompaniesCSV(5)))
 	var st struct{ ID string }
 	if err := json.Unmarshal(body, &st); err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("submit: %s %s", resp.Status, body)

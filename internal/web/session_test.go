@@ -9,16 +9,19 @@ import (
 	"testing"
 
 	"github.com/enrichq/enrichq/internal/httpapi"
+	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 // apiOver starts another API on b with deps adjusted by adjust, over TLS
 // when tls, as a stack for person.
-func apiOver(t *testing.T, b *jobstest.Bundle, tls bool, adjust func(*httpapi.Deps)) *stack {
+func apiOver(t *testing.T, b *jobstest.Bundle, tls bool, adjust func(*service.Service, *httpapi.Deps)) *stack {
 	t.Helper()
-	deps := httpapi.Deps{Store: b.Store, Submitter: b.Submitter, Log: b.Log}
-	adjust(&deps)
+	svc := service.New(service.Config{Store: b.Store, Submitter: b.Submitter})
+	deps := httpapi.Deps{Service: svc, Log: b.Log}
+	adjust(svc, &deps)
 	var api *httptest.Server
 	if tls {
 		api = httptest.NewTLSServer(httpapi.NewServer(deps))
@@ -26,7 +29,7 @@ func apiOver(t *testing.T, b *jobstest.Bundle, tls bool, adjust func(*httpapi.De
 		api = httptest.NewServer(httpapi.NewServer(deps))
 	}
 	t.Cleanup(api.Close)
-	return &stack{Bundle: b, api: api, clock: &clock{}}
+	return &stack{Stack: &apitest.Stack{Bundle: b, Service: svc, API: api, URL: api.URL}, clock: &clock{}}
 }
 
 // A session lives no longer than its key: once the key is removed from
@@ -43,11 +46,11 @@ func TestSessionEndsWithItsKey(t *testing.T) {
 	}
 	// The API with both keys, and the same API restarted without the
 	// bootstrap key.
-	before := apiOver(t, b, false, func(d *httpapi.Deps) {
-		d.Keys = httpapi.NewStoreKeys(httpapi.NewStaticKeys(map[string]string{envKey: tenantA}), b.Store)
+	before := apiOver(t, b, false, func(svc *service.Service, d *httpapi.Deps) {
+		d.Keys = httpapi.NewStoreKeys(httpapi.NewStaticKeys(map[string]string{envKey: tenantA}), svc)
 	})
-	after := apiOver(t, b, false, func(d *httpapi.Deps) {
-		d.Keys = httpapi.NewStoreKeys(httpapi.NewStaticKeys(map[string]string{}), b.Store)
+	after := apiOver(t, b, false, func(svc *service.Service, d *httpapi.Deps) {
+		d.Keys = httpapi.NewStoreKeys(httpapi.NewStaticKeys(map[string]string{}), svc)
 	})
 	// at is the person's path after GET /ui/jobs on s, with the cookies of p.
 	at := func(s *stack, p *person) string {
@@ -121,7 +124,7 @@ func TestSignOutNeedsNoScope(t *testing.T) {
 func TestOverTLS(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{NoWorker: true})
-	withKeys := func(d *httpapi.Deps) { d.Keys = keys{keyA: {Tenant: tenantA, KeyID: "ka"}} }
+	withKeys := func(_ *service.Service, d *httpapi.Deps) { d.Keys = apitest.Keys{keyA: {Tenant: tenantA, KeyID: "ka"}} }
 	for _, c := range []struct {
 		name string
 		s    *stack
@@ -129,10 +132,10 @@ func TestOverTLS(t *testing.T) {
 	}{
 		{"plain HTTP", apiOver(t, b, false, withKeys), false},
 		{"TLS", apiOver(t, b, true, withKeys), true},
-		{"behind a TLS proxy", apiOver(t, b, false, func(d *httpapi.Deps) { withKeys(d); d.BehindTLSProxy = true }), true},
+		{"behind a TLS proxy", apiOver(t, b, false, func(svc *service.Service, d *httpapi.Deps) { withKeys(svc, d); d.BehindTLSProxy = true }), true},
 	} {
-		client := c.s.api.Client() // trusts the TLS server's certificate
-		resp, err := client.Get(c.s.api.URL + "/ui/signin")
+		client := c.s.API.Client() // trusts the TLS server's certificate
+		resp, err := client.Get(c.s.URL + "/ui/signin")
 		if err != nil {
 			t.Fatal(err)
 		}

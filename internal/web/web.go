@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/platform"
 	"github.com/enrichq/enrichq/internal/service"
 )
 
@@ -42,9 +41,6 @@ type Keys interface {
 type Config struct {
 	Service *service.Service
 	Keys    Keys
-	// Platform starts the consent flow of the members page; nil: the page
-	// says the platform is not configured.
-	Platform *platform.Platform
 	// Session bounds a session; zero fields take DefaultSessionMax and
 	// DefaultSessionIdle.
 	Session service.SessionLifetime

@@ -219,15 +219,27 @@ func (d *Deliverer) deliver(ctx context.Context, del store.WebhookDelivery) bool
 	return err == nil
 }
 
-// post makes one attempt; a 2xx answer is success.
-func (d *Deliverer) post(ctx context.Context, del store.WebhookDelivery) (int, error) {
+// payload is the body of a delivery: the finished job, or for
+// person.changed the company changes a watch run found.
+func (d *Deliverer) payload(ctx context.Context, del store.WebhookDelivery) ([]byte, error) {
+	if del.Event == store.EventPersonChanged {
+		watchID, changes, err := d.store.JobCompanyChanges(ctx, del.JobID)
+		if err != nil {
+			return nil, fmt.Errorf("load changes: %w", err)
+		}
+		p := PersonChanged{Event: del.Event, DeliveryID: del.ID, WatchID: watchID, JobID: del.JobID, People: []ChangedPerson{}}
+		for _, c := range changes {
+			p.People = append(p.People, ChangedPerson{Ref: c.Ref, Field: c.Field, Old: c.Old, New: c.New, Kind: c.Kind, At: c.At})
+		}
+		return json.Marshal(p)
+	}
 	job, err := d.store.JobByID(ctx, del.JobID)
 	if err != nil {
-		return 0, fmt.Errorf("load job: %w", err)
+		return nil, fmt.Errorf("load job: %w", err)
 	}
 	counts, err := d.store.RowCounts(ctx, del.JobID)
 	if err != nil {
-		return 0, fmt.Errorf("count rows: %w", err)
+		return nil, fmt.Errorf("count rows: %w", err)
 	}
 	rows := make(map[string]int, len(counts)+1)
 	for st, n := range counts {
@@ -236,14 +248,19 @@ func (d *Deliverer) post(ctx context.Context, del store.WebhookDelivery) (int, e
 	rows["total"] = job.TotalRows
 	unsettled, err := d.store.JobUnsettled(ctx, del.JobID)
 	if err != nil {
-		return 0, fmt.Errorf("unsettled credits: %w", err)
+		return nil, fmt.Errorf("unsettled credits: %w", err)
 	}
-	body, err := json.Marshal(Payload{Event: del.Event, DeliveryID: del.ID, Job: Job{
+	return json.Marshal(Payload{Event: del.Event, DeliveryID: del.ID, Job: Job{
 		ID: job.ID, Name: job.Name, State: job.State, StateReason: job.StateReason, Rows: rows,
 		Credits: map[string]any{"budget": job.BudgetCredits, "spent": job.CreditsSpent, "reserved": job.CreditsReserved,
 			"unsettled": unsettled.Credits, "unsettled_reason": unsettled.Reason()},
 		CreatedAt: job.CreatedAt, FinishedAt: job.FinishedAt, ResultsURL: "/v1/jobs/" + job.ID + "/results",
 	}})
+}
+
+// post makes one attempt; a 2xx answer is success.
+func (d *Deliverer) post(ctx context.Context, del store.WebhookDelivery) (int, error) {
+	body, err := d.payload(ctx, del)
 	if err != nil {
 		return 0, err
 	}

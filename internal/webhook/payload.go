@@ -25,3 +25,25 @@ type Job struct {
 	FinishedAt  *time.Time      `json:"finished_at"`
 	ResultsURL  string          `json:"results_path"`
 }
+
+// PersonChanged is the body of a person.changed callback: the people a
+// watch's run found at another company (or at none: kind left, or not
+// found any more).
+type PersonChanged struct {
+	Event      string          `json:"event"`
+	DeliveryID int64           `json:"delivery_id"`
+	WatchID    string          `json:"watch_id"`
+	JobID      string          `json:"job_id"`
+	People     []ChangedPerson `json:"people"`
+}
+
+// ChangedPerson is one company change: the input's ref, its company
+// before and now.
+type ChangedPerson struct {
+	Ref   string    `json:"ref"`
+	Field string    `json:"field"`
+	Old   *string   `json:"old"`
+	New   *string   `json:"new"`
+	Kind  string    `json:"kind"`
+	At    time.Time `json:"at"`
+}

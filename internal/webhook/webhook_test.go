@@ -3,7 +3,6 @@ package webhook_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,48 +15,10 @@ import (
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/webhook"
 )
-
-func companies(n int) []ingest.RowIn {
-	rows := make([]ingest.RowIn, n)
-	for i := range rows {
-		rows[i] = ingest.RowIn{Ref: fmt.Sprintf("crm-%04d", i), Company: fmt.Sprintf("Company %d GmbH", i)}
-	}
-	return rows
-}
-
-// submit stores a job of rows of tenant acme through the API's submit path.
-func submit(b *jobstest.Bundle, t *testing.T, rows []ingest.RowIn, opts ingest.JobOptions) store.Job {
-	t.Helper()
-	return submitFor(b, t, "acme", rows, opts)
-}
-
-// submitFor stores a job of rows of tenant (created when new, with its
-// webhook secret) through the API's submit path.
-func submitFor(b *jobstest.Bundle, t *testing.T, tenant string, rows []ingest.RowIn, opts ingest.JobOptions) store.Job {
-	t.Helper()
-	if _, err := b.Store.EnsureTenant(context.Background(), tenant); err != nil {
-		t.Fatal(err)
-	}
-	if opts.Lookups == nil {
-		opts.Lookups = []domain.Stage{domain.StageProfile}
-	}
-	if opts.MaxAge == 0 {
-		opts.MaxAge = 720 * time.Hour
-	}
-	job, created, err := b.Submitter.Submit(context.Background(), jobs.Submission{
-		Tenant: tenant, Format: "json", Options: opts,
-		Feed: func(emit func(ingest.Lookup) error) error {
-			return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
-		},
-	})
-	if err != nil || !created {
-		t.Fatalf("submit: created=%v err=%v", created, err)
-	}
-	return job
-}
 
 // A finished job calls its callback_url with a signed body; a 500 is
 // retried; every attempt is recorded.
@@ -93,7 +54,7 @@ func TestWebhookSignedAndRetried(t *testing.T) {
 	b.Submitter.WebhooksEnabled, b.Submitter.AllowPrivateCallbacks = true, true
 	d := webhook.New(b.Store, webhook.Config{AllowPrivate: true,
 		RetryBase: time.Millisecond, RetryMax: 5 * time.Millisecond}, b.Log)
-	job := submit(b, t, companies(5), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: recv.URL + "/hook"})
+	job := b.Submit(t, jobstest.Companies(5), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: recv.URL + "/hook"})
 	b.WaitJob(t, job.ID, domain.JobCompleted)
 
 	deadline := time.Now().Add(30 * time.Second)
@@ -144,10 +105,10 @@ func TestWebhookRefusesPrivateNetworks(t *testing.T) {
 	b := jobstest.New(t, jobstest.Options{NoWorker: true})
 	b.Submitter.WebhooksEnabled = true
 	for _, u := range []string{"http://127.0.0.1:9/x", "http://localhost/x", "https://10.1.2.3/x", "http://[::1]/x", "http://192.168.0.10/x"} {
-		_, _, err := b.Submitter.Submit(context.Background(), jobs.Submission{Tenant: "acme", Format: "json",
+		_, _, err := b.Submitter.Submit(context.Background(), service.Submission{Tenant: "acme", Format: "json",
 			Options: ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile}, Roles: []string{"CEO"}, CallbackURL: u},
 			Feed: func(emit func(ingest.Lookup) error) error {
-				return ingest.ExpandRows(companies(1), ingest.Options{Roles: []string{"CEO"}}, ingest.DefaultLimits(), emit)
+				return ingest.ExpandRows(jobstest.Companies(1), ingest.Options{Roles: []string{"CEO"}}, ingest.DefaultLimits(), emit)
 			}})
 		var ie *ingest.Error
 		if !errors.As(err, &ie) || ie.Details[0].Column != "callback_url" {
@@ -159,7 +120,7 @@ func TestWebhookRefusesPrivateNetworks(t *testing.T) {
 	recv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached = true }))
 	t.Cleanup(recv.Close)
 	b.Submitter.AllowPrivateCallbacks = true // stored by a misconfigured API...
-	job := submit(b, t, companies(1), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: recv.URL})
+	job := b.Submit(t, jobstest.Companies(1), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: recv.URL})
 	if _, err := b.Store.CancelJob(context.Background(), "acme", job.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +156,7 @@ func TestSlowReceiverHoldsOneSlot(t *testing.T) {
 	b := jobstest.New(t, jobstest.Options{NoWorker: true})
 	b.Submitter.WebhooksEnabled, b.Submitter.AllowPrivateCallbacks = true, true
 	finish := func(url string) store.Job { // a canceled job is finished: its callback is due
-		job := submit(b, t, companies(1), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: url})
+		job := b.Submit(t, jobstest.Companies(1), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: url})
 		if _, err := b.Store.CancelJob(ctx, "acme", job.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -271,7 +232,7 @@ func TestTenantSecretsDoNotCross(t *testing.T) {
 	d := webhook.New(b.Store, webhook.Config{AllowPrivate: true}, b.Log)
 	deliver := func(tenant string) got {
 		t.Helper()
-		job := submitFor(b, t, tenant, companies(1), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: recv.URL})
+		job := b.SubmitFor(t, tenant, jobstest.Companies(1), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: recv.URL})
 		if _, err := b.Store.CancelJob(ctx, tenant, job.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -337,7 +298,7 @@ func TestHungTenantHoldsPerTenantSlots(t *testing.T) {
 	b := jobstest.New(t, jobstest.Options{NoWorker: true})
 	b.Submitter.WebhooksEnabled, b.Submitter.AllowPrivateCallbacks = true, true
 	finish := func(tenant, url string) store.Job {
-		job := submitFor(b, t, tenant, companies(1), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: url})
+		job := b.SubmitFor(t, tenant, jobstest.Companies(1), ingest.JobOptions{Roles: []string{"CEO"}, CallbackURL: url})
 		if _, err := b.Store.CancelJob(ctx, tenant, job.ID); err != nil {
 			t.Fatal(err)
 		}

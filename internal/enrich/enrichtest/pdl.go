@@ -7,11 +7,9 @@
 package enrichtest
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -521,28 +519,4 @@ func write(w http.ResponseWriter, rep reply) int {
 	w.WriteHeader(rep.status)
 	_, _ = w.Write(rep.body)
 	return rep.status
-}
-
-// reset closes the connection without an answer (a TCP reset where possible).
-func reset(w http.ResponseWriter) {
-	conn, _, err := http.NewResponseController(w).Hijack()
-	if err != nil {
-		panic(http.ErrAbortHandler) // HTTP/2: abort the stream
-	}
-	if tc, ok := conn.(*net.TCPConn); ok {
-		_ = tc.SetLinger(0)
-	}
-	_ = conn.Close()
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
-	}
 }

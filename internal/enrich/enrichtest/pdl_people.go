@@ -1,8 +1,6 @@
 package enrichtest
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -68,31 +66,6 @@ func emailDomain(e string) string {
 	}
 	return ""
 }
-
-// hash is a stable 64-bit hash of parts.
-func hash(parts ...string) uint64 {
-	s := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
-	return binary.BigEndian.Uint64(s[:8])
-}
-
-// unit maps h onto [0, 1).
-func unit(h uint64) float64 { return float64(h>>11) / (1 << 53) }
-
-func pick(list []string, h uint64) string { return list[h%uint64(len(list))] }
-
-// normURL ignores case, scheme, "www.", query, fragment and trailing slashes.
-func normURL(s string) string {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "https://"), "http://")
-	s = strings.TrimPrefix(s, "www.")
-	if i := strings.IndexAny(s, "?#"); i >= 0 {
-		s = s[:i]
-	}
-	return strings.TrimRight(s, "/")
-}
-
-// normText ignores case and runs of blanks.
-func normText(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
 
 var (
 	pdlFirst      = []string{"jane", "john", "amara", "lukas", "mei", "carlos", "priya", "olga", "kwame", "sofia", "noah", "aiko"}
@@ -219,5 +192,3 @@ func (per person) has(f string) (bool, bool) {
 	}
 	return false, false
 }
-
-func ptr[T any](v T) *T { return &v }

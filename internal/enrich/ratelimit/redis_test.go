@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/enrichq/enrichq/internal/chaos"
+	"github.com/enrichq/enrichq/dev/chaos/rig"
 )
 
 // These tests run the scripts on the real Redis at REDIS_URL, on real time.
@@ -168,7 +168,7 @@ func TestScriptCacheFlushedBetweenCalls(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Skip("no redis-server on PATH (Debian: apt-get install redis-server)")
 	}
-	srv, err := chaos.StartRedis(t.Context(), "", t.TempDir())
+	srv, err := rig.StartRedis(t.Context(), "", t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,10 +20,11 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/fakevendor"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/maintenance"
+	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
@@ -47,10 +48,10 @@ func RandomName(prefix string) string {
 // asynq, and the fake vendor.
 type Bundle struct {
 	Store     *store.Store
-	Vendor    *fakevendor.Vendor
+	Vendor    *enrichtest.Seed
 	Client    *enrich.Client
 	Enqueuer  *jobs.Enqueuer
-	Submitter *jobs.Submitter
+	Submitter *service.Submitter
 	// Maintainer steps the scheduler's services (RunOnce); WaitJob runs it.
 	Maintainer *maintenance.Maintainer
 	Queue      string
@@ -60,10 +61,13 @@ type Bundle struct {
 
 // Options shape a Bundle.
 type Options struct {
-	Vendor    func(*fakevendor.Options) // adjust the fake vendor
-	Processor jobs.ProcessorConfig
-	Workers   int  // asynq servers; default 1
-	NoWorker  bool // start no worker
+	Vendor func(*enrichtest.SeedOptions) // adjust the fake vendor
+	// VendorHandler wraps the fake vendor's handler (answers that change
+	// between runs); nil serves it as it is.
+	VendorHandler func(http.Handler) http.Handler
+	Processor     jobs.ProcessorConfig
+	Workers       int  // asynq servers; default 1
+	NoWorker      bool // start no worker
 	// Rate and Burst of the shared limiter; default 1000/s, burst 100.
 	Rate  float64
 	Burst int
@@ -74,18 +78,24 @@ type Options struct {
 	// AppRole connects the store as storetest.AppRole, the services' role
 	// of a production setup (no owner's powers), instead of the owner.
 	AppRole bool
+	// MaxConns sizes the store's pool; 0 is the store's default.
+	MaxConns int
 }
 
 // New starts a pipeline for one test; everything stops when the test ends.
 func New(t *testing.T, o Options) *Bundle {
 	t.Helper()
-	vopts := fakevendor.DefaultOptions()
+	vopts := enrichtest.DefaultSeedOptions()
 	vopts.Seed = 7
 	if o.Vendor != nil {
 		o.Vendor(&vopts)
 	}
-	fv := fakevendor.New(vopts)
-	srv := httptest.NewServer(fv)
+	fv := enrichtest.NewSeed(vopts)
+	var h http.Handler = fv
+	if o.VendorHandler != nil {
+		h = o.VendorHandler(fv)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
 	client, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: vopts.APIKeys[0], HTTPClient: &http.Client{Timeout: 5 * time.Second}})
@@ -115,6 +125,9 @@ func New(t *testing.T, o Options) *Bundle {
 		t.Fatal(err)
 	}
 	st := storetest.New(t)
+	if o.MaxConns > 0 {
+		st = storetest.OpenWith(t, storetest.NewDatabase(t), store.Options{MaxConns: int32(o.MaxConns)})
+	}
 	if o.AppRole {
 		st = storetest.OpenAsApp(t, storetest.NewDatabase(t))
 	}
@@ -165,7 +178,7 @@ func New(t *testing.T, o Options) *Bundle {
 	}
 	return &Bundle{
 		Store: st, Vendor: fv, Client: client, Enqueuer: enq, Queue: queue, RedisOpt: asynqOpt, Log: log,
-		Submitter:  &jobs.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: 20},
+		Submitter:  &service.Submitter{Store: st, Enqueuer: enq, Log: log, ChunkSize: 20},
 		Maintainer: maintenance.NewMaintainer(st, log, maintenance.Services(st, enq, ms, log)...),
 	}
 }

@@ -1,0 +1,226 @@
+package service
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/jobs"
+)
+
+// Estimate is what a job would cost and take, before it is stored: the
+// answer of POST /v1/jobs?dry_run=true.
+type Estimate struct {
+	DryRun bool `json:"dry_run"`
+	Rows   int  `json:"rows"` // lookups after role expansion
+	// Suppressed are rows of erased people (the suppression list): stored
+	// skipped, never looked up, priced at nothing.
+	Suppressed int `json:"suppressed"`
+	Distinct   int `json:"distinct"` // distinct inputs: duplicates are looked up once
+	Cached     int `json:"cached"`   // distinct inputs answered by the cache (within max_age)
+	Calls      int `json:"calls"`    // vendor calls at most
+	Credits    struct {
+		Min int64 `json:"min"` // every email and phone lookup misses
+		Max int64 `json:"max"` // every lookup hits, at the dearest price
+	} `json:"credits"`
+	Seconds float64 `json:"seconds"` // at the configured vendor rate
+}
+
+// Estimate parses the upload (or reads the stored one of sub.UploadID) as
+// Submit would and prices it without storing anything (scope submit: an estimate is the first step of spending).
+func (s *Service) Estimate(ctx context.Context, p Principal, sub Submission) (Estimate, error) {
+	if err := p.Require(domain.ScopeSubmit); err != nil {
+		return Estimate{}, err
+	}
+	release, err := s.parseSlot(ctx, p.Tenant, sub)
+	if err != nil {
+		return Estimate{}, err
+	}
+	defer release()
+	sub.Tenant = p.Tenant
+	if err := s.fromUpload(ctx, p.Tenant, &sub); err != nil {
+		return Estimate{}, err
+	}
+	if err := s.withDefaultBudget(ctx, p.Tenant, &sub); err != nil {
+		return Estimate{}, err
+	}
+	return s.submit.Estimate(ctx, sub)
+}
+
+// estimateBatch is how many cache keys one query checks.
+const estimateBatch = 5000
+
+// Estimate parses the upload as Submit would and prices it without storing
+// anything, by the vendor key's price list (what its answers showed, else
+// the cost table): a lookup costs at least its cheapest outcome (by the
+// table: a profile search is charged hit or miss, an email or phone miss
+// nothing) and at most its dearest. Inputs answered by the tenant's cache
+// cost nothing. It runs in three passes: read the distinct inputs, ask the
+// cache about them, price what the cache does not answer.
+func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, error) {
+	learned, err := s.Store.VendorPrices(ctx, s.Account)
+	if err != nil {
+		return Estimate{}, err
+	}
+	p := estimatePass{sub: sub, want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{},
+		book: enrich.NewPriceBook(s.Costs, jobs.LearnedPrices(learned))}
+	for _, l := range sub.Options.Lookups {
+		p.want[l] = true
+	}
+	if err := s.readInputs(ctx, &p); err != nil {
+		return Estimate{}, err
+	}
+	if err := s.askCache(ctx, &p); err != nil {
+		return Estimate{}, err
+	}
+	s.price(&p)
+	return p.est, nil
+}
+
+// estimatePass is what the passes of an estimate share.
+type estimatePass struct {
+	sub    Submission
+	want   map[domain.Stage]bool
+	book   *enrich.PriceBook
+	inputs map[string]*estimateInput
+	order  []string // the inputs' keys, in upload order
+	est    Estimate
+	// cachedProfile: keys whose profile answer is cached; urlCached: by
+	// stage, the "url:" keys whose email or phone answer is cached.
+	cachedProfile map[string]bool
+	urlCached     map[domain.Stage]map[string]bool
+}
+
+// estimateInput is one distinct input of an estimate.
+type estimateInput struct {
+	kind      domain.InputKind
+	url       string // given profile URL
+	profiled  bool   // the profile stage runs
+	cachedURL string // profile URL known from the cache
+}
+
+// readInputs is the first pass: the upload's rows, the suppressed ones, and
+// its distinct inputs.
+func (s *Submitter) readInputs(ctx context.Context, p *estimatePass) error {
+	suppressed, err := jobs.Suppressor(ctx, s.Store, s.ErasureKey, p.sub.Tenant)
+	if err != nil {
+		return err
+	}
+	p.est.DryRun = true
+	err = p.sub.Feed(func(l ingest.Lookup) error {
+		p.est.Rows++
+		if suppressed != nil && suppressed(l) != "" {
+			p.est.Suppressed++
+			return nil
+		}
+		k := jobs.LookupKey(l)
+		if _, ok := p.inputs[k]; !ok {
+			p.inputs[k] = &estimateInput{kind: l.Kind, url: l.ProfileURL,
+				profiled: p.want[domain.StageProfile] || (l.Kind != domain.InputProfileURL && (p.want[domain.StageEmail] || p.want[domain.StagePhone]))}
+			p.order = append(p.order, k)
+		}
+		return nil
+	})
+	p.est.Distinct = len(p.order)
+	return err
+}
+
+// askCache is the second pass: which profile answers are cached (within
+// max_age), then which email and phone answers are cached for the profile
+// URLs known.
+func (s *Submitter) askCache(ctx context.Context, p *estimatePass) error {
+	p.cachedProfile = map[string]bool{}
+	p.urlCached = map[domain.Stage]map[string]bool{domain.StageEmail: {}, domain.StagePhone: {}}
+	if p.sub.Options.MaxAge <= 0 {
+		return nil
+	}
+	newer := time.Now().Add(-p.sub.Options.MaxAge)
+	for i := 0; i < len(p.order); i += estimateBatch {
+		batch := p.order[i:min(len(p.order), i+estimateBatch)]
+		hits, err := s.Store.CachedAnswers(ctx, p.sub.Tenant, domain.StageProfile, batch, newer)
+		if err != nil {
+			return err
+		}
+		for k, h := range hits {
+			p.cachedProfile[k] = true
+			p.inputs[k].cachedURL = jobs.CachedProfileURL(h)
+		}
+	}
+	var urls []string
+	for _, k := range p.order {
+		if u := knownURL(p.inputs[k].url, p.inputs[k].cachedURL); u != "" {
+			urls = append(urls, "url:"+u)
+		}
+	}
+	for _, stage := range []domain.Stage{domain.StageEmail, domain.StagePhone} {
+		if !p.want[stage] {
+			continue
+		}
+		for i := 0; i < len(urls); i += estimateBatch {
+			hits, err := s.Store.CachedAnswers(ctx, p.sub.Tenant, stage, urls[i:min(len(urls), i+estimateBatch)], newer)
+			if err != nil {
+				return err
+			}
+			for k := range hits {
+				p.urlCached[stage][k] = true
+			}
+		}
+	}
+	return nil
+}
+
+// price is the third pass: the credits and calls of what the cache does
+// not answer, and the time the calls take at the vendor's rate.
+func (s *Submitter) price(p *estimatePass) {
+	profileCalls, singleCalls := 0, 0
+	for _, k := range p.order {
+		in := p.inputs[k]
+		cached := true
+		if in.profiled && !p.cachedProfile[k] {
+			cached = false
+			profileCalls++
+			lo, hi := p.book.ProfileRange(in.kind)
+			p.est.Credits.Min += lo
+			p.est.Credits.Max += hi
+		}
+		url := knownURL(in.url, in.cachedURL)
+		for _, stage := range []domain.Stage{domain.StageEmail, domain.StagePhone} {
+			if !p.want[stage] || (url != "" && p.urlCached[stage]["url:"+url]) {
+				continue
+			}
+			if url == "" && in.profiled && p.cachedProfile[k] {
+				continue // the cache says no profile: nothing to look up
+			}
+			cached = false
+			lo, hi := p.book.Range(stage)
+			p.est.Credits.Max += hi
+			p.est.Credits.Min += lo
+			if !s.Bulk || !in.profiled || p.cachedProfile[k] {
+				singleCalls++ // bulk calls carry the later stages of the rows they look up
+			}
+		}
+		if cached {
+			p.est.Cached++
+		}
+	}
+	if s.Bulk {
+		p.est.Calls = int(math.Ceil(float64(profileCalls)/float64(enrich.MaxBulkRows))) + singleCalls
+	} else {
+		p.est.Calls = profileCalls + singleCalls
+	}
+	rps := s.VendorRPS
+	if rps <= 0 {
+		rps = 10
+	}
+	p.est.Seconds = math.Round(float64(p.est.Calls)/rps*10) / 10
+}
+
+func knownURL(given, cached string) string {
+	if given != "" {
+		return given
+	}
+	return cached
+}

@@ -1,0 +1,88 @@
+package service_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/ingest"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/service"
+)
+
+// A dry run prices the upload without storing it, and sees the cache.
+func TestEstimate(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{Processor: jobs.ProcessorConfig{Bulk: true}})
+	b.Submitter.Bulk, b.Submitter.VendorRPS = true, 10
+	rows := jobstest.Companies(30)
+	rows = append(rows, rows[:10]...) // duplicates are looked up once
+	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, MaxAge: 720 * time.Hour}
+	feed := func(emit func(ingest.Lookup) error) error {
+		return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
+	}
+	est, err := b.Submitter.Estimate(context.Background(), service.Submission{Tenant: "acme", Options: opts, Feed: feed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 30 searches at 2 credits; emails cost 0 to 10 each.
+	if est.Rows != 40 || est.Distinct != 30 || est.Cached != 0 || est.Credits.Min != 60 || est.Credits.Max != 60+300 || est.Calls != 1 {
+		t.Fatalf("estimate = %+v", est)
+	}
+	if stored, err := b.Store.ListJobs(context.Background(), "acme", nil, 10); err != nil || len(stored) != 0 {
+		t.Fatalf("a dry run stored %d jobs (%v)", len(stored), err)
+	}
+	// After a real run of the same inputs, the estimate is free.
+	job := b.Submit(t, rows, opts)
+	b.WaitJob(t, job.ID, domain.JobCompleted)
+	est, err = b.Submitter.Estimate(context.Background(), service.Submission{Tenant: "acme", Options: opts, Feed: feed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Cached != 30 || est.Credits.Max != 0 || est.Calls != 0 {
+		t.Fatalf("estimate after the run = %+v, want every input cached", est)
+	}
+	costs, err := b.Store.JobCosts(context.Background(), job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, c := range costs {
+		total += c.Credits
+	}
+	j, _ := b.Store.JobByID(context.Background(), job.ID)
+	if total != j.CreditsSpent || costs[domain.StageProfile].Credits != 60 {
+		t.Fatalf("costs by stage %+v (sum %d), job spent %d", costs, total, j.CreditsSpent)
+	}
+}
+
+// An estimate prices by what the vendor key's answers showed: once an email
+// miss is known to cost 5 and a no-match 1, the least a job can cost counts
+// them so, not by the cost table (a miss free, a search 2 either way).
+func TestEstimateUsesLearnedPrices(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{NoWorker: true})
+	ctx := context.Background()
+	b.Submitter.Account = fmt.Sprintf("acct-est-%d", time.Now().UnixNano())
+	opts := ingest.JobOptions{Roles: []string{"VP Sales"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}, MaxAge: 720 * time.Hour}
+	rows := jobstest.NamedCompanies("est", 10)
+	feed := func(emit func(ingest.Lookup) error) error {
+		return ingest.ExpandRows(rows, ingest.Options{Roles: opts.Roles}, ingest.DefaultLimits(), emit)
+	}
+	est, err := b.Submitter.Estimate(ctx, service.Submission{Tenant: "acme", Options: opts, Feed: feed})
+	if err != nil || est.Credits.Min != 10*2 || est.Credits.Max != 10*(2+10) {
+		t.Fatalf("by the table: %+v, %v", est.Credits, err)
+	}
+	for class, p := range map[string]int64{"profile/name_company/no_match": 1, "profile/name_company/match": 2, "email/miss": 5, "email/hit": 10, "email/verified": 10} {
+		if _, err := b.Store.LearnPrice(ctx, b.Submitter.Account, class, p, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	est, err = b.Submitter.Estimate(ctx, service.Submission{Tenant: "acme", Options: opts, Feed: feed})
+	if err != nil || est.Credits.Min != 10*(1+5) || est.Credits.Max != 10*(2+10) {
+		t.Fatalf("by the learned prices: %+v, %v; want min %d, max %d", est.Credits, err, 10*(1+5), 10*(2+10))
+	}
+}

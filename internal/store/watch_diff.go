@@ -1,0 +1,314 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/domain"
+)
+
+// Kinds of change lines.
+const (
+	ChangeChanged = "changed"
+	// ChangeLeft: the person is still found, with no company any more.
+	ChangeLeft = "left"
+	// ChangeNotFoundAnyMore: a field (or, field "match", the whole person)
+	// found before is not found now. What was known is kept.
+	ChangeNotFoundAnyMore = "not_found_any_more"
+)
+
+// EventPersonChanged is the webhook event of a run that found people at
+// another company.
+const EventPersonChanged = "person.changed"
+
+// WatchDiff is what comparing one run's answers with the snapshots found.
+type WatchDiff struct {
+	WatchID        string
+	JobID          string
+	Changes        int
+	CompanyChanges int
+	CapReached     bool
+}
+
+// diffCandidatesSQL is the runs whose job ended, or stopped at its budget
+// (the month's cap) with nothing in flight any more (its last answers
+// saved and settled), and whose answers were not compared yet.
+const diffCandidatesSQL = `
+	SELECT wr.job_id::text FROM watch_runs wr LEFT JOIN jobs j ON j.id = wr.job_id
+	WHERE wr.diffed_at IS NULL AND (j.id IS NULL OR j.finished_at IS NOT NULL
+		OR (j.state = 'paused' AND j.paused_by = 'job_budget' AND j.credits_reserved = 0
+			AND NOT EXISTS (SELECT 1 FROM job_chunk_counts k WHERE k.job_id = j.id AND k.in_flight > 0)))
+	ORDER BY wr.created_at LIMIT $1`
+
+// DiffWatchRuns compares the answers of up to limit ended runs with their
+// watches' snapshots: each difference is a change line and a feed line of
+// kind changed, the snapshots take the new answers (a no-match keeps what
+// was known), and a run that found company changes queues its watch's
+// person.changed webhook. Each run is compared once, in a transaction of
+// its own that marks it (a run another sweep holds is skipped).
+func (s *Store) DiffWatchRuns(ctx context.Context, now time.Time, limit int) ([]WatchDiff, error) {
+	rows, err := s.pool.Query(ctx, diffCandidatesSQL, limit)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	jobs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	var out []WatchDiff
+	for _, job := range jobs {
+		var d *WatchDiff
+		err := s.retry(ctx, false, func() error {
+			return s.inTx(ctx, func(tx pgx.Tx) error {
+				var err error
+				d, err = diffWatchRun(ctx, tx, job, now)
+				return err
+			})
+		})
+		if err != nil {
+			return out, err
+		}
+		if d != nil {
+			out = append(out, *d)
+		}
+	}
+	return out, nil
+}
+
+// snapshot is an input's last known answer, or a run's new one.
+type snapshot struct {
+	matched                                *bool
+	company, role, email, phones, location string
+}
+
+func (s snapshot) field(f string) string {
+	switch f {
+	case "company":
+		return s.company
+	case "role":
+		return s.role
+	case "email":
+		return s.email
+	case "phones":
+		return s.phones
+	default:
+		return s.location
+	}
+}
+
+func (s *snapshot) set(f, v string) {
+	switch f {
+	case "company":
+		s.company = v
+	case "role":
+		s.role = v
+	case "email":
+		s.email = v
+	case "phones":
+		s.phones = v
+	default:
+		s.location = v
+	}
+}
+
+// fieldStage is the lookup that answers a field.
+func fieldStage(f string) domain.Stage {
+	switch f {
+	case "email":
+		return domain.StageEmail
+	case "phones":
+		return domain.StagePhone
+	}
+	return domain.StageProfile
+}
+
+type changeLine struct {
+	n                     int
+	ref, field, old, new_ string
+	kind, vendor          string
+	rowID                 int64
+}
+
+// diffWatchRun compares one run (its job, jobID); nil when another sweep
+// took it or it was compared already.
+func diffWatchRun(ctx context.Context, tx pgx.Tx, jobID string, now time.Time) (*WatchDiff, error) {
+	var watchID, tenant, callback string
+	var lookups []domain.Stage
+	var month time.Time
+	err := tx.QueryRow(ctx, `
+		SELECT wr.watch_id::text, w.tenant, w.lookups, coalesce(w.callback_url, ''), wr.month
+		FROM watch_runs wr JOIN watches w ON w.id = wr.watch_id
+		WHERE wr.job_id = $1 AND wr.diffed_at IS NULL FOR UPDATE OF wr SKIP LOCKED`, jobID).Scan(&watchID, &tenant, &lookups, &callback, &month)
+	if errors.Is(interpretError(err), ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	rows, err := tx.Query(ctx, `
+		SELECT i.n, i.ref, i.matched, coalesce(i.snap_company, ''), coalesce(i.snap_role, ''), coalesce(i.snap_email, ''),
+			coalesce(i.snap_phones, ''), coalesce(i.snap_location, ''),
+			r.id, r.state = 'matched', p.row_id IS NOT NULL, coalesce(p.company, ''), coalesce(p.role, ''), coalesce(e.email, ''),
+			coalesce((SELECT string_agg(x->>'number', ',' ORDER BY x->>'number') FROM jsonb_array_elements(ph.phones) x), ''),
+			coalesce(p.location, ''), coalesce(p.source, e.source, ph.source, (SELECT nm.source FROM no_matches nm WHERE nm.row_id = r.id LIMIT 1), ''),
+			r.found_profile_url
+		FROM watch_inputs i
+		JOIN job_rows r ON r.job_id = $2 AND r.input_row = i.n
+		LEFT JOIN profile_results p ON p.row_id = r.id
+		LEFT JOIN email_results e ON e.row_id = r.id
+		LEFT JOIN phone_results ph ON ph.row_id = r.id
+		WHERE i.watch_id = $1 AND r.state IN ('matched', 'no_match')
+		ORDER BY i.n`, watchID, jobID)
+	if err != nil {
+		return nil, interpretError(err)
+	}
+	type pair struct {
+		n         int
+		ref       string
+		old, new_ snapshot
+		rowID     int64
+		profiled  bool
+		vendor    string
+		found     *string
+	}
+	var pairs []pair
+	for rows.Next() {
+		var p pair
+		var matched bool
+		if err := rows.Scan(&p.n, &p.ref, &p.old.matched, &p.old.company, &p.old.role, &p.old.email, &p.old.phones, &p.old.location,
+			&p.rowID, &matched, &p.profiled, &p.new_.company, &p.new_.role, &p.new_.email, &p.new_.phones, &p.new_.location,
+			&p.vendor, &p.found); err != nil {
+			rows.Close()
+			return nil, interpretError(err)
+		}
+		p.new_.matched = &matched
+		pairs = append(pairs, p)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, interpretError(err)
+	}
+
+	var lines []changeLine
+	batch := &pgx.Batch{}
+	fields := []string{}
+	for _, f := range []string{"company", "role", "location", "email", "phones"} {
+		if slices.Contains(lookups, fieldStage(f)) {
+			fields = append(fields, f)
+		}
+	}
+	for _, p := range pairs {
+		snap := p.old
+		wasMatched := p.old.matched != nil && *p.old.matched
+		if !*p.new_.matched {
+			if wasMatched {
+				lines = append(lines, changeLine{n: p.n, ref: p.ref, field: "match", old: "matched", kind: ChangeNotFoundAnyMore, vendor: p.vendor, rowID: p.rowID})
+			}
+			f := false
+			snap.matched = &f
+		} else {
+			for _, f := range fields {
+				o, n := p.old.field(f), p.new_.field(f)
+				switch {
+				case o == n:
+				case o == "":
+					snap.set(f, n) // first known: no change to report
+				case n == "" && f == "company" && p.profiled:
+					lines = append(lines, changeLine{n: p.n, ref: p.ref, field: f, old: o, kind: ChangeLeft, vendor: p.vendor, rowID: p.rowID})
+				case n == "":
+					if f != "company" && f != "role" && f != "location" || p.profiled {
+						lines = append(lines, changeLine{n: p.n, ref: p.ref, field: f, old: o, kind: ChangeNotFoundAnyMore, vendor: p.vendor, rowID: p.rowID})
+					}
+				default:
+					lines = append(lines, changeLine{n: p.n, ref: p.ref, field: f, old: o, new_: n, kind: ChangeChanged, vendor: p.vendor, rowID: p.rowID})
+					snap.set(f, n)
+				}
+			}
+			t := true
+			snap.matched = &t
+		}
+		batch.Queue(`UPDATE watch_inputs SET matched = $3, snap_company = nullif($4, ''), snap_role = nullif($5, ''), snap_email = nullif($6, ''),
+			snap_phones = nullif($7, ''), snap_location = nullif($8, ''), found_profile_url = coalesce($9, found_profile_url), answered_at = $10
+			WHERE watch_id = $1 AND n = $2`,
+			watchID, p.n, snap.matched, snap.company, snap.role, snap.email, snap.phones, snap.location, p.found, now)
+	}
+	if batch.Len() > 0 {
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return nil, interpretError(err)
+		}
+	}
+	d := &WatchDiff{WatchID: watchID, JobID: jobID}
+	if len(lines) > 0 {
+		if err := insertChangeLines(ctx, tx, tenant, watchID, jobID, lookups, lines, now, d); err != nil {
+			return nil, err
+		}
+	}
+	if d.CompanyChanges > 0 && callback != "" {
+		if _, err := exec(ctx, tx, `INSERT INTO webhook_deliveries (job_id, event, url) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			jobID, EventPersonChanged, callback); err != nil {
+			return nil, err
+		}
+	}
+	var capped bool
+	var spent *int64
+	err = tx.QueryRow(ctx, `SELECT j.credits_spent, j.state = 'paused' AND j.paused_by = 'job_budget' FROM jobs j WHERE j.id = $1`, jobID).Scan(&spent, &capped)
+	if err != nil && !errors.Is(interpretError(err), ErrNotFound) {
+		return nil, interpretError(err)
+	}
+	if _, err := exec(ctx, tx, `UPDATE watch_runs SET diffed_at = $2, credits = coalesce($3, credits) WHERE job_id = $1`, jobID, now, spent); err != nil {
+		return nil, err
+	}
+	if capped {
+		d.CapReached = true
+		if _, err := exec(ctx, tx, `UPDATE watches SET cap_reached_month = $2, updated_at = $4,
+				next_run_at = greatest(next_run_at, $3::timestamptz) WHERE id = $1`,
+			watchID, month, watchSlotAfter(month.AddDate(0, 1, 0), WatchDayOffset(watchID)), now); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// insertChangeLines writes a run's change lines (once: a line of the same
+// job, input and field is not written again) and their feed lines, under
+// the feed's turn (as an erasure's deleted lines are: positions are handed
+// out one writer at a time, committed in order).
+func insertChangeLines(ctx context.Context, tx pgx.Tx, tenant, watchID, jobID string, lookups []domain.Stage, lines []changeLine, now time.Time, d *WatchDiff) error {
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM results_feed_cursor WHERE singleton FOR UPDATE`); err != nil {
+		return interpretError(err)
+	}
+	batch := &pgx.Batch{}
+	for _, l := range lines {
+		stage := fieldStage(l.field)
+		if !slices.Contains(lookups, stage) && len(lookups) > 0 {
+			stage = lookups[0]
+		}
+		batch.Queue(`
+			WITH c AS (
+				INSERT INTO watch_changes (tenant, watch_id, n, ref, field, old, new, kind, vendor, job_id, row_id, at)
+				VALUES ($1, $2, $3, $4, $5, nullif($6, ''), nullif($7, ''), $8, $9, $10, $11, $12)
+				ON CONFLICT (job_id, n, field) DO NOTHING RETURNING id)
+			INSERT INTO results_feed_log (tenant, job_id, row_id, kind, stage, source_seq)
+			SELECT $1, $10, $11, 'changed', $13, c.id FROM c`,
+			tenant, watchID, l.n, l.ref, l.field, l.old, l.new_, l.kind, l.vendor, jobID, l.rowID, now, stage)
+	}
+	br := tx.SendBatch(ctx, batch)
+	for _, l := range lines {
+		tag, err := br.Exec()
+		if err != nil {
+			br.Close()
+			return interpretError(err)
+		}
+		if tag.RowsAffected() > 0 {
+			d.Changes++
+			if l.field == "company" {
+				d.CompanyChanges++
+			}
+		}
+	}
+	return interpretError(br.Close())
+}
