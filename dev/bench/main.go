@@ -22,6 +22,11 @@
 //	polling   200 status polls/s while a ceiling job runs: latency percentiles
 //	manyjobs  50 small jobs submitted while a 100,000-row job runs: each one's
 //	          submit to finish
+//	waterfall 600 people (name+domain and email at .com, .fr, .de) against two fake
+//	          vendors whose truth differs by segment, profile stage: units per matched
+//	          row of auto (after a warm-up job) ÷ that of the best order per segment
+//	          computed from the fakes' truth; beside them each static order's and
+//	          auto's cold (waterfall.go)
 //
 // It prints one table and writes it as JSON (-out) for comparison between
 // commits. Timings depend on the machine and on what else runs on it: the
@@ -56,7 +61,7 @@ func main() {
 }
 
 // allScenarios in the order they run.
-var allScenarios = []string{"seed", "ceiling", "ingest", "polling", "manyjobs"}
+var allScenarios = []string{"seed", "ceiling", "ingest", "polling", "manyjobs", "waterfall"}
 
 type options struct {
 	bin         string
@@ -199,6 +204,8 @@ func (b *bench) runScenario(ctx context.Context, name string) error {
 		return b.ingest(ctx)
 	case "polling":
 		return b.polling(ctx)
+	case "waterfall":
+		return b.waterfall(ctx)
 	case "manyjobs":
 		return b.manyJobs(ctx)
 	}

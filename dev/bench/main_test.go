@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +22,7 @@ func TestBenchRunsEveryScenarioSmall(t *testing.T) {
 		t.Skip("builds the binaries and runs every scenario: not with -short")
 	}
 	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", bin+"/", "../../cmd/api", "../../cmd/worker", "../../cmd/scheduler", "../fakevendor")
+	build := exec.Command("go", "build", "-o", bin+"/", "../../cmd/api", "../../cmd/worker", "../../cmd/scheduler", "../fakevendor", "../fakepdl")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -95,5 +97,36 @@ func TestFormat(t *testing.T) {
 		if got := formatValue(c.v, c.unit); got != c.want {
 			t.Errorf("formatValue(%v, %q) = %q, want %q", c.v, c.unit, got, c.want)
 		}
+	}
+}
+
+// The best order per segment puts first the vendor with the least expected
+// units per matched row: a per-call vendor that finds most rows of a segment
+// before a per-match one that finds few, and after it where it finds many.
+func TestBestOrdersFromTruth(t *testing.T) {
+	seed := vendorTruth{name: "seed", rates: map[string]float64{"com": 0.85, "fr": 0.25}, perAsk: 2}
+	pdl := vendorTruth{name: "pdl", rates: map[string]float64{"com": 0.1, "fr": 0.8}, perMatch: 3}
+	// com: [seed pdl] 2 + 0.15·0.1·3 = 2.045 units for 0.865 found;
+	// [pdl seed] 0.3 + 0.9·2 = 2.1 for the same: seed first.
+	// fr: [seed pdl] 2 + 0.75·2.4 = 3.8; [pdl seed] 2.4 + 0.2·2 = 2.8: pdl first.
+	units, found := orderCost([]vendorTruth{seed, pdl}, "com")
+	if math.Abs(units-2.045) > 1e-9 || math.Abs(found-0.865) > 1e-9 {
+		t.Fatalf("[seed pdl] on com: %g units, %g found; want 2.045, 0.865", units, found)
+	}
+	got := bestOrders([]vendorTruth{pdl, seed}, []string{"com", "fr", "xx"})
+	want := map[string][]string{"com": {"seed", "pdl"}, "fr": {"pdl", "seed"}}
+	for _, seg := range []string{"com", "fr"} {
+		if !slices.Equal(got[seg], want[seg]) {
+			t.Errorf("segment %s: best order %v, want %v", seg, got[seg], want[seg])
+		}
+	}
+	if got["xx"] != nil { // nobody finds anyone there: no order is best
+		t.Errorf("segment xx, found by none: %v, want none", got["xx"])
+	}
+	// A dearer per-match price turns fr around: [pdl seed] 0.8·10 + 0.2·2 = 8.4
+	// against [seed pdl] 2 + 0.75·8 = 8.
+	pdl.perMatch = 10
+	if got := bestOrders([]vendorTruth{pdl, seed}, []string{"fr"}); !slices.Equal(got["fr"], []string{"seed", "pdl"}) {
+		t.Errorf("fr with pdl at 10 a match: %v, want [seed pdl]", got["fr"])
 	}
 }

@@ -54,6 +54,8 @@ var metricDefs = []metricDef{
 		TargetText: "p99 < 20 ms"},
 	{Key: "manyjobs.max", Scenario: "manyjobs", Name: "Many jobs: slowest of 50 small jobs, submit → finished", Unit: "s", Target: 10,
 		Strict: true, TargetText: "each < 10 s"},
+	{Key: "waterfall.ratio", Scenario: "waterfall", Name: "Waterfall: auto's units per matched row ÷ the best order per segment's", Unit: "×",
+		Target: 1.1, TargetText: "≤ 1.1"},
 }
 
 // sample is one run's figure with its baseline and details.

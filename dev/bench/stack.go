@@ -41,6 +41,11 @@ type stackSpec struct {
 	burst     int
 	pprof     bool
 	apiEnv    []string // more environment for the API alone
+	// vendorsFile, when set, names every vendor (ENRICHQ_VENDORS_FILE): no
+	// ENRICHQ_VENDOR_* and no fake vendor of the stack's own; env holds the
+	// keys its key_env entries name.
+	vendorsFile string
+	env         []string
 }
 
 // proc is one started process.
@@ -69,6 +74,7 @@ type stack struct {
 	logDir    string
 	stopped   bool
 	rss       map[string]int64 // peak RSS in KiB by process, read when it stops
+	workerEnv []string
 }
 
 // startStack creates a database and starts the processes of spec.
@@ -96,11 +102,15 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 		"DATABASE_URL="+s.dbURL, "REDIS_URL="+b.opts.redisURL, "ENRICHQ_QUEUE="+s.queue,
 		"ENRICHQ_LOG_FORMAT=json", "ENRICHQ_LOG_LEVEL="+b.opts.logLevel,
 		"ENRICHQ_API_KEYS="+s.tenant+":"+s.apiKey, "ENRICHQ_API_ADDR=127.0.0.1:0",
-		"ENRICHQ_VENDOR_KEY="+s.vendorKey,
-		fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", spec.bulk),
-		fmt.Sprintf("ENRICHQ_VENDOR_RPS=%g", max(spec.rps, 0.01)),
-		fmt.Sprintf("ENRICHQ_VENDOR_BURST=%d", max(spec.burst, 1)),
 	)
+	if spec.vendorsFile != "" {
+		env = append(append(env, "ENRICHQ_VENDORS_FILE="+spec.vendorsFile), spec.env...)
+	} else {
+		env = append(env, "ENRICHQ_VENDOR_KEY="+s.vendorKey,
+			fmt.Sprintf("ENRICHQ_VENDOR_BULK=%v", spec.bulk),
+			fmt.Sprintf("ENRICHQ_VENDOR_RPS=%g", max(spec.rps, 0.01)),
+			fmt.Sprintf("ENRICHQ_VENDOR_BURST=%d", max(spec.burst, 1)))
+	}
 	// The worker and the fake vendor run at GOGC=400 unless GOGC is set, as
 	// docker-compose.yml runs them (docs/configuration.md): a chunk's garbage
 	// is short-lived and the fake shares the machine's cores with the pipeline.
@@ -120,7 +130,7 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 			return nil, err
 		}
 		env = append(env, "ENRICHQ_VENDOR_URL="+s.vendorURL)
-	} else {
+	} else if spec.vendorsFile == "" {
 		env = append(env, "ENRICHQ_VENDOR_URL=http://127.0.0.1:9") // the worker requires one; it is not started
 	}
 	// The API migrates the fresh database first, alone; the others find the schema in place.
@@ -137,6 +147,7 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 		if spec.pprof {
 			wenv = append(wenv, "ENRICHQ_METRICS_ADDR=127.0.0.1:0")
 		}
+		s.workerEnv = wenv
 		if _, err := s.start(ctx, "worker", wenv, "worker started"); err != nil {
 			s.stop()
 			return nil, err
@@ -159,7 +170,7 @@ func (s *stack) start(ctx context.Context, name string, env []string, ready stri
 		return "", fmt.Errorf("%s not found in %s: run `make dev` (or `make bench`) first", name, s.b.opts.bin)
 	}
 	logPath := filepath.Join(s.logDir, name+".log")
-	logf, err := os.Create(logPath)
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644) // a restarted worker appends
 	if err != nil {
 		return "", err
 	}
@@ -222,6 +233,26 @@ func (s *stack) start(ctx context.Context, name string, env []string, ready stri
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
+}
+
+// restartWorker stops the worker (SIGTERM: it writes what it learned) and
+// starts another with the same environment.
+func (s *stack) restartWorker(ctx context.Context) error {
+	for i, p := range s.procs {
+		if p.name != "worker" {
+			continue
+		}
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		s.procs = append(s.procs[:i], s.procs[i+1:]...)
+		break
+	}
+	_, err := s.start(ctx, "worker", s.workerEnv, "worker started")
+	return err
 }
 
 // pid returns the process id of a started process, 0 if none.
@@ -300,6 +331,9 @@ func (s *stack) stop() {
 			<-p.done
 			s.b.logf("%s did not stop within 40s: killed", p.name)
 		}
+	}
+	if s.dbName == "" { // processes alone (the waterfall's fakes)
+		return
 	}
 	s.b.deleteQueue(s.queue)
 	if !s.b.opts.keep {

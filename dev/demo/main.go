@@ -1,7 +1,8 @@
 // Command demo runs enrichq end to end on this machine: it starts the fake
 // vendor, the API, a worker and the scheduler (from -bin), uploads a list of
 // companies with a role, shows progress while it polls, and prints a
-// summary. With -api it drives an already running stack instead (the
+// summary. With -waterfall it runs two fake vendors instead and prints what
+// the waterfall spent and matched beside each vendor alone (waterfall.go). With -api it drives an already running stack instead (the
 // docker-compose "demo" service does that).
 package main
 
@@ -54,6 +55,7 @@ type options struct {
 	miniredis  bool
 	resultsOut string
 	stay       bool
+	waterfall  bool
 }
 
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -75,6 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.logDir, "logs", ".data/demo", "where the processes' logs and the results go")
 	fs.BoolVar(&o.miniredis, "miniredis", true, "when REDIS_URL does not answer, run an in-process Redis (miniredis)")
 	fs.BoolVar(&o.stay, "stay", false, "after the summary, keep everything running for the web page until interrupted")
+	fs.BoolVar(&o.waterfall, "waterfall", false, "run two fake vendors and print what the waterfall (auto) spent and matched beside each vendor alone (-rows people)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -85,6 +88,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	o.resultsOut = filepath.Join(o.logDir, "results.csv")
+	if o.waterfall {
+		if o.apiURL != "" {
+			return errors.New("-waterfall starts its own stacks: not with -api")
+		}
+		return runWaterfall(ctx, o, getenv, stdout)
+	}
 
 	if o.apiURL == "" {
 		stack, err := startStack(ctx, o, getenv, stdout)

@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -49,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&opts.Latency, "latency", 0, "latency added to every answer")
 	fs.DurationVar(&opts.LatencyJitter, "latency-jitter", 0, "uniform jitter around -latency")
 	fs.Float64Var(&opts.ProfileHitRate, "profile-hit-rate", opts.ProfileHitRate, "share of profile lookups that match")
+	tldRates := fs.String("profile-hit-rates", "", "profile hit rates by the query's top-level domain, overriding -profile-hit-rate: com=0.85,fr=0.25")
 	fs.Float64Var(&opts.EmailHitRate, "email-hit-rate", opts.EmailHitRate, "share of email lookups that find one")
 	fs.Float64Var(&opts.PhoneHitRate, "phone-hit-rate", opts.PhoneHitRate, "share of phone lookups that find one")
 	fs.Float64Var(&opts.FailRate, "fail-rate", 0, "share of calls answered 503")
@@ -65,7 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Int64Var(&opts.StartCredits, "start-credits", opts.StartCredits, "credit balance for X-Credits-Remaining")
 	prices := fs.String("prices", "default", "price list: default (misses free, a profile search 2 match or not) or charged-misses (profile no-match 1 and match 2, email miss 5 and hit 10, phone miss 5 and hit 25)")
 	logLevel := fs.String("log-level", "info", "debug logs every request; info, warn, error")
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
@@ -78,6 +81,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		opts.Prices = enrichtest.SeedChargedMissPrices()
 	default:
 		return fmt.Errorf("-prices %q: want default or charged-misses", *prices)
+	}
+	if opts.ProfileHitRates, err = parseRates(*tldRates); err != nil {
+		return fmt.Errorf("-profile-hit-rates: %w", err)
 	}
 	opts.APIKeys = splitList(*keys)
 	opts.NoPlanKeys = splitList(*noPlanKeys)
@@ -171,3 +177,17 @@ func (w *statusWriter) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach Hijack (the fake's connection resets).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// parseRates reads "com=0.85,fr=0.25" (rates from 0 to 1 by segment).
+func parseRates(s string) (map[string]float64, error) {
+	out := map[string]float64{}
+	for _, kv := range splitList(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		r, err := strconv.ParseFloat(v, 64)
+		if !ok || k == "" || err != nil || r < 0 || r > 1 {
+			return nil, fmt.Errorf("%q: want segment=rate, the rate from 0 to 1", kv)
+		}
+		out[strings.ToLower(k)] = r
+	}
+	return out, nil
+}

@@ -18,6 +18,7 @@ package enrichtest
 import (
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,6 +101,10 @@ type SeedOptions struct {
 	// matches or never does (a hash of the input against the rate), whatever
 	// the seed. Email and phone hits are by profile URL.
 	ProfileHitRate, EmailHitRate, PhoneHitRate float64
+	// ProfileHitRates override ProfileHitRate by the query's top-level
+	// domain (its domain's, else its email's: "com", "fr"), so that two
+	// vendors can find different shares of one list.
+	ProfileHitRates map[string]float64
 
 	// Faults, each the share of calls (past auth and rate limit) it hits; one
 	// call gets at most one fault. Their sum should not exceed 1.
@@ -305,7 +310,25 @@ func (v *Seed) Stats() SeedStats {
 // never does.
 func (v *Seed) ProfileHit(q enrich.ProfileQuery) bool {
 	h, ok := profileHash(q)
-	return ok && unit(h) < v.opts.ProfileHitRate
+	rate := v.opts.ProfileHitRate
+	if r, found := v.opts.ProfileHitRates[tldOf(q)]; found {
+		rate = r
+	}
+	return ok && unit(h) < rate
+}
+
+// tldOf is the top-level domain of q's domain, else of its email's domain;
+// "" when neither has one.
+func tldOf(q enrich.ProfileQuery) string {
+	host := q.Domain
+	if host == "" {
+		_, host, _ = strings.Cut(q.Email, "@")
+	}
+	host = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(host)), ".")
+	if i := strings.LastIndexByte(host, '.'); i >= 0 {
+		return host[i+1:]
+	}
+	return ""
 }
 
 // EmailHit reports whether an email lookup of profileURL finds an address.

@@ -180,6 +180,32 @@ func TestDeterministicHits(t *testing.T) {
 	}
 }
 
+// A hit rate by top-level domain decides for the queries of that domain (or
+// email domain), the default rate for the others.
+func TestProfileHitRatesByTLD(t *testing.T) {
+	t.Parallel()
+	opts := enrichtest.DefaultSeedOptions()
+	opts.ProfileHitRate = 0.5
+	opts.ProfileHitRates = map[string]float64{"fr": 0, "com": 1}
+	v := enrichtest.NewSeed(opts)
+	other := 0
+	for i := range 400 {
+		name := fmt.Sprintf("Person %d", i)
+		if v.ProfileHit(enrich.ProfileQuery{Name: name, Domain: fmt.Sprintf("acme%d.fr", i)}) {
+			t.Fatalf("%s at a .fr domain matched at rate 0", name)
+		}
+		if !v.ProfileHit(enrich.ProfileQuery{Email: fmt.Sprintf("p%d@acme%d.COM", i, i)}) {
+			t.Fatalf("%s with a .com email missed at rate 1", name)
+		}
+		if v.ProfileHit(enrich.ProfileQuery{Name: name, Domain: fmt.Sprintf("acme%d.de", i)}) {
+			other++
+		}
+	}
+	if other < 150 || other > 250 {
+		t.Fatalf("%d of 400 .de lookups matched at the default rate 0.5", other)
+	}
+}
+
 func TestLedgerEqualsChargesSeen(t *testing.T) {
 	t.Parallel()
 	v, srv := startSeed(t, func(o *enrichtest.SeedOptions) { o.RejectSubstring = "POISON" })
