@@ -52,106 +52,123 @@ func ledgerCommand(ctx context.Context, args []string, getenv func(string) strin
 
 	switch args[0] {
 	case "account":
-		if *account == "" {
-			return usageError{errors.New("no account: set ENRICHQ_VENDOR_KEY or pass -account")}
-		}
-		m, err := time.Parse("2006-01", *month)
-		if err != nil {
-			return usageError{fmt.Errorf("-month %q: want YYYY-MM", *month)}
-		}
-		u, err := st.AccountMonth(ctx, *account, m)
-		if err != nil {
-			return err
-		}
-		days, err := st.AccountDrift(ctx, *account, m, m.AddDate(0, 1, -1))
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(stdout).Encode(map[string]any{"account": u.Account, "month": u.Month.Format("2006-01"),
-				"calls": u.Calls, "spent": u.Spent, "reserved": u.Reserved, "vendor_credits_remaining": u.CreditsRemaining,
-				"monthly_allowance": cfg.Allowance(), "drift_by_day": days})
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "account\t%s\nmonth\t%s\ncalls\t%d\ncredits spent\t%d\ncredits reserved\t%d\n", u.Account, u.Month.Format("2006-01"), u.Calls, u.Spent, u.Reserved)
-		if a := cfg.Allowance(); a != nil {
-			fmt.Fprintf(tw, "monthly allowance\t%d (%d left)\n", *a, *a-u.Spent-u.Reserved)
-		}
-		if u.CreditsRemaining != nil {
-			fmt.Fprintf(tw, "vendor says remaining\t%d\n", *u.CreditsRemaining)
-		}
-		// The second witness: the vendor's X-Credits-Remaining readings beside the ledger, by day.
-		for _, d := range days {
-			fmt.Fprintf(tw, "drift %s\tledger %d, readings show %d billed (%d readings): %+d\n",
-				d.Day.Format(time.DateOnly), d.LedgerSpent, d.VendorBilled, d.Readings, d.Drift.Drift)
-		}
-		return tw.Flush()
+		return ledgerAccount(ctx, st, cfg, *account, *month, *asJSON, stdout)
 	case "prices":
-		if *account == "" {
-			return usageError{errors.New("no account: set ENRICHQ_VENDOR_KEY or pass -account")}
-		}
-		list, err := st.VendorPrices(ctx, *account)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			if list == nil {
-				list = []store.VendorPrice{}
-			}
-			return json.NewEncoder(stdout).Encode(map[string]any{"account": *account, "prices": list})
-		}
-		if len(list) == 0 {
-			fmt.Fprintf(stdout, "account %s: no price learned yet (the cost table prices every answer)\n", *account)
-			return nil
-		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "class\tcredits\tanswers\thighest\tchanged\tlearned\n")
-		for _, p := range list {
-			changed := "-"
-			if p.Previous != nil && p.ChangedAt != nil {
-				changed = fmt.Sprintf("from %d on %s", *p.Previous, p.ChangedAt.UTC().Format(time.RFC3339))
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", p.Class, p.Credits, p.Answers, p.Highest, changed, p.LearnedAt.UTC().Format(time.RFC3339))
-		}
-		return tw.Flush()
+		return ledgerPrices(ctx, st, *account, *asJSON, stdout)
 	case "job":
-		if fs.NArg() != 1 {
-			return usageError{errors.New(ledgerUsage)}
-		}
-		job, err := st.JobByID(ctx, fs.Arg(0))
-		if err != nil {
-			return fmt.Errorf("job %s: %w", fs.Arg(0), err)
-		}
-		costs, err := st.JobCosts(ctx, job.ID)
-		if err != nil {
-			return err
-		}
-		byVendor, err := st.JobVendorCosts(ctx, job.ID)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return json.NewEncoder(stdout).Encode(map[string]any{"job_id": job.ID, "by_stage": costs, "by_vendor": byVendor,
-				"spent": job.CreditsSpent, "reserved": job.CreditsReserved, "budget": job.BudgetCredits})
-		}
-		stages := make([]domain.Stage, 0, len(costs))
-		for s := range costs {
-			stages = append(stages, s)
-		}
-		slices.Sort(stages)
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "stage\tcalls\tcredits\t\n")
-		for _, s := range stages {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t\n", s, costs[s].Calls, costs[s].Credits)
-		}
-		fmt.Fprintf(tw, "total\t\t%d\t\n", job.CreditsSpent)
-		// Every vendor's credits in budget units (its credits times its credit_value).
-		vendors := slices.Sorted(maps.Keys(byVendor))
-		fmt.Fprintf(tw, "\nvendor\tcalls\tcredits\t\n")
-		for _, v := range vendors {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t\n", v, byVendor[v].Calls, byVendor[v].Credits)
-		}
-		return tw.Flush()
+		return ledgerJob(ctx, st, fs.Args(), *asJSON, stdout)
 	}
 	return usageError{errors.New(ledgerUsage)}
+}
+
+// ledgerAccount prints what the account spent in month, with the vendor's
+// readings beside the ledger day by day.
+func ledgerAccount(ctx context.Context, st *store.Store, cfg config.Ledger, account, month string, asJSON bool, stdout io.Writer) error {
+	if account == "" {
+		return usageError{errors.New("no account: set ENRICHQ_VENDOR_KEY or pass -account")}
+	}
+	m, err := time.Parse("2006-01", month)
+	if err != nil {
+		return usageError{fmt.Errorf("-month %q: want YYYY-MM", month)}
+	}
+	u, err := st.AccountMonth(ctx, account, m)
+	if err != nil {
+		return err
+	}
+	days, err := st.AccountDrift(ctx, account, m, m.AddDate(0, 1, -1))
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"account": u.Account, "month": u.Month.Format("2006-01"),
+			"calls": u.Calls, "spent": u.Spent, "reserved": u.Reserved, "vendor_credits_remaining": u.CreditsRemaining,
+			"monthly_allowance": cfg.Allowance(), "drift_by_day": days})
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "account\t%s\nmonth\t%s\ncalls\t%d\ncredits spent\t%d\ncredits reserved\t%d\n", u.Account, u.Month.Format("2006-01"), u.Calls, u.Spent, u.Reserved)
+	if a := cfg.Allowance(); a != nil {
+		fmt.Fprintf(tw, "monthly allowance\t%d (%d left)\n", *a, *a-u.Spent-u.Reserved)
+	}
+	if u.CreditsRemaining != nil {
+		fmt.Fprintf(tw, "vendor says remaining\t%d\n", *u.CreditsRemaining)
+	}
+	// The second witness: the vendor's X-Credits-Remaining readings beside the ledger, by day.
+	for _, d := range days {
+		fmt.Fprintf(tw, "drift %s\tledger %d, readings show %d billed (%d readings): %+d\n",
+			d.Day.Format(time.DateOnly), d.LedgerSpent, d.VendorBilled, d.Readings, d.Drift.Drift)
+	}
+	return tw.Flush()
+}
+
+// ledgerPrices prints the prices learned of the account, class by class.
+func ledgerPrices(ctx context.Context, st *store.Store, account string, asJSON bool, stdout io.Writer) error {
+	if account == "" {
+		return usageError{errors.New("no account: set ENRICHQ_VENDOR_KEY or pass -account")}
+	}
+	list, err := st.VendorPrices(ctx, account)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		if list == nil {
+			list = []store.VendorPrice{}
+		}
+		return json.NewEncoder(stdout).Encode(map[string]any{"account": account, "prices": list})
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(stdout, "account %s: no price learned yet (the cost table prices every answer)\n", account)
+		return nil
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "class\tcredits\tanswers\thighest\tchanged\tlearned\n")
+	for _, p := range list {
+		changed := "-"
+		if p.Previous != nil && p.ChangedAt != nil {
+			changed = fmt.Sprintf("from %d on %s", *p.Previous, p.ChangedAt.UTC().Format(time.RFC3339))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", p.Class, p.Credits, p.Answers, p.Highest, changed, p.LearnedAt.UTC().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+// ledgerJob prints what the job of args (its one argument) cost, by stage
+// and by vendor.
+func ledgerJob(ctx context.Context, st *store.Store, args []string, asJSON bool, stdout io.Writer) error {
+	if len(args) != 1 {
+		return usageError{errors.New(ledgerUsage)}
+	}
+	job, err := st.JobByID(ctx, args[0])
+	if err != nil {
+		return fmt.Errorf("job %s: %w", args[0], err)
+	}
+	costs, err := st.JobCosts(ctx, job.ID)
+	if err != nil {
+		return err
+	}
+	byVendor, err := st.JobVendorCosts(ctx, job.ID)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(stdout).Encode(map[string]any{"job_id": job.ID, "by_stage": costs, "by_vendor": byVendor,
+			"spent": job.CreditsSpent, "reserved": job.CreditsReserved, "budget": job.BudgetCredits})
+	}
+	stages := make([]domain.Stage, 0, len(costs))
+	for s := range costs {
+		stages = append(stages, s)
+	}
+	slices.Sort(stages)
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "stage\tcalls\tcredits\t\n")
+	for _, s := range stages {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", s, costs[s].Calls, costs[s].Credits)
+	}
+	fmt.Fprintf(tw, "total\t\t%d\t\n", job.CreditsSpent)
+	// Every vendor's credits in budget units (its credits times its credit_value).
+	vendors := slices.Sorted(maps.Keys(byVendor))
+	fmt.Fprintf(tw, "\nvendor\tcalls\tcredits\t\n")
+	for _, v := range vendors {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", v, byVendor[v].Calls, byVendor[v].Credits)
+	}
+	return tw.Flush()
 }

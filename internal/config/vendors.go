@@ -324,189 +324,255 @@ func (p *vendorsParser) entry(i int, n *yaml.Node, before []VendorSpec) VendorSp
 		p.fail("vendors[%d] (line %d): want a mapping of fields (name, kind, url, key_env, rate, ...)", i, n.Line)
 		return s
 	}
-	fields := map[string]*yaml.Node{}
-	for k := 0; k+1 < len(n.Content); k += 2 {
-		fields[n.Content[k].Value] = n.Content[k+1]
-	}
-	if f := fields["name"]; f != nil {
-		s.Name = f.Value
-	}
-	label := fmt.Sprintf("vendors[%d]", i)
-	if s.Name != "" {
-		label += fmt.Sprintf(" (%s)", s.Name)
-	}
-	bad := func(field string, f *yaml.Node, format string, args ...any) {
-		line := n.Line
-		if f != nil {
-			line = f.Line
-		}
-		p.fail("%s: %s (line %d): "+format, append([]any{label, field, line}, args...)...)
-	}
-	for k := 0; k+1 < len(n.Content); k += 2 {
-		if key := n.Content[k]; !slices.Contains(vendorFields, key.Value) {
-			p.fail("%s: unknown field %q (line %d); the fields are %s", label, key.Value, key.Line, strings.Join(vendorFields, ", "))
-		}
-	}
-	scalar := func(field string) (*yaml.Node, bool) {
-		f := fields[field]
-		if f == nil {
-			return nil, false
-		}
-		if f.Kind != yaml.ScalarNode || f.Tag == "!!null" {
-			bad(field, f, "want a value")
-			return nil, false
-		}
-		return f, true
-	}
-	whole := func(field string, dst *int64, lo, hi int64, why string) {
-		if f, ok := scalar(field); ok {
-			v, err := strconv.ParseInt(f.Value, 10, 64)
-			if err != nil || v < lo || v > hi {
-				bad(field, f, "%q: want a whole number from %d to %d%s", f.Value, lo, hi, why)
-				return
-			}
-			*dst = v
-		}
-	}
-	number := func(field string, dst *float64, ok func(float64) bool, want string) {
-		if f, present := scalar(field); present {
-			v, err := strconv.ParseFloat(f.Value, 64)
-			if err != nil || math.IsNaN(v) || !ok(v) {
-				bad(field, f, "%q: want %s", f.Value, want)
-				return
-			}
-			*dst = v
-		}
-	}
+	r := newEntryReader(p, i, n)
+	s.Name = r.name()
+	r.unknownFields()
+	r.identity(&s, before)
+	r.pace(&s)
+	r.money(&s)
+	r.prices(&s)
+	r.timeout(&s)
+	r.kindSpecific(&s)
+	return s
+}
 
-	// name
-	switch f := fields["name"]; {
+// entryReader reads the fields of one entry; every error it reports names
+// the entry by label, the field and the field's line (the entry's when the
+// field is absent).
+type entryReader struct {
+	p      *vendorsParser
+	n      *yaml.Node
+	fields map[string]*yaml.Node
+	label  string
+}
+
+func newEntryReader(p *vendorsParser, i int, n *yaml.Node) *entryReader {
+	r := &entryReader{p: p, n: n, fields: map[string]*yaml.Node{}}
+	for k := 0; k+1 < len(n.Content); k += 2 {
+		r.fields[n.Content[k].Value] = n.Content[k+1]
+	}
+	r.label = fmt.Sprintf("vendors[%d]", i)
+	if name := r.name(); name != "" {
+		r.label += fmt.Sprintf(" (%s)", name)
+	}
+	return r
+}
+
+// name is the entry's name as written, or "".
+func (r *entryReader) name() string {
+	if f := r.fields["name"]; f != nil {
+		return f.Value
+	}
+	return ""
+}
+
+func (r *entryReader) bad(field string, f *yaml.Node, format string, args ...any) {
+	line := r.n.Line
+	if f != nil {
+		line = f.Line
+	}
+	r.p.fail("%s: %s (line %d): "+format, append([]any{r.label, field, line}, args...)...)
+}
+
+func (r *entryReader) unknownFields() {
+	for k := 0; k+1 < len(r.n.Content); k += 2 {
+		if key := r.n.Content[k]; !slices.Contains(vendorFields, key.Value) {
+			r.p.fail("%s: unknown field %q (line %d); the fields are %s", r.label, key.Value, key.Line, strings.Join(vendorFields, ", "))
+		}
+	}
+}
+
+// scalar is the field's node when it holds a value; a field present without
+// one is reported.
+func (r *entryReader) scalar(field string) (*yaml.Node, bool) {
+	f := r.fields[field]
+	if f == nil {
+		return nil, false
+	}
+	if f.Kind != yaml.ScalarNode || f.Tag == "!!null" {
+		r.bad(field, f, "want a value")
+		return nil, false
+	}
+	return f, true
+}
+
+// whole sets *dst to the field's whole number from lo to hi, when present and valid.
+func (r *entryReader) whole(field string, dst *int64, lo, hi int64, why string) {
+	if f, ok := r.scalar(field); ok {
+		v, err := strconv.ParseInt(f.Value, 10, 64)
+		if err != nil || v < lo || v > hi {
+			r.bad(field, f, "%q: want a whole number from %d to %d%s", f.Value, lo, hi, why)
+			return
+		}
+		*dst = v
+	}
+}
+
+// number sets *dst to the field's number when present and ok.
+func (r *entryReader) number(field string, dst *float64, ok func(float64) bool, want string) {
+	if f, present := r.scalar(field); present {
+		v, err := strconv.ParseFloat(f.Value, 64)
+		if err != nil || math.IsNaN(v) || !ok(v) {
+			r.bad(field, f, "%q: want %s", f.Value, want)
+			return
+		}
+		*dst = v
+	}
+}
+
+// identity checks name, kind and url, and reads key_env and its key.
+func (r *entryReader) identity(s *VendorSpec, before []VendorSpec) {
+	switch f := r.fields["name"]; {
 	case f == nil || s.Name == "":
-		bad("name", f, "required")
+		r.bad("name", f, "required")
 	case !vendorNameRE.MatchString(s.Name):
-		bad("name", f, "%q: want 1 to 32 of a-z, 0-9, _ and -", s.Name)
+		r.bad("name", f, "%q: want 1 to 32 of a-z, 0-9, _ and -", s.Name)
 	default:
 		for j, o := range before {
 			if o.Name == s.Name {
-				bad("name", f, "%q is the name of vendors[%d] too: names are unique", s.Name, j)
+				r.bad("name", f, "%q is the name of vendors[%d] too: names are unique", s.Name, j)
 			}
 		}
 	}
-	// kind
-	if f, ok := scalar("kind"); ok {
+	if f, ok := r.scalar("kind"); ok {
 		s.Kind = VendorKind(f.Value)
 		if s.Kind != VendorSeed && s.Kind != VendorPDL {
-			bad("kind", f, "%q: want seed or pdl", f.Value)
+			r.bad("kind", f, "%q: want seed or pdl", f.Value)
 		}
-	} else if fields["kind"] == nil {
-		bad("kind", nil, "required: seed or pdl")
+	} else if r.fields["kind"] == nil {
+		r.bad("kind", nil, "required: seed or pdl")
 	}
-	// url
-	if f, ok := scalar("url"); ok {
+	if f, ok := r.scalar("url"); ok {
 		s.URL = strings.TrimRight(strings.TrimSpace(f.Value), "/")
 		if msg := checkVendorURL(s.URL); msg != "" {
-			bad("url", f, "%s", msg)
+			r.bad("url", f, "%s", msg)
 		}
-	} else if fields["url"] == nil {
-		bad("url", nil, "required: the vendor's base URL")
+	} else if r.fields["url"] == nil {
+		r.bad("url", nil, "required: the vendor's base URL")
 	}
-	// key_env, and the key it names
-	if f, ok := scalar("key_env"); ok {
-		s.KeyEnv = f.Value
-		switch {
-		case !envNameRE.MatchString(s.KeyEnv):
-			bad("key_env", f, "%q is not a variable name", s.KeyEnv)
-		default:
-			s.Key = strings.TrimSpace(p.getenv(s.KeyEnv))
-			if s.Key == "" && p.needKeys {
-				bad("key_env", f, "%s is not set: it holds the vendor's API key", s.KeyEnv)
-			}
+	r.key(s)
+}
+
+// key reads key_env, and the key it names.
+func (r *entryReader) key(s *VendorSpec) {
+	f, ok := r.scalar("key_env")
+	if !ok {
+		if r.fields["key_env"] == nil {
+			r.bad("key_env", nil, "required: the variable holding the vendor's API key (no secret in the file)")
 		}
-	} else if fields["key_env"] == nil {
-		bad("key_env", nil, "required: the variable holding the vendor's API key (no secret in the file)")
+		return
 	}
-	// rate
-	if fields["rate"] == nil {
-		bad("rate", nil, "required: requests per second (a per-minute limit of 1,000 is 16.6)")
+	s.KeyEnv = f.Value
+	if !envNameRE.MatchString(s.KeyEnv) {
+		r.bad("key_env", f, "%q is not a variable name", s.KeyEnv)
+		return
 	}
-	number("rate", &s.Rate, func(v float64) bool { return v >= 0.01 && v <= 100000 }, "requests per second, from 0.01 to 100000")
+	s.Key = strings.TrimSpace(r.p.getenv(s.KeyEnv))
+	if s.Key == "" && r.p.needKeys {
+		r.bad("key_env", f, "%s is not set: it holds the vendor's API key", s.KeyEnv)
+	}
+}
+
+// pace reads rate and burst.
+func (r *entryReader) pace(s *VendorSpec) {
+	if r.fields["rate"] == nil {
+		r.bad("rate", nil, "required: requests per second (a per-minute limit of 1,000 is 16.6)")
+	}
+	r.number("rate", &s.Rate, func(v float64) bool { return v >= 0.01 && v <= 100000 }, "requests per second, from 0.01 to 100000")
 	var burst int64 = DefaultVendorBurst
-	whole("burst", &burst, 1, 100000, "")
+	r.whole("burst", &burst, 1, 100000, "")
 	s.Burst = int(burst)
-	whole("credit_value", &s.CreditValue, 1, 1_000_000, ": budgets and the ledger are integers, so give the cheapest vendor 1 and the others as multiples")
-	if f, ok := scalar("bulk"); ok {
+}
+
+// money reads credit_value, bulk, monthly_credits, honours_keys and
+// prior_hit_rate.
+func (r *entryReader) money(s *VendorSpec) {
+	r.whole("credit_value", &s.CreditValue, 1, 1_000_000, ": budgets and the ledger are integers, so give the cheapest vendor 1 and the others as multiples")
+	if f, ok := r.scalar("bulk"); ok {
 		b, err := strconv.ParseBool(f.Value)
 		if err != nil {
-			bad("bulk", f, "%q: want true or false", f.Value)
+			r.bad("bulk", f, "%q: want true or false", f.Value)
 		}
 		s.Bulk = b
 	}
-	whole("monthly_credits", &s.MonthlyCredits, 0, 1<<50, "")
-	// honours_keys
+	r.whole("monthly_credits", &s.MonthlyCredits, 0, 1<<50, "")
 	s.HonoursKeys = domain.HonoursKeysAuto
 	if s.Kind == VendorPDL {
 		s.HonoursKeys = domain.HonoursKeysFalse
 	}
-	if f, ok := scalar("honours_keys"); ok {
+	if f, ok := r.scalar("honours_keys"); ok {
 		h := domain.HonoursKeys(strings.ToLower(f.Value))
 		switch {
 		case !h.Valid():
-			bad("honours_keys", f, "%q: want auto, true or false", f.Value)
+			r.bad("honours_keys", f, "%q: want auto, true or false", f.Value)
 		case s.Kind == VendorPDL && h != domain.HonoursKeysFalse:
-			bad("honours_keys", f, "%q: a pdl vendor takes no idempotency keys: leave it out, or say false", f.Value)
+			r.bad("honours_keys", f, "%q: a pdl vendor takes no idempotency keys: leave it out, or say false", f.Value)
 		default:
 			s.HonoursKeys = h
 		}
 	}
-	number("prior_hit_rate", &s.PriorHitRate, func(v float64) bool { return v > 0 && v <= 1 }, "a share above 0, at most 1")
-	// prices
-	if f := fields["prices"]; f != nil && f.Tag != "!!null" {
-		if f.Kind != yaml.MappingNode {
-			bad("prices", f, "want a mapping of class: credits")
-		} else {
-			s.Prices = map[string]int64{}
-			classes := priceClasses[s.Kind]
-			for k := 0; k+1 < len(f.Content); k += 2 {
-				cls, val := f.Content[k], f.Content[k+1]
-				c, err := strconv.ParseInt(val.Value, 10, 64)
-				switch {
-				case classes != nil && !slices.Contains(classes, cls.Value):
-					bad("prices", cls, "unknown class %q for kind %s; the classes are %s", cls.Value, s.Kind, strings.Join(classes, ", "))
-				case val.Kind != yaml.ScalarNode || err != nil || c < 0 || c > 1_000_000:
-					bad("prices", val, "%s: %q: want a whole number of credits from 0", cls.Value, val.Value)
-				default:
-					s.Prices[cls.Value] = c
-				}
-			}
+	r.number("prior_hit_rate", &s.PriorHitRate, func(v float64) bool { return v > 0 && v <= 1 }, "a share above 0, at most 1")
+}
+
+// prices reads the credits per class, the classes checked against the kind's.
+func (r *entryReader) prices(s *VendorSpec) {
+	f := r.fields["prices"]
+	if f == nil || f.Tag == "!!null" {
+		return
+	}
+	if f.Kind != yaml.MappingNode {
+		r.bad("prices", f, "want a mapping of class: credits")
+		return
+	}
+	s.Prices = map[string]int64{}
+	classes := priceClasses[s.Kind]
+	for k := 0; k+1 < len(f.Content); k += 2 {
+		cls, val := f.Content[k], f.Content[k+1]
+		c, err := strconv.ParseInt(val.Value, 10, 64)
+		switch {
+		case classes != nil && !slices.Contains(classes, cls.Value):
+			r.bad("prices", cls, "unknown class %q for kind %s; the classes are %s", cls.Value, s.Kind, strings.Join(classes, ", "))
+		case val.Kind != yaml.ScalarNode || err != nil || c < 0 || c > 1_000_000:
+			r.bad("prices", val, "%s: %q: want a whole number of credits from 0", cls.Value, val.Value)
+		default:
+			s.Prices[cls.Value] = c
 		}
 	}
-	if f, ok := scalar("timeout"); ok {
+}
+
+func (r *entryReader) timeout(s *VendorSpec) {
+	if f, ok := r.scalar("timeout"); ok {
 		d, err := time.ParseDuration(f.Value)
 		if err != nil || d <= 0 {
-			bad("timeout", f, "%q: want a positive duration such as 30s", f.Value)
+			r.bad("timeout", f, "%q: want a positive duration such as 30s", f.Value)
 		}
 		s.Timeout = d
 	}
-	// pdl only
-	if s.Kind == VendorPDL {
+}
+
+// kindSpecific reads the pdl-only fields of a pdl vendor, and reports them
+// on any other kind.
+func (r *entryReader) kindSpecific(s *VendorSpec) {
+	switch s.Kind {
+	case "":
+	case VendorPDL:
 		s.BatchSize = DefaultPDLBatchSize
 		var ml, bs int64 = 0, DefaultPDLBatchSize
-		whole("min_likelihood", &ml, 1, 10, "")
-		whole("batch_size", &bs, 1, 100, " (the vendor advises at most 80)")
+		r.whole("min_likelihood", &ml, 1, 10, "")
+		r.whole("batch_size", &bs, 1, 100, " (the vendor advises at most 80)")
 		s.MinLikelihood, s.BatchSize = int(ml), int(bs)
-		if f, ok := scalar("required"); ok {
+		if f, ok := r.scalar("required"); ok {
 			if s.Required = strings.TrimSpace(f.Value); s.Required == "" {
-				bad("required", f, "want a field expression such as work_email")
+				r.bad("required", f, "want a field expression such as work_email")
 			}
 		}
-	} else if s.Kind != "" {
+	default:
 		for _, k := range pdlOnly {
-			if f := fields[k]; f != nil {
-				bad(k, f, "only for kind pdl")
+			if f := r.fields[k]; f != nil {
+				r.bad(k, f, "only for kind pdl")
 			}
 		}
 	}
-	return s
 }
 
 // checkVendorURL says what is wrong with a vendor's base URL, or "".

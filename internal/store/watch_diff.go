@@ -133,22 +133,84 @@ type changeLine struct {
 	rowID                 int64
 }
 
+// watchRun is a run being compared, with what of its watch the comparison needs.
+type watchRun struct {
+	jobID, watchID, tenant, callback string
+	lookups                          []domain.Stage
+	month                            time.Time
+}
+
+// answerPair is one input's snapshot beside the run's answer for it.
+type answerPair struct {
+	n         int
+	ref       string
+	old, new_ snapshot
+	rowID     int64
+	profiled  bool
+	vendor    string
+	found     *string
+}
+
 // diffWatchRun compares one run (its job, jobID); nil when another sweep
 // took it or it was compared already.
 func diffWatchRun(ctx context.Context, tx pgx.Tx, jobID string, now time.Time) (*WatchDiff, error) {
-	var watchID, tenant, callback string
-	var lookups []domain.Stage
-	var month time.Time
+	run, err := lockWatchRun(ctx, tx, jobID)
+	if run == nil || err != nil {
+		return nil, err
+	}
+	pairs, err := readRunAnswers(ctx, tx, run)
+	if err != nil {
+		return nil, err
+	}
+	fields := watchedFields(run.lookups)
+	var lines []changeLine
+	snaps := make([]snapshot, len(pairs))
+	for i, p := range pairs {
+		var pl []changeLine
+		snaps[i], pl = compareAnswer(p, fields)
+		lines = append(lines, pl...)
+	}
+	if err := updateSnapshots(ctx, tx, run, pairs, snaps, now); err != nil {
+		return nil, err
+	}
+	d := &WatchDiff{WatchID: run.watchID, JobID: jobID}
+	if len(lines) > 0 {
+		if err := insertChangeLines(ctx, tx, run.tenant, run.watchID, jobID, run.lookups, lines, now, d); err != nil {
+			return nil, err
+		}
+	}
+	if d.CompanyChanges > 0 && run.callback != "" {
+		if _, err := exec(ctx, tx, `INSERT INTO webhook_deliveries (job_id, event, url) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			jobID, EventPersonChanged, run.callback); err != nil {
+			return nil, err
+		}
+	}
+	if err := markRunCompared(ctx, tx, run, now, d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// lockWatchRun locks the run of job jobID for comparing; nil when another
+// sweep holds it or it was compared already.
+func lockWatchRun(ctx context.Context, tx pgx.Tx, jobID string) (*watchRun, error) {
+	run := &watchRun{jobID: jobID}
 	err := tx.QueryRow(ctx, `
 		SELECT wr.watch_id::text, w.tenant, w.lookups, coalesce(w.callback_url, ''), wr.month
 		FROM watch_runs wr JOIN watches w ON w.id = wr.watch_id
-		WHERE wr.job_id = $1 AND wr.diffed_at IS NULL FOR UPDATE OF wr SKIP LOCKED`, jobID).Scan(&watchID, &tenant, &lookups, &callback, &month)
+		WHERE wr.job_id = $1 AND wr.diffed_at IS NULL FOR UPDATE OF wr SKIP LOCKED`, jobID).Scan(&run.watchID, &run.tenant, &run.lookups, &run.callback, &run.month)
 	if errors.Is(interpretError(err), ErrNotFound) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, interpretError(err)
 	}
+	return run, nil
+}
+
+// readRunAnswers pairs each input the run answered (matched or no match)
+// with its snapshot, in input order.
+func readRunAnswers(ctx context.Context, tx pgx.Tx, run *watchRun) ([]answerPair, error) {
 	rows, err := tx.Query(ctx, `
 		SELECT i.n, i.ref, i.matched, coalesce(i.snap_company, ''), coalesce(i.snap_role, ''), coalesce(i.snap_email, ''),
 			coalesce(i.snap_phones, ''), coalesce(i.snap_location, ''),
@@ -162,22 +224,13 @@ func diffWatchRun(ctx context.Context, tx pgx.Tx, jobID string, now time.Time) (
 		LEFT JOIN email_results e ON e.row_id = r.id
 		LEFT JOIN phone_results ph ON ph.row_id = r.id
 		WHERE i.watch_id = $1 AND r.state IN ('matched', 'no_match')
-		ORDER BY i.n`, watchID, jobID)
+		ORDER BY i.n`, run.watchID, run.jobID)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	type pair struct {
-		n         int
-		ref       string
-		old, new_ snapshot
-		rowID     int64
-		profiled  bool
-		vendor    string
-		found     *string
-	}
-	var pairs []pair
+	var pairs []answerPair
 	for rows.Next() {
-		var p pair
+		var p answerPair
 		var matched bool
 		if err := rows.Scan(&p.n, &p.ref, &p.old.matched, &p.old.company, &p.old.role, &p.old.email, &p.old.phones, &p.old.location,
 			&p.rowID, &matched, &p.profiled, &p.new_.company, &p.new_.role, &p.new_.email, &p.new_.phones, &p.new_.location,
@@ -192,85 +245,100 @@ func diffWatchRun(ctx context.Context, tx pgx.Tx, jobID string, now time.Time) (
 	if err := rows.Err(); err != nil {
 		return nil, interpretError(err)
 	}
+	return pairs, nil
+}
 
-	var lines []changeLine
-	batch := &pgx.Batch{}
+// watchedFields are the fields the watch's lookups answer, in the order
+// their changes are reported.
+func watchedFields(lookups []domain.Stage) []string {
 	fields := []string{}
 	for _, f := range []string{"company", "role", "location", "email", "phones"} {
 		if slices.Contains(lookups, fieldStage(f)) {
 			fields = append(fields, f)
 		}
 	}
-	for _, p := range pairs {
-		snap := p.old
-		wasMatched := p.old.matched != nil && *p.old.matched
-		if !*p.new_.matched {
-			if wasMatched {
-				lines = append(lines, changeLine{n: p.n, ref: p.ref, field: "match", old: "matched", kind: ChangeNotFoundAnyMore, vendor: p.vendor, rowID: p.rowID})
-			}
-			f := false
-			snap.matched = &f
-		} else {
-			for _, f := range fields {
-				o, n := p.old.field(f), p.new_.field(f)
-				switch {
-				case o == n:
-				case o == "":
-					snap.set(f, n) // first known: no change to report
-				case n == "" && f == "company" && p.profiled:
-					lines = append(lines, changeLine{n: p.n, ref: p.ref, field: f, old: o, kind: ChangeLeft, vendor: p.vendor, rowID: p.rowID})
-				case n == "":
-					if f != "company" && f != "role" && f != "location" || p.profiled {
-						lines = append(lines, changeLine{n: p.n, ref: p.ref, field: f, old: o, kind: ChangeNotFoundAnyMore, vendor: p.vendor, rowID: p.rowID})
-					}
-				default:
-					lines = append(lines, changeLine{n: p.n, ref: p.ref, field: f, old: o, new_: n, kind: ChangeChanged, vendor: p.vendor, rowID: p.rowID})
-					snap.set(f, n)
-				}
-			}
-			t := true
-			snap.matched = &t
+	return fields
+}
+
+// compareAnswer is the input's next snapshot and the change lines of its
+// answer: a no-match keeps what was known, a first known value is no change.
+func compareAnswer(p answerPair, fields []string) (snapshot, []changeLine) {
+	var lines []changeLine
+	snap := p.old
+	line := func(field, old, new_, kind string) {
+		lines = append(lines, changeLine{n: p.n, ref: p.ref, field: field, old: old, new_: new_, kind: kind, vendor: p.vendor, rowID: p.rowID})
+	}
+	if !*p.new_.matched {
+		if p.old.matched != nil && *p.old.matched {
+			line("match", "matched", "", ChangeNotFoundAnyMore)
 		}
+		f := false
+		snap.matched = &f
+		return snap, lines
+	}
+	for _, f := range fields {
+		o, n := p.old.field(f), p.new_.field(f)
+		switch {
+		case o == n:
+		case o == "":
+			snap.set(f, n) // first known: no change to report
+		case n == "" && f == "company" && p.profiled:
+			line(f, o, "", ChangeLeft)
+		case n == "":
+			if f != "company" && f != "role" && f != "location" || p.profiled {
+				line(f, o, "", ChangeNotFoundAnyMore)
+			}
+		default:
+			line(f, o, n, ChangeChanged)
+			snap.set(f, n)
+		}
+	}
+	t := true
+	snap.matched = &t
+	return snap, lines
+}
+
+// updateSnapshots writes each answered input's next snapshot, snaps[i] of pairs[i].
+func updateSnapshots(ctx context.Context, tx pgx.Tx, run *watchRun, pairs []answerPair, snaps []snapshot, now time.Time) error {
+	if len(pairs) == 0 {
+		return nil
+	}
+	batch := &pgx.Batch{}
+	for i, p := range pairs {
+		snap := snaps[i]
 		batch.Queue(`UPDATE watch_inputs SET matched = $3, snap_company = nullif($4, ''), snap_role = nullif($5, ''), snap_email = nullif($6, ''),
 			snap_phones = nullif($7, ''), snap_location = nullif($8, ''), found_profile_url = coalesce($9, found_profile_url), answered_at = $10
 			WHERE watch_id = $1 AND n = $2`,
-			watchID, p.n, snap.matched, snap.company, snap.role, snap.email, snap.phones, snap.location, p.found, now)
+			run.watchID, p.n, snap.matched, snap.company, snap.role, snap.email, snap.phones, snap.location, p.found, now)
 	}
-	if batch.Len() > 0 {
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return nil, interpretError(err)
-		}
+	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		return interpretError(err)
 	}
-	d := &WatchDiff{WatchID: watchID, JobID: jobID}
-	if len(lines) > 0 {
-		if err := insertChangeLines(ctx, tx, tenant, watchID, jobID, lookups, lines, now, d); err != nil {
-			return nil, err
-		}
-	}
-	if d.CompanyChanges > 0 && callback != "" {
-		if _, err := exec(ctx, tx, `INSERT INTO webhook_deliveries (job_id, event, url) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-			jobID, EventPersonChanged, callback); err != nil {
-			return nil, err
-		}
-	}
+	return nil
+}
+
+// markRunCompared marks the run compared with the credits its job spent;
+// a run its job's budget stopped marks its watch capped for the month and
+// moves the next run to the next month's slot.
+func markRunCompared(ctx context.Context, tx pgx.Tx, run *watchRun, now time.Time, d *WatchDiff) error {
 	var capped bool
 	var spent *int64
-	err = tx.QueryRow(ctx, `SELECT j.credits_spent, j.state = 'paused' AND j.paused_by = 'job_budget' FROM jobs j WHERE j.id = $1`, jobID).Scan(&spent, &capped)
+	err := tx.QueryRow(ctx, `SELECT j.credits_spent, j.state = 'paused' AND j.paused_by = 'job_budget' FROM jobs j WHERE j.id = $1`, run.jobID).Scan(&spent, &capped)
 	if err != nil && !errors.Is(interpretError(err), ErrNotFound) {
-		return nil, interpretError(err)
+		return interpretError(err)
 	}
-	if _, err := exec(ctx, tx, `UPDATE watch_runs SET diffed_at = $2, credits = coalesce($3, credits) WHERE job_id = $1`, jobID, now, spent); err != nil {
-		return nil, err
+	if _, err := exec(ctx, tx, `UPDATE watch_runs SET diffed_at = $2, credits = coalesce($3, credits) WHERE job_id = $1`, run.jobID, now, spent); err != nil {
+		return err
 	}
 	if capped {
 		d.CapReached = true
 		if _, err := exec(ctx, tx, `UPDATE watches SET cap_reached_month = $2, updated_at = $4,
 				next_run_at = greatest(next_run_at, $3::timestamptz) WHERE id = $1`,
-			watchID, month, watchSlotAfter(month.AddDate(0, 1, 0), WatchDayOffset(watchID)), now); err != nil {
-			return nil, err
+			run.watchID, run.month, watchSlotAfter(run.month.AddDate(0, 1, 0), WatchDayOffset(run.watchID)), now); err != nil {
+			return err
 		}
 	}
-	return d, nil
+	return nil
 }
 
 // insertChangeLines writes a run's change lines (once: a line of the same
