@@ -3,12 +3,14 @@ package service
 import (
 	"context"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/vendororder"
 )
 
 // Estimate is what a job would cost and take, before it is stored: the
@@ -23,8 +25,13 @@ type Estimate struct {
 	Cached     int `json:"cached"`   // distinct inputs answered by the cache (within max_age)
 	Calls      int `json:"calls"`    // vendor calls at most
 	Credits    struct {
-		Min int64 `json:"min"` // every email and phone lookup misses
-		Max int64 `json:"max"` // every lookup hits, at the dearest price
+		// With one vendor: Min, every email and phone lookup misses; Max,
+		// every lookup hits at the dearest price. With a waterfall of
+		// several, in budget units: Min, the first vendor asked answers at
+		// its hit price or every vendor misses, the cheaper; Max, every
+		// vendor asked and billed its worst.
+		Min int64 `json:"min"`
+		Max int64 `json:"max"`
 	} `json:"credits"`
 	Seconds float64 `json:"seconds"` // at the configured vendor rate
 }
@@ -47,7 +54,18 @@ func (s *Service) Estimate(ctx context.Context, p Principal, sub Submission) (Es
 	if err := s.withDefaultBudget(ctx, p.Tenant, &sub); err != nil {
 		return Estimate{}, err
 	}
-	return s.submit.Estimate(ctx, sub)
+	var vendors []vendororder.Vendor
+	if err := s.checkVendors(sub.Options.Vendors); err != nil {
+		return Estimate{}, err
+	}
+	if len(s.vendors.List) > 1 {
+		all, err := s.describedVendors()
+		if err != nil {
+			return Estimate{}, err
+		}
+		vendors = jobVendors(all, sub.Options.Vendors)
+	}
+	return s.submit.estimate(ctx, sub, vendors)
 }
 
 // estimateBatch is how many cache keys one query checks.
@@ -61,11 +79,18 @@ const estimateBatch = 5000
 // cost nothing. It runs in three passes: read the distinct inputs, ask the
 // cache about them, price what the cache does not answer.
 func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, error) {
+	return s.estimate(ctx, sub, nil)
+}
+
+// estimate is Estimate; with two vendors or more, each row is priced across
+// the waterfall of vendors (waterfallRange) rather than by the one
+// vendor's price book.
+func (s *Submitter) estimate(ctx context.Context, sub Submission, vendors []vendororder.Vendor) (Estimate, error) {
 	learned, err := s.Store.VendorPrices(ctx, s.Account)
 	if err != nil {
 		return Estimate{}, err
 	}
-	p := estimatePass{sub: sub, want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{},
+	p := estimatePass{sub: sub, want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{}, vendors: vendors,
 		book: enrich.NewPriceBook(s.Costs, jobs.LearnedPrices(learned))}
 	for _, l := range sub.Options.Lookups {
 		p.want[l] = true
@@ -82,12 +107,15 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 
 // estimatePass is what the passes of an estimate share.
 type estimatePass struct {
-	sub    Submission
-	want   map[domain.Stage]bool
-	book   *enrich.PriceBook
-	inputs map[string]*estimateInput
-	order  []string // the inputs' keys, in upload order
-	est    Estimate
+	sub  Submission
+	want map[domain.Stage]bool
+	book *enrich.PriceBook
+	// vendors are the job's waterfall when two or more are configured; nil:
+	// the one vendor, priced by book.
+	vendors []vendororder.Vendor
+	inputs  map[string]*estimateInput
+	order   []string // the inputs' keys, in upload order
+	est     Estimate
 	// cachedProfile: keys whose profile answer is cached; urlCached: by
 	// stage, the "url:" keys whose email or phone answer is cached.
 	cachedProfile map[string]bool
@@ -97,6 +125,7 @@ type estimatePass struct {
 // estimateInput is one distinct input of an estimate.
 type estimateInput struct {
 	kind      domain.InputKind
+	role      bool   // the name is a role title (only a vendor with role search answers it)
 	url       string // given profile URL
 	profiled  bool   // the profile stage runs
 	cachedURL string // profile URL known from the cache
@@ -118,7 +147,7 @@ func (s *Submitter) readInputs(ctx context.Context, p *estimatePass) error {
 		}
 		k := jobs.LookupKey(l)
 		if _, ok := p.inputs[k]; !ok {
-			p.inputs[k] = &estimateInput{kind: l.Kind, url: l.ProfileURL,
+			p.inputs[k] = &estimateInput{kind: l.Kind, url: l.ProfileURL, role: l.Role != "" && strings.EqualFold(strings.TrimSpace(l.Name), strings.TrimSpace(l.Role)),
 				profiled: p.want[domain.StageProfile] || (l.Kind != domain.InputProfileURL && (p.want[domain.StageEmail] || p.want[domain.StagePhone]))}
 			p.order = append(p.order, k)
 		}
@@ -178,13 +207,14 @@ func (s *Submitter) price(p *estimatePass) {
 	profileCalls, singleCalls := 0, 0
 	for _, k := range p.order {
 		in := p.inputs[k]
-		cached := true
+		var (
+			stages []domain.Stage // what the vendors are asked for this input
+			lo, hi int64
+		)
 		if in.profiled && !p.cachedProfile[k] {
-			cached = false
 			profileCalls++
-			lo, hi := p.book.ProfileRange(in.kind)
-			p.est.Credits.Min += lo
-			p.est.Credits.Max += hi
+			stages = append(stages, domain.StageProfile)
+			lo, hi = p.book.ProfileRange(in.kind)
 		}
 		url := knownURL(in.url, in.cachedURL)
 		for _, stage := range []domain.Stage{domain.StageEmail, domain.StagePhone} {
@@ -194,17 +224,22 @@ func (s *Submitter) price(p *estimatePass) {
 			if url == "" && in.profiled && p.cachedProfile[k] {
 				continue // the cache says no profile: nothing to look up
 			}
-			cached = false
-			lo, hi := p.book.Range(stage)
-			p.est.Credits.Max += hi
-			p.est.Credits.Min += lo
+			stages = append(stages, stage)
+			sLo, sHi := p.book.Range(stage)
+			lo, hi = lo+sLo, hi+sHi
 			if !s.Bulk || !in.profiled || p.cachedProfile[k] {
 				singleCalls++ // bulk calls carry the later stages of the rows they look up
 			}
 		}
-		if cached {
+		if len(stages) == 0 {
 			p.est.Cached++
+			continue
 		}
+		if p.vendors != nil {
+			lo, hi = waterfallRange(p.vendors, in, stages)
+		}
+		p.est.Credits.Min += lo
+		p.est.Credits.Max += hi
 	}
 	if s.Bulk {
 		p.est.Calls = int(math.Ceil(float64(profileCalls)/float64(enrich.MaxBulkRows))) + singleCalls

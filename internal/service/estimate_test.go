@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/service"
+	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
 // A dry run prices the upload without storing it, and sees the cache.
@@ -84,5 +86,47 @@ func TestEstimateUsesLearnedPrices(t *testing.T) {
 	est, err = b.Submitter.Estimate(ctx, service.Submission{Tenant: "acme", Options: opts, Feed: feed})
 	if err != nil || est.Credits.Min != 10*(1+5) || est.Credits.Max != 10*(2+10) {
 		t.Fatalf("by the learned prices: %+v, %v; want min %d, max %d", est.Credits, err, 10*(1+5), 10*(2+10))
+	}
+}
+
+// With two vendors the estimate gives the range across the waterfall, in
+// budget units: a person at the seed (2 a search, hit or miss) and at pdl
+// (1 a match, misses free, worth 3 units): at least 2 (the seed asked
+// first, or pdl missing and the seed's search), at most 2 + 3 (both asked,
+// each at its worst); a role title only at the seed (pdl does not search
+// by role): 2 to 2. A job asking pdl alone: 0 to 3.
+func TestEstimateAcrossTheWaterfall(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	svc := service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st},
+		Vendors: config.Vendors{List: []config.VendorSpec{
+			{Name: "seed", Kind: config.VendorSeed, URL: "http://seed.example", CreditValue: 1},
+			{Name: "pdl", Kind: config.VendorPDL, URL: "http://pdl.example", CreditValue: 3},
+		}}})
+	people := func(opts ingest.JobOptions) service.Submission {
+		return service.Submission{Format: "json", Options: opts, Feed: func(emit func(ingest.Lookup) error) error {
+			for i := 1; i <= 4; i++ {
+				if err := emit(ingest.Lookup{Row: i, Ref: fmt.Sprint("r", i), Kind: domain.InputNameCompany,
+					Name: fmt.Sprint("Person ", i), Company: "Acme"}); err != nil {
+					return err
+				}
+			}
+			return emit(ingest.Lookup{Row: 5, Ref: "r5", Kind: domain.InputNameCompany, Name: "VP Sales", Role: "VP Sales", Company: "Acme"})
+		}}
+	}
+	profile := []domain.Stage{domain.StageProfile}
+	est, err := svc.Estimate(context.Background(), acme, people(ingest.JobOptions{Lookups: profile}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Rows != 5 || est.Credits.Min != 4*2+2 || est.Credits.Max != 4*5+2 {
+		t.Fatalf("across the waterfall: %+v, want credits 10 to 22", est)
+	}
+	est, err = svc.Estimate(context.Background(), acme, people(ingest.JobOptions{Lookups: profile, Vendors: []string{"pdl"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if est.Credits.Min != 0 || est.Credits.Max != 4*3 {
+		t.Fatalf("pdl alone: %+v, want credits 0 to 12 (the role title is not pdl's)", est)
 	}
 }
