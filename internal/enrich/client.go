@@ -105,7 +105,7 @@ func (c *Client) GoString() string { return c.String() }
 
 // NewClient validates cfg, fills its defaults and returns a client.
 func NewClient(cfg Config) (*Client, error) {
-	base, err := parseBaseURL(cfg.BaseURL)
+	base, err := ParseBaseURL(cfg.BaseURL, "enrich", "/v1")
 	if err != nil {
 		return nil, err
 	}
@@ -151,22 +151,6 @@ func NewClient(cfg Config) (*Client, error) {
 		c.now = time.Now
 	}
 	return c, nil
-}
-
-func parseBaseURL(s string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("enrich: base URL %q is not an http(s) URL", clip(s, 200))
-	}
-	if u.User != nil {
-		return "", errors.New("enrich: base URL must not carry credentials (the API key goes in Config.APIKey)")
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("enrich: base URL %q must not carry a query or fragment", u.Redacted())
-	}
-	p := strings.TrimRight(u.EscapedPath(), "/")
-	p = strings.TrimSuffix(p, "/v1")
-	return u.Scheme + "://" + u.Host + p, nil
 }
 
 // Costs is the client's cost table (for reservations and estimates).
@@ -248,7 +232,7 @@ func (c *Client) Bulk(ctx context.Context, rows []ProfileQuery, include []domain
 	var stages []domain.Stage
 	for _, s := range include {
 		if !s.Valid() {
-			return BulkResult{}, refused(endpointBulk, "invalid_include", fmt.Sprintf("unknown stage %q", clip(string(s), 50)))
+			return BulkResult{}, refused(endpointBulk, "invalid_include", fmt.Sprintf("unknown stage %q", Clip(string(s), 50)))
 		}
 		if s != domain.StageProfile && !hasStage(stages, s) {
 			stages = append(stages, s)
@@ -352,7 +336,7 @@ func (c *Client) do(ctx context.Context, endpoint, method, path string, query ur
 	})
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return nil, c.redact(&Error{Class: ClassPermanent, Endpoint: endpoint, Code: "invalid_request", Message: "cannot build the request: " + errText(err), Err: err})
+		return nil, c.redact(&Error{Class: ClassPermanent, Endpoint: endpoint, Code: "invalid_request", Message: "cannot build the request: " + ErrText(err), Err: err})
 	}
 	setRequestHeaders(req.Header, c.key, idempotencyKey, body != nil)
 	req.Header.Set("User-Agent", c.ua)
@@ -400,7 +384,7 @@ func (c *Client) do(ctx context.Context, endpoint, method, path string, query ur
 // a refused connection, a canceled context. Its outcome is unknown when the
 // request was written.
 func (c *Client) transportError(endpoint string, status int, err error, sent bool) *Error {
-	e := &Error{Class: ClassTransient, Endpoint: endpoint, Status: status, Code: "network_error", Message: errText(err), OutcomeUnknown: sent, Err: err}
+	e := &Error{Class: ClassTransient, Endpoint: endpoint, Status: status, Code: "network_error", Message: ErrText(err), OutcomeUnknown: sent, Err: err}
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -414,7 +398,7 @@ func (c *Client) transportError(endpoint string, status int, err error, sent boo
 // malformed is a 2xx answer whose body does not parse: the vendor did the
 // work (and billed it), its result is lost.
 func (c *Client) malformed(endpoint string, r *response, err error) *Error {
-	e := &Error{Class: ClassTransient, Endpoint: endpoint, Status: r.status, Code: "malformed_response", Message: errText(err),
+	e := &Error{Class: ClassTransient, Endpoint: endpoint, Status: r.status, Code: "malformed_response", Message: ErrText(err),
 		OutcomeUnknown: true, RateLimit: r.rateLimit, Err: err}
 	e.Charge = errorCharge(r.charge, e)
 	return c.redact(e)
@@ -441,14 +425,4 @@ func (c *Client) redact(e *Error) *Error {
 	e.Code = strings.ReplaceAll(e.Code, c.key, "[REDACTED]")
 	e.Message = strings.ReplaceAll(e.Message, c.key, "[REDACTED]")
 	return e
-}
-
-// errText is err's text without the URL a *url.Error adds (it holds the
-// looked-up input), clipped to one short line.
-func errText(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return clip(err.Error(), 300)
 }

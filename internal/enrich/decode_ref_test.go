@@ -55,7 +55,7 @@ func ref_bulkItem(f map[string]json.RawMessage) BulkItem {
 			Message any `json:"message"`
 		}
 		_ = json.Unmarshal(raw, &e)
-		code := clip(looseText(e.Code), 100)
+		code := Clip(looseText(e.Code), 100)
 		if code == "" {
 			code = "row_error"
 		}
@@ -63,7 +63,7 @@ func ref_bulkItem(f map[string]json.RawMessage) BulkItem {
 			Class:    rowErrorClass(code),
 			Endpoint: endpointBulk,
 			Code:     code,
-			Message:  clip(looseText(e.Message), 300),
+			Message:  Clip(looseText(e.Message), 300),
 		}}
 	}
 	var it BulkItem

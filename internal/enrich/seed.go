@@ -131,7 +131,7 @@ func (s *Seed) Ask(ctx context.Context, q Question, idempotencyKey string) (Answ
 		r, err := s.c.Phone(ctx, q.Query.ProfileURL, idempotencyKey)
 		return Answer{Phones: r.Phones, Charge: r.Charge, RateLimit: r.RateLimit}, err
 	default:
-		return Answer{}, refused(endpointProfile, "invalid_stage", fmt.Sprintf("unknown stage %q", clip(string(st), 50)))
+		return Answer{}, refused(endpointProfile, "invalid_stage", fmt.Sprintf("unknown stage %q", Clip(string(st), 50)))
 	}
 }
 

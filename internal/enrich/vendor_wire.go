@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -214,9 +213,9 @@ func errorBody(body []byte) (code, msg string) {
 		} `json:"error"`
 	}
 	if err := json.Unmarshal(body, &w); err == nil && w.Error != nil {
-		return clip(looseText(w.Error.Code), 100), clip(looseText(w.Error.Message), 300)
+		return Clip(looseText(w.Error.Code), 100), Clip(looseText(w.Error.Message), 300)
 	}
-	return "", clip(string(body), 200)
+	return "", Clip(string(body), 200)
 }
 
 // looseText is a JSON scalar as text ("" for null, objects, arrays).
@@ -230,24 +229,6 @@ func looseText(v any) string {
 		return strconv.FormatBool(v)
 	}
 	return ""
-}
-
-// clip keeps at most n bytes of s's printable text, on one line.
-func clip(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r == utf8.RuneError || unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }
 
 // parseRetryAfter reads Retry-After as delay-seconds or an HTTP date; 0 when
@@ -606,7 +587,7 @@ func bulkItem(f bulkResult) BulkItem {
 			Message any `json:"message"`
 		}
 		_ = json.Unmarshal(raw, &e)
-		code := clip(looseText(e.Code), 100)
+		code := Clip(looseText(e.Code), 100)
 		if code == "" {
 			code = "row_error"
 		}
@@ -614,7 +595,7 @@ func bulkItem(f bulkResult) BulkItem {
 			Class:    rowErrorClass(code),
 			Endpoint: endpointBulk,
 			Code:     code,
-			Message:  clip(looseText(e.Message), 300),
+			Message:  Clip(looseText(e.Message), 300),
 		}}
 	}
 	var it BulkItem

@@ -92,10 +92,10 @@ func TestCostTable(t *testing.T) {
 
 func TestClip(t *testing.T) {
 	t.Parallel()
-	if got := clip("a\x00b\n\n c\xff", 100); got != "a b c" {
+	if got := Clip("a\x00b\n\n c\xff", 100); got != "a b c" {
 		t.Errorf("clip = %q", got)
 	}
-	if got := clip(strings.Repeat("é", 10), 5); got != "éé..." {
+	if got := Clip(strings.Repeat("é", 10), 5); got != "éé..." {
 		t.Errorf("clip = %q", got)
 	}
 }

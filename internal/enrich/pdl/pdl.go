@@ -25,7 +25,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -120,7 +119,7 @@ func (v *Vendor) GoString() string { return v.String() }
 
 // New validates cfg, fills its defaults and returns the adapter.
 func New(cfg Config) (*Vendor, error) {
-	base, err := parseBaseURL(cfg.BaseURL)
+	base, err := enrich.ParseBaseURL(cfg.BaseURL, "pdl", "/v5")
 	if err != nil {
 		return nil, err
 	}
@@ -161,21 +160,6 @@ func New(cfg Config) (*Vendor, error) {
 		v.now = time.Now
 	}
 	return v, nil
-}
-
-func parseBaseURL(s string) (string, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("pdl: base URL %q is not an http(s) URL", clip(s, 200))
-	}
-	if u.User != nil {
-		return "", errors.New("pdl: base URL must not carry credentials (the API key goes in Config.APIKey)")
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", fmt.Errorf("pdl: base URL %q must not carry a query or fragment", u.Redacted())
-	}
-	p := strings.TrimSuffix(strings.TrimRight(u.EscapedPath(), "/"), "/v5")
-	return u.Scheme + "://" + u.Host + p, nil
 }
 
 // Name is the vendor's configured name.
@@ -230,7 +214,7 @@ func (v *Vendor) refuse(endpoint string, q enrich.Question) *enrich.Error {
 	}
 	for _, s := range q.Stages {
 		if !s.Valid() {
-			return refused(endpoint, "invalid_stage", fmt.Sprintf("unknown stage %q", clip(string(s), 50)))
+			return refused(endpoint, "invalid_stage", fmt.Sprintf("unknown stage %q", enrich.Clip(string(s), 50)))
 		}
 	}
 	if err := q.Query.Validate(); err != nil {
@@ -342,7 +326,7 @@ func (v *Vendor) do(ctx context.Context, endpoint, method, u string, body []byte
 	})
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
-		return nil, v.redact(&enrich.Error{Class: enrich.ClassPermanent, Endpoint: endpoint, Code: "invalid_request", Message: "cannot build the request: " + errText(err), Err: err})
+		return nil, v.redact(&enrich.Error{Class: enrich.ClassPermanent, Endpoint: endpoint, Code: "invalid_request", Message: "cannot build the request: " + enrich.ErrText(err), Err: err})
 	}
 	setRequestHeaders(req.Header, v.key, body != nil)
 	req.Header.Set("User-Agent", v.ua)
@@ -386,7 +370,7 @@ func (v *Vendor) do(ctx context.Context, endpoint, method, u string, body []byte
 // a refused connection, a canceled context. Its outcome is unknown when the
 // request was written.
 func (v *Vendor) transportError(endpoint string, status int, err error, sent bool) *enrich.Error {
-	e := &enrich.Error{Class: enrich.ClassTransient, Endpoint: endpoint, Status: status, Code: "network_error", Message: errText(err), OutcomeUnknown: sent, Err: err}
+	e := &enrich.Error{Class: enrich.ClassTransient, Endpoint: endpoint, Status: status, Code: "network_error", Message: enrich.ErrText(err), OutcomeUnknown: sent, Err: err}
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -400,7 +384,7 @@ func (v *Vendor) transportError(endpoint string, status int, err error, sent boo
 // malformed is a 200 whose body does not parse: the vendor did the work (and
 // may have billed it), its result is lost.
 func (v *Vendor) malformed(endpoint string, r *response, err error) *enrich.Error {
-	e := &enrich.Error{Class: enrich.ClassTransient, Endpoint: endpoint, Status: r.status, Code: "malformed_response", Message: errText(err),
+	e := &enrich.Error{Class: enrich.ClassTransient, Endpoint: endpoint, Status: r.status, Code: "malformed_response", Message: enrich.ErrText(err),
 		OutcomeUnknown: true, RateLimit: r.rateLimit, Err: err}
 	e.Charge = errorCharge(r.charge, e)
 	return v.redact(e)
@@ -427,14 +411,4 @@ func (v *Vendor) redact(e *enrich.Error) *enrich.Error {
 	e.Code = strings.ReplaceAll(e.Code, v.key, "[REDACTED]")
 	e.Message = strings.ReplaceAll(e.Message, v.key, "[REDACTED]")
 	return e
-}
-
-// errText is err's text without the URL a *url.Error adds (it holds the
-// looked-up input), clipped to one short line.
-func errText(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return clip(err.Error(), 300)
 }

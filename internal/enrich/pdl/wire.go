@@ -18,8 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
@@ -212,7 +210,7 @@ func errorBody(body []byte) (code, msg string) {
 	if json.Unmarshal(body, &w) == nil && len(w.Error) > 0 && w.Error[0] == '{' {
 		return errorObject(w.Error)
 	}
-	return "", clip(string(body), 200)
+	return "", enrich.Clip(string(body), 200)
 }
 
 func errorObject(raw json.RawMessage) (code, msg string) {
@@ -221,7 +219,7 @@ func errorObject(raw json.RawMessage) (code, msg string) {
 		Message looseStr `json:"message"`
 	}
 	_ = json.Unmarshal(raw, &e)
-	return clip(string(e.Type), 100), clip(string(e.Message), 300)
+	return enrich.Clip(string(e.Type), 100), enrich.Clip(string(e.Message), 300)
 }
 
 // retryAfter is the wait a 429 or 503 asks for: until X-RateLimit-Reset
@@ -569,22 +567,4 @@ func (l *looseList) UnmarshalJSON(b []byte) error {
 	}
 	*l = out
 	return nil
-}
-
-// clip keeps at most n bytes of s's printable text, on one line.
-func clip(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r == utf8.RuneError || unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."
 }

@@ -49,7 +49,7 @@ var Scopes = []string{"openid", "profile", "email"}
 // month from 01 to 12. enrichq checks it at start-up, before any call.
 func ValidateVersion(v string) error {
 	if len(v) != 6 || strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
-		return fmt.Errorf("platform version %q: want six digits YYYYMM, e.g. 202611", clip(v, 20))
+		return fmt.Errorf("platform version %q: want six digits YYYYMM, e.g. 202611", enrich.Clip(v, 20))
 	}
 	year, _ := strconv.Atoi(v[:4])
 	month, _ := strconv.Atoi(v[4:])
@@ -112,7 +112,7 @@ func NewClient(cfg Config) (*Client, error) {
 func parseBaseURL(s string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("platformapi: platform URL %q is not an http(s) URL", clip(s, 200))
+		return "", fmt.Errorf("platformapi: platform URL %q is not an http(s) URL", enrich.Clip(s, 200))
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return "", fmt.Errorf("platformapi: platform URL %q must not carry credentials, a query or a fragment", u.Redacted())
@@ -153,7 +153,7 @@ func (c *Client) Me(ctx context.Context, accessToken string) (*Profile, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+pathMe, nil)
 	if err != nil {
-		return nil, &Error{Class: ClassRejected, Message: "cannot build the request: " + errText(err), Err: err}
+		return nil, &Error{Class: ClassRejected, Message: "cannot build the request: " + enrich.ErrText(err), Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set(headerPlatformVersion, c.version)
@@ -178,13 +178,13 @@ func (c *Client) Me(ctx context.Context, accessToken string) (*Profile, error) {
 	}
 	p, err := decodeProfile(data)
 	if err != nil {
-		return nil, &Error{Class: ClassTransient, Status: resp.StatusCode, Message: "malformed answer: " + errText(err), Err: err}
+		return nil, &Error{Class: ClassTransient, Status: resp.StatusCode, Message: "malformed answer: " + enrich.ErrText(err), Err: err}
 	}
 	return p, nil
 }
 
 func transportError(err error, tok string) *Error {
-	e := &Error{Class: ClassTransient, Message: strings.ReplaceAll(errText(err), tok, "[REDACTED]"), Err: err}
+	e := &Error{Class: ClassTransient, Message: strings.ReplaceAll(enrich.ErrText(err), tok, "[REDACTED]"), Err: err}
 	var ne net.Error
 	switch {
 	case errors.Is(err, context.Canceled):
@@ -370,13 +370,13 @@ func errorDetail(body []byte) string {
 	}
 	if json.Unmarshal(body, &b) == nil {
 		if b.Message != "" {
-			return clip(b.Message, 300)
+			return enrich.Clip(b.Message, 300)
 		}
 		if b.ErrorDescription != "" {
-			return clip(b.ErrorDescription, 300)
+			return enrich.Clip(b.ErrorDescription, 300)
 		}
 	}
-	return clip(strings.TrimSpace(string(body)), 300)
+	return enrich.Clip(strings.TrimSpace(string(body)), 300)
 }
 
 // NextQuotaReset is when the platform's daily quotas next reset: the first
@@ -397,7 +397,7 @@ func ColdLookupError(input string) *Error {
 	return &Error{Class: ClassColdLookup, Status: 0, Message: fmt.Sprintf(
 		"%q is not a connected member: the platform's API reads only the profile of a member who signed in and consented, "+
 			"and has no lookup by profile URL (asking it for another person is an authorisation error). "+
-			"Cold lookups go to the vendor: submit the profile URL in a job, POST /v1/jobs", clip(input, 200))}
+			"Cold lookups go to the vendor: submit the profile URL in a job, POST /v1/jobs", enrich.Clip(input, 200))}
 }
 
 // LooksLikeProfileURL reports whether s names a profile by URL or by a
@@ -436,7 +436,7 @@ func NewOAuth(c OAuthConfig) (*oauth2.Config, error) {
 	}
 	for name, v := range map[string]string{"auth URL": c.AuthURL, "token URL": c.TokenURL, "redirect URL": c.RedirectURL} {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("platformapi: platform OAuth: %s %q is not an http(s) URL", name, clip(v, 200))
+			return nil, fmt.Errorf("platformapi: platform OAuth: %s %q is not an http(s) URL", name, enrich.Clip(v, 200))
 		}
 	}
 	return &oauth2.Config{
