@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs"
@@ -41,21 +40,7 @@ func (m *mover) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.inner.ServeHTTP(w, r)
 		return
 	}
-	rec := httptest.NewRecorder()
-	m.inner.ServeHTTP(rec, r)
-	body := rec.Body.Bytes()
-	var p map[string]any
-	if rec.Code == http.StatusOK && json.Unmarshal(body, &p) == nil {
-		p["company"] = "NewCo Ltd"
-		body, _ = json.Marshal(p)
-	}
-	for k, v := range rec.Header() {
-		if k != "Content-Length" {
-			w.Header()[k] = v
-		}
-	}
-	w.WriteHeader(rec.Code)
-	_, _ = w.Write(body)
+	enrichtest.ServeEdited(w, r, m.inner, func(a map[string]any) { a["company"] = "NewCo Ltd" })
 }
 
 func people(from, to int) string {

@@ -88,21 +88,7 @@ func (v *changingVendor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.inner.ServeHTTP(w, r)
 		return
 	}
-	rec := httptest.NewRecorder()
-	v.inner.ServeHTTP(rec, r)
-	body := rec.Body.Bytes()
-	var m map[string]any
-	if rec.Code == http.StatusOK && json.Unmarshal(body, &m) == nil {
-		m["company"] = "NewCo Ltd"
-		body, _ = json.Marshal(m)
-	}
-	for k, vs := range rec.Header() {
-		if k != "Content-Length" {
-			w.Header()[k] = vs
-		}
-	}
-	w.WriteHeader(rec.Code)
-	_, _ = w.Write(body)
+	enrichtest.ServeEdited(w, r, v.inner, func(a map[string]any) { a["company"] = "NewCo Ltd" })
 }
 
 func (v *changingVendor) flip() {
