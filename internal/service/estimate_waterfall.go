@@ -2,7 +2,6 @@ package service
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
@@ -58,14 +57,15 @@ func sampleQuery(k domain.InputKind) enrich.ProfileQuery {
 }
 
 // jobVendors are the vendors a job's waterfall asks: its own `vendors`
-// option when it has one, else every configured vendor.
+// option when it has one (names checkVendors accepted), else every
+// configured vendor.
 func jobVendors(all []vendororder.Vendor, names []string) []vendororder.Vendor {
 	if len(names) == 0 {
 		return all
 	}
 	var out []vendororder.Vendor
 	for _, n := range names {
-		if i := slices.IndexFunc(all, func(v vendororder.Vendor) bool { return strings.EqualFold(v.Name, n) }); i >= 0 {
+		if i := slices.IndexFunc(all, func(v vendororder.Vendor) bool { return v.Name == n }); i >= 0 {
 			out = append(out, all[i])
 		}
 	}
