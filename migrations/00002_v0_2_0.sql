@@ -1,6 +1,6 @@
--- enrichq's schema changes since 0.1.0 (00001_schema.sql), one file until
--- the next release: an unreleased change edits this file; a released one is
--- never edited again. Sections, in the order they apply.
+-- enrichq's schema changes of 0.2.0 since 0.1.0 (00001_schema.sql). Released:
+-- never edited again; a later change is a new file (released_test.go holds
+-- every released file's digest). Sections, in the order they apply.
 
 -- +goose Up
 
