@@ -75,17 +75,7 @@ func namedRows(ctx context.Context, tx pgx.Tx, req EraseRequest) (ids []int64, m
 		return nil, nil, err
 	}
 	args["members"] = members
-	match := `SELECT r.id FROM job_rows r JOIN jobs j ON j.id = r.job_id
-		LEFT JOIN profile_results p ON p.row_id = r.id
-		LEFT JOIN email_results e ON e.row_id = r.id
-		WHERE j.tenant = @tenant AND (
-			(@email <> '' AND (r.email = @email OR lower(e.email) = @email))
-			OR (@url <> '' AND (r.profile_url = @url OR r.found_profile_url = @url OR p.profile_url = @url))
-			OR (@company <> '' AND ((` + nameNorm("r.name") + ` = @name AND ` + nameNorm("r.company") + ` = @company)
-				OR (` + nameNorm("p.name") + ` = @name AND ` + nameNorm("p.company") + ` = @company)))
-			OR (@domain <> '' AND ` + nameNorm("r.name") + ` = @name AND r.domain = @domain)
-			OR r.platform_member = ANY(@members::uuid[]))`
-	if ids, err = collect[int64](ctx, tx, match, args); err != nil {
+	if ids, err = collect[int64](ctx, tx, namedRowsSQL, args); err != nil {
 		return nil, nil, err
 	}
 	// Hold the rows: a worker's save of one of them either committed before
@@ -96,6 +86,27 @@ func namedRows(ctx context.Context, tx pgx.Tx, req EraseRequest) (ids []int64, m
 	}
 	return ids, members, nil
 }
+
+// namedRowsSQL finds the rows that name the person, each way through an
+// index that starts at the person's value (migrations/00005_seek.sql): the
+// row's input, the profile and email found for it, the platform member. A
+// row's found_profile_url is its input URL or its profile result's URL
+// (internal/jobs sets it with the profile it saves): both are looked up.
+// The tenant is checked on the rows found, by their primary key.
+var namedRowsSQL = `WITH found AS MATERIALIZED (
+		SELECT r.id FROM job_rows r WHERE @email <> '' AND r.email = @email AND r.email IS NOT NULL
+		UNION SELECT e.row_id FROM email_results e WHERE @email <> '' AND lower(e.email) = @email
+		UNION SELECT r.id FROM job_rows r WHERE @url <> '' AND r.profile_url = @url AND r.profile_url IS NOT NULL
+		UNION SELECT p.row_id FROM profile_results p WHERE @url <> '' AND p.profile_url = @url
+		UNION SELECT r.id FROM job_rows r WHERE @name <> '' AND @company <> '' AND r.name IS NOT NULL AND r.company IS NOT NULL
+			AND ` + nameNorm("r.name") + ` = @name AND ` + nameNorm("r.company") + ` = @company
+		UNION SELECT p.row_id FROM profile_results p WHERE @name <> '' AND @company <> '' AND p.name IS NOT NULL AND p.company IS NOT NULL
+			AND ` + nameNorm("p.name") + ` = @name AND ` + nameNorm("p.company") + ` = @company
+		UNION SELECT r.id FROM job_rows r WHERE @name <> '' AND @domain <> '' AND r.name IS NOT NULL AND r.domain IS NOT NULL
+			AND ` + nameNorm("r.name") + ` = @name AND r.domain = @domain
+		UNION SELECT r.id FROM job_rows r WHERE r.platform_member = ANY(@members::uuid[]))
+	SELECT r.id FROM job_rows r JOIN jobs j ON j.id = r.job_id
+	WHERE r.id = ANY(ARRAY(SELECT id FROM found)) AND j.tenant = @tenant`
 
 // rowsOfFound adds to ids the tenant's rows of the profile URLs and emails
 // found for them, and to members those of an email found for the person (a
@@ -113,13 +124,7 @@ func rowsOfFound(ctx context.Context, tx pgx.Tx, tenant string, ids []int64, mem
 	if err != nil {
 		return nil, nil, err
 	}
-	more, err := collect[int64](ctx, tx, `SELECT r.id FROM job_rows r JOIN jobs j ON j.id = r.job_id
-		LEFT JOIN profile_results p ON p.row_id = r.id
-		LEFT JOIN email_results e ON e.row_id = r.id
-		WHERE j.tenant = @tenant AND NOT r.id = ANY(@ids) AND (
-			r.profile_url = ANY(@urls) OR r.found_profile_url = ANY(@urls) OR p.profile_url = ANY(@urls)
-			OR r.email = ANY(@emails) OR lower(e.email) = ANY(@emails))`,
-		pgx.NamedArgs{"tenant": tenant, "ids": ids, "urls": urls, "emails": emails})
+	more, err := collect[int64](ctx, tx, rowsOfFoundSQL, pgx.NamedArgs{"tenant": tenant, "ids": ids, "urls": urls, "emails": emails})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,6 +146,16 @@ func rowsOfFound(ctx context.Context, tx pgx.Tx, tenant string, ids []int64, mem
 	}
 	return ids, members, nil
 }
+
+// rowsOfFoundSQL finds the tenant's other rows of the profile URLs and
+// emails found, through the same indexes as namedRowsSQL.
+var rowsOfFoundSQL = `WITH found AS MATERIALIZED (
+		SELECT r.id FROM job_rows r WHERE r.profile_url = ANY(@urls::text[]) AND r.profile_url IS NOT NULL
+		UNION SELECT p.row_id FROM profile_results p WHERE p.profile_url = ANY(@urls::text[])
+		UNION SELECT r.id FROM job_rows r WHERE r.email = ANY(@emails::text[]) AND r.email IS NOT NULL
+		UNION SELECT e.row_id FROM email_results e WHERE lower(e.email) = ANY(@emails::text[]))
+	SELECT r.id FROM job_rows r JOIN jobs j ON j.id = r.job_id
+	WHERE r.id = ANY(ARRAY(SELECT id FROM found)) AND NOT r.id = ANY(@ids::bigint[]) AND j.tenant = @tenant`
 
 // personKeys are what the person's rows and the request said of the person.
 type personKeys struct {

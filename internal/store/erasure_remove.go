@@ -13,27 +13,39 @@ import (
 // of the person's jobs is rewritten (its key digests the inputs of up to a
 // hundred rows, theirs among them). It returns how many lines it rewrote.
 func rewriteLedgerKeys(ctx context.Context, tx pgx.Tx, req EraseRequest, ids []int64) (int64, error) {
-	ledger, err := tx.Query(ctx, `SELECT l.id, l.idempotency_key FROM credit_ledger l
-		WHERE l.idempotency_key NOT LIKE 'erased-%' AND (l.row_id = ANY($1)
-			OR (l.row_id IS NULL AND l.status <> 'reserved' AND l.job_id IN (SELECT r.job_id FROM job_rows r WHERE r.id = ANY($1))))
-		FOR UPDATE`, ids)
-	if err != nil {
-		return 0, interpretError(err)
-	}
-	var lid int64
-	var lkey string
 	var lids []int64
 	var lkeys []string
-	if _, err := pgx.ForEachRow(ledger, []any{&lid, &lkey}, func() error {
-		lids = append(lids, lid)
-		lkeys = append(lkeys, "erased-"+hex.EncodeToString(req.Hash(lkey))[:40])
-		return nil
-	}); err != nil {
-		return 0, interpretError(err)
+	for _, q := range []string{ledgerOfRowsSQL, ledgerBulkOfJobsSQL} {
+		ledger, err := tx.Query(ctx, q, ids)
+		if err != nil {
+			return 0, interpretError(err)
+		}
+		var lid int64
+		var lkey string
+		if _, err := pgx.ForEachRow(ledger, []any{&lid, &lkey}, func() error {
+			lids = append(lids, lid)
+			lkeys = append(lkeys, "erased-"+hex.EncodeToString(req.Hash(lkey))[:40])
+			return nil
+		}); err != nil {
+			return 0, interpretError(err)
+		}
 	}
 	return exec(ctx, tx, `UPDATE credit_ledger l SET idempotency_key = u.k, error = ''
 		FROM unnest($1::bigint[], $2::text[]) AS u(id, k) WHERE l.id = u.id`, lids, lkeys)
 }
+
+// ledgerOfRowsSQL and ledgerBulkOfJobsSQL are rewriteLedgerKeys' lines:
+// the single calls of the rows $1, and the closed bulk calls of their jobs,
+// each through its own index (credit_ledger_row, credit_ledger_job_bulk).
+const (
+	ledgerOfRowsSQL = `SELECT l.id, l.idempotency_key FROM credit_ledger l
+		WHERE l.row_id = ANY($1::bigint[]) AND l.row_id IS NOT NULL AND l.idempotency_key NOT LIKE 'erased-%'
+		ORDER BY l.id FOR UPDATE`
+	ledgerBulkOfJobsSQL = `SELECT l.id, l.idempotency_key FROM credit_ledger l
+		WHERE l.job_id = ANY(ARRAY(SELECT DISTINCT r.job_id FROM job_rows r WHERE r.id = ANY($1::bigint[])))
+		  AND l.row_id IS NULL AND l.status <> 'reserved' AND l.idempotency_key NOT LIKE 'erased-%'
+		ORDER BY l.id FOR UPDATE`
+)
 
 // feedLine is a line of the results feed an erasure withdrew.
 type feedLine struct {
@@ -47,8 +59,7 @@ type feedLine struct {
 // the last of, and the platform members. It counts each in receipt by table
 // and returns the feed lines withdrawn.
 func deletePersonRows(ctx context.Context, tx pgx.Tx, tenant string, ids []int64, members []string, cacheKeys map[string]bool, receipt map[string]int64) ([]feedLine, error) {
-	withdrawn, err := tx.Query(ctx, `DELETE FROM results_feed_log WHERE tenant = $1 AND row_id = ANY($2) AND kind <> 'deleted'
-		RETURNING seq, job_id::text, row_id, stage, source_seq`, tenant, ids)
+	withdrawn, err := tx.Query(ctx, withdrawFeedLinesSQL, tenant, ids)
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -69,17 +80,14 @@ func deletePersonRows(ctx context.Context, tx pgx.Tx, tenant string, ids []int64
 		receipt[table] = n
 	}
 	keys := setList(cacheKeys)
-	if receipt["lookup_cache"], err = exec(ctx, tx, `DELETE FROM lookup_cache WHERE tenant = $1 AND input_key = ANY($2)`, tenant, keys); err != nil {
+	if receipt["lookup_cache"], err = exec(ctx, tx, deleteCacheKeysSQL, tenant, keys); err != nil {
 		return nil, err
 	}
-	if _, err = exec(ctx, tx, `DELETE FROM lookup_claims WHERE tenant = $1 AND input_key = ANY($2)`, tenant, keys); err != nil {
+	if _, err = exec(ctx, tx, deleteClaimKeysSQL, tenant, keys); err != nil {
 		return nil, err
 	}
 	// An input row's extras go with its last row (job_input_extras: one line per input row).
-	if receipt["job_input_extras"], err = exec(ctx, tx, `DELETE FROM job_input_extras x
-		USING (SELECT DISTINCT job_id, input_row FROM job_rows WHERE id = ANY($1)) d
-		WHERE x.job_id = d.job_id AND x.input_row = d.input_row
-		  AND NOT EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = d.job_id AND r.input_row = d.input_row AND NOT r.id = ANY($1))`, ids); err != nil {
+	if receipt["job_input_extras"], err = exec(ctx, tx, deleteLastExtrasSQL, ids); err != nil {
 		return nil, err
 	}
 	if receipt["job_rows"], err = exec(ctx, tx, `DELETE FROM job_rows WHERE id = ANY($1)`, ids); err != nil {
@@ -90,6 +98,25 @@ func deletePersonRows(ctx context.Context, tx pgx.Tx, tenant string, ids []int64
 	}
 	return lines, nil
 }
+
+// The statements of deletePersonRows that reach their rows by a key other
+// than the rows' own ids, each through an index that starts at it.
+const (
+	// Feed lines by (job, row): results_feed_log_job_row.
+	withdrawFeedLinesSQL = `DELETE FROM results_feed_log
+		WHERE job_id = ANY(ARRAY(SELECT DISTINCT r.job_id FROM job_rows r WHERE r.id = ANY($2::bigint[])))
+		  AND row_id = ANY($2::bigint[]) AND tenant = $1 AND kind <> 'deleted'
+		RETURNING seq, job_id::text, row_id, stage, source_seq`
+	// Cache entries and claims by their whole key, every stage: the primary key.
+	deleteCacheKeysSQL = `DELETE FROM lookup_cache WHERE tenant = $1 AND stage = ANY('{profile,email,phone}'::text[]) AND input_key = ANY($2::text[])`
+	deleteClaimKeysSQL = `DELETE FROM lookup_claims WHERE tenant = $1 AND stage = ANY('{profile,email,phone}'::text[]) AND input_key = ANY($2::text[])`
+	// An input row's extras by (job, input row), when no other row of it
+	// stays: job_input_extras' primary key and job_rows_input_row.
+	deleteLastExtrasSQL = `DELETE FROM job_input_extras x
+		USING (SELECT DISTINCT job_id, input_row FROM job_rows WHERE id = ANY($1::bigint[])) d
+		WHERE x.job_id = d.job_id AND x.input_row = d.input_row
+		  AND NOT EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = d.job_id AND r.input_row = d.input_row AND NOT r.id = ANY($1::bigint[]))`
+)
 
 // deleteUploadsOf removes the tenant's stored uploads that hold the person.
 // A stored upload is the file as sent: one that holds the person goes whole.
