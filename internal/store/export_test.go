@@ -61,3 +61,33 @@ func (s *Store) Count(ctx context.Context, sql string, args ...any) (int, error)
 	err := s.pool.QueryRow(ctx, sql, args...).Scan(&n)
 	return n, err
 }
+
+// SeekStatements are the statements of an erasure and of the retention
+// sweeps, as Postgres receives them, each with the indexes its generic plan
+// must reach its rows by (an index that starts at what it removes or at
+// what is due): the plan test reads them.
+var SeekStatements = map[string]struct {
+	SQL     string
+	Indexes []string
+}{
+	"erasure: named rows": {numbered1(namedRowsSQL), []string{"job_rows_email", "email_results_email", "job_rows_profile_url",
+		"profile_results_profile_url", "job_rows_name_company", "profile_results_name_company", "job_rows_name_domain",
+		"job_rows_platform_member", "job_rows_pkey", "jobs_pkey"}},
+	"erasure: rows of found": {numbered1(rowsOfFoundSQL), []string{"job_rows_profile_url", "profile_results_profile_url",
+		"job_rows_email", "email_results_email", "job_rows_pkey"}},
+	"erasure: ledger of rows":       {ledgerOfRowsSQL, []string{"credit_ledger_row"}},
+	"erasure: ledger bulk of jobs":  {ledgerBulkOfJobsSQL, []string{"credit_ledger_job_bulk", "job_rows_pkey"}},
+	"erasure: withdraw feed lines":  {withdrawFeedLinesSQL, []string{"results_feed_log_job_row", "job_rows_pkey"}},
+	"erasure: delete cache keys":    {deleteCacheKeysSQL, []string{"lookup_cache_pkey"}},
+	"erasure: delete claim keys":    {deleteClaimKeysSQL, []string{"lookup_claims_pkey"}},
+	"erasure: delete last extras":   {deleteLastExtrasSQL, []string{"job_input_extras_pkey", "job_rows_input_row", "job_rows_pkey"}},
+	"retention: next expired job":   {nextExpiredJobSQL, []string{"jobs_unpurged"}},
+	"retention: abandoned jobs":     {abandonedJobsSQL, []string{"jobs_unfinished"}},
+	"retention: purge rows":         {purgeRowsSQL, []string{"job_rows_job_id", "profile_results_row_id_key", "email_results_row_id_key", "phone_results_row_id_key", "no_matches_row_id_stage_key", "results_feed_log_job_row", "job_rows_pkey", "job_chunk_counts_pkey"}},
+	"retention: purge extras":       {purgeExtrasSQL, []string{"job_input_extras_pkey"}},
+	"retention: purge cache":        {purgeCacheSQL, []string{"lookup_cache_tenant_fetched"}},
+	"retention: purge feed lines":   {purgeFeedSQL, []string{"results_feed_log_tenant_logged", "results_feed_log_pkey"}},
+	"retention: purge change lines": {purgeChangesSQL, []string{"watch_changes_tenant_at", "watch_changes_pkey"}},
+}
+
+func numbered1(sql string) string { return numbered(map[string]string{"": sql})[""] }

@@ -11,6 +11,19 @@ import (
 // canceled: it had not changed for longer than its tenant's window.
 const RetentionCancelReason = "canceled by retention: the job had not changed for longer than the tenant's retention window"
 
+// abandonedJobsSQL seeks, for each tenant with a window, its unfinished
+// jobs not updated within it (jobs_unfinished), then checks their chunks'
+// last dispatch.
+const abandonedJobsSQL = `SELECT j.id::text, x.last FROM tenants t CROSS JOIN LATERAL (
+		SELECT j.* FROM jobs j WHERE j.tenant = t.id AND j.finished_at IS NULL
+		  AND j.updated_at < $1::timestamptz - t.retention_seconds * interval '1 second') j,
+		LATERAL (SELECT greatest(j.updated_at,
+			(SELECT max(c.enqueued_at) FROM job_chunks c WHERE c.job_id = j.id),
+			(SELECT max(c.enqueued_at) FROM platform_sync_chunks c WHERE c.job_id = j.id)) AS last) x
+		WHERE t.retention_seconds IS NOT NULL AND j.state IN ('queued', 'running', 'paused')
+		  AND x.last < $1::timestamptz - t.retention_seconds * interval '1 second'
+		ORDER BY x.last LIMIT $2`
+
 // cancelAbandoned cancels, for every tenant with a retention window, up to
 // batch jobs that have not finished and have not changed for longer than the
 // window: a job paused and never resumed, or one stuck with nothing
@@ -21,14 +34,7 @@ const RetentionCancelReason = "canceled by retention: the job had not changed fo
 // and, with no row in flight, finished as of its last change, which makes
 // it due for the purge at once: its data is older than the window already.
 func (s *Store) cancelAbandoned(ctx context.Context, now time.Time, batch int) (int64, error) {
-	rows, err := s.pool.Query(ctx, `SELECT j.id::text, x.last FROM jobs j JOIN tenants t ON t.id = j.tenant,
-		LATERAL (SELECT greatest(j.updated_at,
-			(SELECT max(c.enqueued_at) FROM job_chunks c WHERE c.job_id = j.id),
-			(SELECT max(c.enqueued_at) FROM platform_sync_chunks c WHERE c.job_id = j.id)) AS last) x
-		WHERE t.retention_seconds IS NOT NULL AND j.finished_at IS NULL AND j.state IN ('queued', 'running', 'paused')
-		  AND j.updated_at < $1::timestamptz - t.retention_seconds * interval '1 second'
-		  AND x.last < $1::timestamptz - t.retention_seconds * interval '1 second'
-		ORDER BY x.last LIMIT $2`, now, batch)
+	rows, err := s.pool.Query(ctx, abandonedJobsSQL, now, batch)
 	if err != nil {
 		return 0, interpretError(err)
 	}
