@@ -114,12 +114,16 @@ func purgeJob(ctx context.Context, tx pgx.Tx, jobID, tenant string, now time.Tim
 		return nil
 	}
 	// The extras go in batches too, before the job counts as purged.
-	extras, err := exec(ctx, tx, purgeExtrasSQL, jobID, limit)
+	room := int64(limit) - rows
+	if room <= 0 {
+		return nil
+	}
+	extras, err := exec(ctx, tx, purgeExtrasSQL, jobID, room)
 	if err != nil {
 		return err
 	}
 	p.Extras += extras
-	if extras == int64(limit) {
+	if extras == room {
 		return nil
 	}
 	if _, err := exec(ctx, tx, `UPDATE jobs SET purged_at = $2, updated_at = now() WHERE id = $1`, jobID, now); err != nil {
