@@ -91,3 +91,7 @@ var SeekStatements = map[string]struct {
 }
 
 func numbered1(sql string) string { return numbered(map[string]string{"": sql})[""] }
+
+// NamedRowsSQL and RowsOfFoundSQL are the erasure's finding statements
+// with their named arguments (the explain harness runs them).
+var NamedRowsSQL, RowsOfFoundSQL = namedRowsSQL, rowsOfFoundSQL

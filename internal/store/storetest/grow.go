@@ -94,11 +94,14 @@ func GrowJob(tb testing.TB, st *store.Store, tenant string, rows int, at time.Ti
 		SELECT $4, $1, row_id, 'no_match', 'profile', seq, $5 FROM n`,
 		`INSERT INTO lookup_cache (tenant, stage, input_key, matched, fetched_at)
 			SELECT $4, 'profile', 'k:' || $3 || ':' || i, i % 5 <> 0, $5 FROM generate_series(0, $2 - 1) i`,
+		// Charged 0: the tenant's usage trigger, run per line, leaves the tenant's row alone.
 		`INSERT INTO credit_ledger (job_id, row_id, stage, endpoint, idempotency_key, reserved, charged, status, reserved_at, expires_at, settled_at)
-			SELECT $1, r.id, 'profile', '/v1/profile', 'key-' || r.id, 1, 1, 'settled', $5, $5, $5
+			SELECT $1, r.id, 'profile', '/v1/profile', 'key-' || r.id, 1, 0, 'settled', $5, $5, $5
 			FROM job_rows r WHERE r.job_id = $1`,
 		`INSERT INTO job_input_extras (job_id, input_row, extra)
 			SELECT $1, i + 2, jsonb_build_object('crm_id', i) FROM generate_series(0, $2 - 1) i`,
+		// The feed's lines are written above: its advance starts after them.
+		`UPDATE results_feed_cursor SET horizon = pg_snapshot_xmin(pg_current_snapshot()), seen = pg_current_snapshot()`,
 	}
 	for _, q := range stmts {
 		q = strings.NewReplacer("$1", "@job::uuid", "$2", "@rows::int", "$3", "@tag::text", "$4", "@tenant::text", "$5", "@at::timestamptz").Replace(q)
