@@ -87,6 +87,8 @@ var SeekStatements = map[string]struct {
 	"retention: purge extras":       {purgeExtrasSQL, []string{"job_input_extras_pkey"}},
 	"retention: purge cache":        {purgeCacheSQL, []string{"lookup_cache_tenant_fetched"}},
 	"retention: purge feed lines":   {purgeFeedSQL, []string{"results_feed_log_tenant_logged", "results_feed_log_pkey"}},
+	"finisher: skip canceled rows":  {skipCanceledRowsSQL, []string{"jobs_open", "job_chunk_counts_pkey", "job_rows_chunk", "job_rows_pkey"}},
+	"finisher: finish jobs":         {finishJobsSQL(""), []string{"jobs_open"}},
 	"retention: purge change lines": {purgeChangesSQL, []string{"watch_changes_tenant_at", "watch_changes_pkey"}},
 }
 

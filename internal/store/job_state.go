@@ -116,11 +116,18 @@ func (s *Store) FinishJobs(ctx context.Context, id string) ([]Job, error) {
 
 // The two statements of FinishJobs, for every job and for job $1.
 var (
+	// Each canceled job (jobs_open), then its chunks with waiting rows, then
+	// their rows through (job_id, chunk), each step a lateral lookup: joined
+	// to jobs, a fresh job's rows were read whole by a hash join, every
+	// round of the finisher (0.26 s at 100,000 rows with nothing canceled).
 	skipCanceledRowsSQL = skipCanceledRows + `
-		FROM jobs j
-		JOIN job_chunk_counts k ON k.job_id = j.id AND k.pending + k.retry_wait > 0
-		WHERE j.state = 'canceled' AND j.finished_at IS NULL
-		  AND r.job_id = k.job_id AND r.chunk = k.chunk AND r.state IN ('pending', 'retry_wait')`
+		WHERE r.id = ANY(ARRAY(
+			SELECT x.id FROM jobs j,
+				LATERAL (SELECT k.chunk FROM job_chunk_counts k WHERE k.job_id = j.id AND k.pending + k.retry_wait > 0) k,
+				LATERAL (SELECT r2.id FROM job_rows r2 WHERE r2.job_id = j.id AND r2.chunk = k.chunk
+					AND r2.state IN ('pending', 'retry_wait')) x
+			WHERE j.state = 'canceled' AND j.finished_at IS NULL))
+		  AND r.state IN ('pending', 'retry_wait')`
 	skipCanceledRowsOfJobSQL = skipCanceledRows + `
 		WHERE r.job_id = $1::uuid AND r.state IN ('pending', 'retry_wait') AND ` + waitingChunkOfJob1 + `
 		  AND EXISTS (SELECT 1 FROM jobs j WHERE j.id = $1::uuid AND j.state = 'canceled' AND j.finished_at IS NULL)`

@@ -107,7 +107,7 @@ func purgeJob(ctx context.Context, tx pgx.Tx, jobID, tenant string, now time.Tim
 	p.Markers += markers
 	p.FeedLines += lines
 	var left bool
-	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM job_rows WHERE job_id = $1)`, jobID).Scan(&left); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM job_rows WHERE job_id >= $1 AND job_id <= $1)`, jobID).Scan(&left); err != nil {
 		return interpretError(err)
 	}
 	if left {
@@ -138,22 +138,25 @@ func purgeJob(ctx context.Context, tx pgx.Tx, jobID, tenant string, now time.Tim
 }
 
 // purgeRowsSQL removes up to $2 rows of job $1, the oldest first, with
-// their results, markers and feed lines, each by the rows' ids through an
-// index that starts at them.
+// their results, markers and feed lines, each through an index that starts
+// at them: the rows by (job_id, id), results and markers by their row_id,
+// feed lines by (job_id, row_id) between the batch's first and last row
+// (the job's rows below the last are all in the batch: the others went
+// before).
 //
-// The job is named as an array and the rows ordered by (job_id, id): only
-// job_rows_job_id gives that order. With statistics that have seen one job
-// (a young database), job_id = $1 looks like every row, and job_rows_pkey,
-// in the order of id alone, would otherwise win by a hair and walk every
-// other job's rows.
+// The job is named by a range, not "job_id = $1": with statistics that
+// have seen one job (a young database), job_id = $1 looks like every row,
+// and job_rows_pkey, in the order of id, would win and walk every other
+// job's rows; a range leaves (job_id, id) the only index in that order.
 const purgeRowsSQL = `WITH r AS (
-		SELECT id FROM job_rows WHERE job_id = ANY(ARRAY[$1::uuid]) ORDER BY job_id, id LIMIT $2 FOR UPDATE),
-	ids AS (SELECT coalesce(array_agg(id), '{}') AS a FROM r),
+		SELECT id FROM job_rows WHERE job_id >= $1 AND job_id <= $1 ORDER BY job_id, id LIMIT $2 FOR UPDATE),
+	ids AS (SELECT coalesce(array_agg(id), '{}') AS a, min(id) AS lo, max(id) AS hi FROM r),
 	p AS (DELETE FROM profile_results WHERE row_id = ANY((SELECT a FROM ids)::bigint[]) RETURNING 1),
 	e AS (DELETE FROM email_results WHERE row_id = ANY((SELECT a FROM ids)::bigint[]) RETURNING 1),
 	ph AS (DELETE FROM phone_results WHERE row_id = ANY((SELECT a FROM ids)::bigint[]) RETURNING 1),
 	n AS (DELETE FROM no_matches WHERE row_id = ANY((SELECT a FROM ids)::bigint[]) RETURNING 1),
-	f AS (DELETE FROM results_feed_log WHERE job_id = $1 AND row_id = ANY((SELECT a FROM ids)::bigint[]) RETURNING 1),
+	f AS (DELETE FROM results_feed_log WHERE job_id = $1 AND row_id >= (SELECT lo FROM ids) AND row_id <= (SELECT hi FROM ids)
+		AND kind <> 'deleted' RETURNING 1),
 	d AS (DELETE FROM job_rows WHERE id = ANY((SELECT a FROM ids)::bigint[]) RETURNING chunk, state),
 	-- The counts stay: give back what the delete trigger takes.
 	k AS (UPDATE job_chunk_counts c SET
