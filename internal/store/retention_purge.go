@@ -97,6 +97,12 @@ const nextExpiredJobSQL = `SELECT x.id::text, x.tenant FROM tenants t CROSS JOIN
 // extras, sets purged_at and appends the purge to the audit log.
 func purgeJob(ctx context.Context, tx pgx.Tx, jobID, tenant string, now time.Time, limit int, p *Purged) error {
 	var rows, results, markers, lines int64
+	// Only job_rows_job_id gives the rows in (job_id, id) order: without
+	// sorts, no plan reads the job's every row to sort them (job_rows_chunk
+	// did, each batch, when the statistics had not seen the job).
+	if _, err := tx.Exec(ctx, `SET LOCAL enable_sort = off`); err != nil {
+		return interpretError(err)
+	}
 	err := tx.QueryRow(ctx, purgeRowsSQL, jobID, limit).
 		Scan(&rows, &results, &markers, &lines)
 	if err != nil {
