@@ -146,6 +146,17 @@ func (c *chunkRun) settleCall(ctx, sctx context.Context, l *lane, res store.Rese
 	case errors.As(callErr, &ve) && ve.Charge != nil:
 		c.throttled(ctx, l, ve)
 		ch, disputed := c.withinContract(l, id, *ve.Charge, a.bound)
+		if disputed != nil && ve.OutcomeUnknown {
+			// An unread answer has no price of its own, and its charge is not
+			// believed: unknown, at its worst case, until its retry tells.
+			if err := c.p.store.MarkDisputed(sctx, id, *disputed); err != nil {
+				c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
+			}
+			err := c.p.store.MarkUnknown(sctx, id, ve.Error())
+			m.VendorCall(res.Endpoint, outcome(ve))
+			c.countCredits(res.Stage, res.Credits, nil)
+			return err
+		}
 		st := l.settlement(ch, ve.Error())
 		st.Disputed = disputed
 		err := c.p.store.Settle(sctx, id, st)

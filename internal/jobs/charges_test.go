@@ -129,3 +129,32 @@ func TestAbsurdChargesKeepTheBudget(t *testing.T) {
 		t.Fatalf("spent %d units of a budget of %d; the vendor billed %d", j.CreditsSpent, budget, billed)
 	}
 }
+
+// An answer the worker could not read (malformed) that claims an absurd
+// charge is not settled at it: it stays unknown at its worst case until its
+// retry's replay prices it, so the job's spend ends at what the vendor
+// truly billed, the claim kept on the ledger line.
+func TestAbsurdChargeOnAnUnreadAnswer(t *testing.T) {
+	t.Parallel()
+	b := jobstest.New(t, jobstest.Options{
+		Vendor: func(o *enrichtest.SeedOptions) {
+			o.AbsurdChargeRate, o.MalformedRate = 0.3, 0.3
+		},
+		Processor: jobs.ProcessorConfig{Bulk: false, LookupConcurrency: 2},
+	})
+	job := b.Submit(t, jobstest.Companies(60), ingest.JobOptions{Roles: []string{"CTO"}})
+	b.WaitJob(t, job.ID, domain.JobCompleted)
+	waitSettled(t, b, job.ID)
+	st := b.Vendor.Stats()
+	if st.AbsurdCharges == 0 || st.Malformed == 0 {
+		t.Fatalf("the fake sent %d absurd charges and %d malformed answers: the test proves nothing", st.AbsurdCharges, st.Malformed)
+	}
+	b.CheckMoney(t, job.ID)
+	disputed, err := b.Store.JobDisputedCharges(context.Background(), job.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(len(disputed)) != st.AbsurdCharges {
+		t.Fatalf("%d ledger lines disputed, the fake sent %d absurd charges", len(disputed), st.AbsurdCharges)
+	}
+}

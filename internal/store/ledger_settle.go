@@ -49,16 +49,17 @@ func (s *Store) Settle(ctx context.Context, ledgerID int64, st Settlement) error
 		}
 	}
 	if st.Disputed != nil {
-		if err := s.markDisputed(ctx, ledgerID, *st.Disputed); err != nil {
+		if err := s.MarkDisputed(ctx, ledgerID, *st.Disputed); err != nil {
 			return err
 		}
 	}
 	return s.closeReservation(ctx, ledgerID, LedgerSettled, &st.Charged, st.Reported, st.Remaining, st.Error, split)
 }
 
-// markDisputed keeps on an open ledger line the charge its vendor claimed
-// outside the contract, before the line is settled at the contract's price.
-func (s *Store) markDisputed(ctx context.Context, ledgerID, claimed int64) error {
+// MarkDisputed keeps on an open ledger line the charge its vendor claimed
+// outside the contract, before the line is closed (Settle with Disputed
+// does it too).
+func (s *Store) MarkDisputed(ctx context.Context, ledgerID, claimed int64) error {
 	return s.retry(ctx, true, func() error {
 		_, err := s.pool.Exec(ctx, `UPDATE credit_ledger SET disputed_charge = $2 WHERE id = $1 AND status IN ('reserved', 'unknown')`, ledgerID, claimed)
 		return err
