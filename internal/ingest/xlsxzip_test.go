@@ -207,10 +207,6 @@ func TestParseXLSXLeavesOutPartsItDoesNotNeed(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0].Company != "Acme" {
 		t.Fatalf("got %+v, %v", got, err)
 	}
-	if xlsxPartOf("xl/styles.xml") != partDropped || xlsxPartOf(`XL\Worksheets\Sheet1.xml`) != partStreamed ||
-		xlsxPartOf("xl/workbook.xml") != partInMemory || xlsxPartOf("xl/worksheets/_rels/sheet1.xml.rels") != partDropped {
-		t.Fatal("parts misclassified")
-	}
 }
 
 // withStored is the workbook of src with one more part, deflated.
