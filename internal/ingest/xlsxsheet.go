@@ -28,6 +28,7 @@ type sheetReader struct {
 	maxRun int
 	row    int      // the sheet row being read
 	rec    []string // its cells
+	c      cellState
 	done   bool
 }
 
@@ -58,10 +59,7 @@ func (r *sheetReader) next() (row int, rec []string, ok bool, err error) {
 	if r.done {
 		return 0, nil, false, nil
 	}
-	var (
-		inRow bool
-		c     cellState
-	)
+	inRow, c := false, &r.c
 	for {
 		tok, err := r.d.RawToken()
 		if err == io.EOF {
@@ -92,7 +90,7 @@ func (r *sheetReader) next() (row int, rec []string, ok bool, err error) {
 						return 0, nil, false, r.fail(r.row, len(r.rec)+1, fmt.Sprintf("the cell reference %q is not a column of at most %s", clip(ref), columnLetters(xlsxMaxColumns)))
 					}
 				}
-				c = cellState{in: true, col: col, typ: attr(tok, "t", false), text: c.text[:0]}
+				*c = cellState{in: true, col: col, typ: attr(tok, "t", false), text: c.text[:0]}
 			case c.in:
 				c.start(tok.Name.Local)
 			}
@@ -100,7 +98,7 @@ func (r *sheetReader) next() (row int, rec []string, ok bool, err error) {
 			switch {
 			case tok.Name.Local == "c" && c.in:
 				c.in = false
-				if err := r.cell(&c); err != nil {
+				if err := r.cell(c); err != nil {
 					return 0, nil, false, err
 				}
 			case tok.Name.Local == "row" && inRow && !c.in:
