@@ -82,8 +82,6 @@ func loadOpenAPI(t *testing.T) map[string]any {
 	return doc
 }
 
-var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
-
 // openAPIOperations returns "METHOD /path" → operation of the document.
 func openAPIOperations(t *testing.T, doc map[string]any) map[string]map[string]any {
 	t.Helper()
