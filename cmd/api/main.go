@@ -136,13 +136,16 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		Log:               log,
 	})
 
-	// /metrics beside the API (Prometheus text format, no key: keep the
-	// address internal, or filter /metrics at the proxy).
+	// /metrics beside the API only without an internal listener (a dev
+	// machine): with one, the API's address serves the API alone, and a
+	// proxy or Service in front of it can expose nothing else.
 	handler := http.NewServeMux()
-	handler.Handle("GET /metrics", metrics.Handler(reg))
+	if cfg.MetricsAddr == "" {
+		handler.Handle("GET /metrics", metrics.Handler(reg))
+	}
 	handler.Handle("/", api)
 
-	if cfg.MetricsAddr != "" { // /metrics and the probes again, and /debug/pprof/
+	if cfg.MetricsAddr != "" { // /metrics, the probes and /debug/pprof/
 		ml, err := metrics.Listen(cfg.MetricsAddr, reg, metrics.Check{Name: "postgres", Ping: st.Ping}, metrics.Check{Name: "redis", Ping: redisPing})
 		if err != nil {
 			return err
