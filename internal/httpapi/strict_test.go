@@ -115,3 +115,27 @@ func TestMalformedIDIsNotFound(t *testing.T) {
 		t.Errorf("malformed ids logged warnings:\n%s", logs)
 	}
 }
+
+// A JSON job takes its options in its body: a file upload's query options
+// beside a JSON body are refused (422 naming the first), not ignored, and
+// nothing is stored; dry_run still prices it.
+func TestJSONJobRefusesQueryOptions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, q := range []string{"roles=CEO", "columns=company:Account", "lookups=email", "encoding=utf-8", "sheet=Sheet1", "budget_credits=5&name=x"} {
+		resp, data := b.call(t, http.MethodPost, "/v1/jobs?"+q, keyA, strings.NewReader(`{"rows": [{"company": "Acme"}], "roles": ["CTO"]}`),
+			"Content-Type", "application/json")
+		e := apiErr(t, data)
+		name, _, _ := strings.Cut(q, "=")
+		if resp.StatusCode != http.StatusUnprocessableEntity || e.Code != "invalid_options" || len(e.Details) != 1 || e.Details[0].Column != name {
+			t.Errorf("?%s with a JSON body: %s %s", q, resp.Status, data)
+		}
+	}
+	if jobs, _ := b.counts(t); jobs != 0 {
+		t.Fatalf("%d jobs stored", jobs)
+	}
+	if resp, data := b.call(t, http.MethodPost, "/v1/jobs?dry_run=true", keyA, strings.NewReader(`{"rows": [{"company": "Acme"}], "roles": ["CTO"]}`),
+		"Content-Type", "application/json"); resp.StatusCode != http.StatusOK {
+		t.Errorf("dry_run with a JSON body: %s %s", resp.Status, data)
+	}
+}
