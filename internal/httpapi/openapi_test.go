@@ -237,6 +237,8 @@ func TestOpenAPIDocument(t *testing.T) {
 		"WebhookSecret":  reflect.TypeFor[service.WebhookSecret](),
 		"Erasure":        reflect.TypeFor[service.Erasure](),
 		"ErasureRequest": reflect.TypeFor[service.ErasureRequest](),
+		"WatchRequest":   reflect.TypeFor[service.NewWatch](),
+		"WatchPatch":     reflect.TypeFor[service.WatchPatch](),
 		"AuditLine":      reflect.TypeFor[service.AuditLine](),
 		"AuditPage":      reflect.TypeFor[service.AuditPage](),
 		"Error.error":    reflect.TypeFor[errorJSON](),
