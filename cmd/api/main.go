@@ -159,7 +159,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	}
 	srv := httpapi.NewHTTPServer(handler, httpapi.DefaultTimeouts(), log)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(httpapi.JSONErrorsListener(ln)) }() // net/http's own 400s in JSON too
 	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.Keys), "stored_keys", stored, "queue", cfg.Queue, "redis", rc.Where)
 	fmt.Fprintf(stdout, "api listening on http://%s\n", ln.Addr())
 
