@@ -36,6 +36,9 @@ func (u *UI) funcs() template.FuncMap {
 		"ago":      func(t time.Time) string { return ago(t, u.cfg.Now()) },
 		"deref":    func(s *string) string { return deref(s) },
 		"final":    func(s domain.JobState) bool { return final(s) },
+		"stages":   stageList,
+		"perRow":   perRow,
+		"join":     strings.Join,
 	}
 }
 
