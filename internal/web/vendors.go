@@ -17,6 +17,7 @@ type vendorsData struct {
 	SpendChart template.HTML
 	Segments   []segmentView
 	Auto       bool // the order is learned per segment
+	Out        map[string]bool
 }
 
 // segmentView is one segment with answers: its found-of-asked chart, and
@@ -39,11 +40,12 @@ func (u *UI) Vendors(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
-	d := vendorsData{V: v, Auto: len(v.Order) == 1 && v.Order[0] == "auto"}
+	d := vendorsData{V: v, Auto: len(v.Order) == 1 && v.Order[0] == "auto", Out: map[string]bool{}}
 	rows := make([]chartRow, 0, len(v.Vendors))
 	for _, vi := range v.Vendors {
 		d.Spent += vi.Month.Spent
 		d.Reserved += vi.Month.Reserved
+		d.Out[vi.Name] = vi.Out != nil
 		rows = append(rows, chartRow{Label: vi.Name, Figure: spendWords(vi),
 			Parts: []chartPart{{Class: "part-spent", Value: vi.Month.Spent}, {Class: "part-reserved", Value: vi.Month.Reserved}}})
 	}
@@ -123,3 +125,16 @@ func stageList(st []domain.Stage) string {
 
 // perRow says an expected charge per row in credits, to two decimals.
 func perRow(x float64) string { return fmt.Sprintf("%.2f credits", x) }
+
+// orderWords says an order, marking the vendors out now: "acme-pdl (out
+// now) → vendor".
+func orderWords(order []string, out map[string]bool) string {
+	s := make([]string, len(order))
+	for i, n := range order {
+		s[i] = n
+		if out[n] {
+			s[i] += " (out now)"
+		}
+	}
+	return strings.Join(s, " → ")
+}

@@ -64,6 +64,7 @@ type watchesData struct {
 	Stages  []domain.Stage
 	Problem *problem
 	Done    string
+	Names   map[string]string // job names by id, of the latest jobs
 }
 
 // Watches is the tenant's watches and the form that makes one.
@@ -90,11 +91,13 @@ func (u *UI) watchesPage(w http.ResponseWriter, r *http.Request, status int, f w
 		u.fail(w, r, err)
 		return
 	}
-	d := watchesData{Watches: list.Watches, Form: f, Stages: domain.Stages, Problem: p, Done: watchDone(r.URL.Query().Get("done"))}
+	d := watchesData{Watches: list.Watches, Form: f, Stages: domain.Stages, Problem: p, Done: watchDone(r.URL.Query().Get("done")),
+		Names: map[string]string{}}
 	for _, j := range jobs.Jobs {
-		if final(j.State) && j.State != domain.JobFailed {
+		if final(j.State) && j.State != domain.JobFailed && j.Watchable {
 			d.Jobs = append(d.Jobs, j)
 		}
+		d.Names[j.ID] = jobName(j)
 	}
 	u.render(w, r, status, "watches", page{Title: "Watches", Nav: "watches", Data: d})
 }
@@ -185,8 +188,15 @@ func (u *UI) Watch(w http.ResponseWriter, r *http.Request) {
 		u.fail(w, r, err)
 		return
 	}
+	title := "Watch of job " + shortID(wa.SourceJobID)
+	if src, err := u.svc.JobStatus(r.Context(), p, wa.SourceJobID); err == nil {
+		title = "Watch of “" + jobName(src) + "”"
+	} else if !errors.Is(err, service.ErrNotFound) {
+		u.fail(w, r, err)
+		return
+	}
 	q := r.URL.Query()
-	u.render(w, r, http.StatusOK, "watch", page{Title: "Watch of job " + shortID(wa.SourceJobID), Nav: "watches",
+	u.render(w, r, http.StatusOK, "watch", page{Title: title, Nav: "watches",
 		Data: watchData{Watch: wa, Changes: ch.Changes, More: ch.NextCursor != nil, Done: watchDone(q.Get("done")), RunJob: q.Get("job")}})
 }
 
@@ -240,4 +250,12 @@ func watchDone(done string) string {
 		return "The watch is deleted, with its changes; the jobs of its runs stay."
 	}
 	return ""
+}
+
+// jobName is a job's name, else "Job" and its id's start.
+func jobName(j service.JobStatus) string {
+	if j.Name != "" {
+		return j.Name
+	}
+	return "Job " + shortID(j.ID)
 }
