@@ -116,13 +116,13 @@ func TestWatchesThroughMCP(t *testing.T) {
 			} `json:"month"`
 		} `json:"watch"`
 		Estimate struct {
-			Rows  int `json:"rows"`
+			Rows  int                      `json:"rows"`
 			Month struct{ Min, Max int64 } `json:"month"`
 		} `json:"estimate"`
-		Rows      int `json:"rows"`
+		Rows      int                      `json:"rows"`
 		Month     struct{ Min, Max int64 } `json:"month"`
-		JobID     *string `json:"job_id"`
-		Budget    int64   `json:"budget_credits"`
+		JobID     *string                  `json:"job_id"`
+		Budget    int64                    `json:"budget_credits"`
 		MCPBudget struct {
 			Committed int64 `json:"committed_today"`
 			Left      int64 `json:"left_today"`
