@@ -53,7 +53,9 @@ Typical use: estimate_job first (what a list costs, in credits from-to, and how 
 then submit_job with a budget_credits the user agreed to (at most this key's ceiling); follow it
 with job_status; read what was found with get_results (small pages, the fields you need) or the
 resource enrichq://jobs/{id}/results once the job has finished. A job paused by its budget goes on
-after raise_budget; cancel_job stops one.`
+after raise_budget; cancel_job stops one. A finished job's list is kept fresh by a watch: estimate_watch,
+then create_watch with a monthly_cap_credits the user agreed to; run_watch runs one now, watch_changes
+lists what changed. vendor_figures says where the money went this month, vendor by vendor.`
 
 // New returns the MCP server of principal p: the read tools and the results
 // resources if p holds the read scope, the paid tools if it holds submit.
@@ -78,10 +80,12 @@ func New(cfg Config, p service.Principal) *mcp.Server {
 	if p.Has(domain.ScopeRead) {
 		t.addStatusTools(s)
 		t.addResultTools(s)
+		t.addWatchReadTools(s)
 		t.addResources(s)
 	}
 	if p.Has(domain.ScopeSubmit) {
 		t.addControlTools(s)
+		t.addWatchPaidTools(s)
 	}
 	return s
 }
