@@ -73,3 +73,20 @@ func StandbyState(ctx context.Context, adminURL, name string) (string, error) {
 	})
 	return state, err
 }
+
+// CanChangeSchema reports whether the role of url may change enrichq's
+// tables (it tries, in a transaction rolled back): the services' role must not.
+func CanChangeSchema(ctx context.Context, url string) (bool, error) {
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return false, err
+	}
+	defer c.Close(ctx)
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck // only ever rolled back
+	_, err = tx.Exec(ctx, `ALTER TABLE jobs ADD COLUMN schema_probe int`)
+	return err == nil, nil
+}
