@@ -61,3 +61,16 @@ func (s *Store) Count(ctx context.Context, sql string, args ...any) (int, error)
 	err := s.pool.QueryRow(ctx, sql, args...).Scan(&n)
 	return n, err
 }
+
+// ResultStatements are the statements that read a job's results, by what
+// they do (arguments: job, after row id, state, then the page's limit or
+// the keys' cap): the plan test reads their plans.
+var ResultStatements = map[string]string{
+	"results page":          listResultsSQL,
+	"results download":      resultsSelect,
+	"extra keys":            resultExtraKeysSQL,
+	"extra keys of a state": resultExtraKeysOfStateSQL,
+}
+
+// StreamBatch is the rows StreamResults fetches at a time.
+const StreamBatch = streamBatch
