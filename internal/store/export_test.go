@@ -71,6 +71,3 @@ var ResultStatements = map[string]string{
 	"extra keys":            resultExtraKeysSQL,
 	"extra keys of a state": resultExtraKeysOfStateSQL,
 }
-
-// StreamBatch is the rows StreamResults fetches at a time.
-const StreamBatch = streamBatch

@@ -75,7 +75,7 @@ func (s *Store) ListResultsWithin(ctx context.Context, jobID string, state domai
 }
 
 // resultsSelect reads a job's results in row order: rows of job $1 after
-// row id $2, of state $3 ('' any), with their extras, what was found and
+// row id $2, of state $3 ("" any), with their extras, what was found and
 // the stages that found nothing. Each joined table is reached by its own
 // row's keys in a LATERAL subquery that LIMIT keeps from being flattened
 // into a join: its only plan is an index probe by (job_id, input_row) or

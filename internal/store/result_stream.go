@@ -24,9 +24,9 @@ type ResultStream struct {
 	Idle time.Duration
 }
 
-// streamBatch is the rows fetched from the cursor at a time: a round trip
+// StreamBatch is the rows fetched from the cursor at a time: a round trip
 // per so many rows; pgx hands them over one by one, so it bounds no memory.
-const streamBatch = 1000
+const StreamBatch = 1000
 
 // StreamResults reads every result of q.JobID in row order (resultsSelect),
 // in one pass: one read-only REPEATABLE READ transaction holding a cursor,
@@ -66,7 +66,7 @@ func (s *Store) StreamResults(ctx context.Context, q ResultStream, begin func(ex
 	}
 	var sc resultScan
 	for {
-		rows, err := tx.Query(ctx, "FETCH "+strconv.Itoa(streamBatch)+" FROM results_download")
+		rows, err := tx.Query(ctx, "FETCH "+strconv.Itoa(StreamBatch)+" FROM results_download")
 		if err != nil {
 			return interpretError(err)
 		}
@@ -82,7 +82,7 @@ func (s *Store) StreamResults(ctx context.Context, q ResultStream, begin func(ex
 		if err != nil {
 			return interpretError(err)
 		}
-		if n < streamBatch {
+		if n < StreamBatch {
 			return nil
 		}
 	}
