@@ -88,7 +88,7 @@ func (b *bench) growth(ctx context.Context) error {
 
 	have, largest, largestRows := 0, "", 0
 	for i, size := range b.opts.growthSizes {
-		size = b.scaled(size, 2*fresh)
+		size = b.scaled(size, fresh)
 		step := growthStep{Rows: size, Figures: map[string]float64{}, Detail: map[string]string{}}
 		// Grow through the pipeline to the size, the fresh upload included.
 		if grow := size - fresh - have; grow > 0 {

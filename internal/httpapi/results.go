@@ -132,7 +132,7 @@ func (s *server) streamResults(w http.ResponseWriter, r *http.Request, rq result
 		written int
 	)
 	q := service.DownloadQuery{State: rq.page.State, Cursor: rq.page.Cursor, ExtraKeys: rq.format == "csv"}
-	err := s.svc.DownloadResults(ctx, p, id, q, func(d service.Download) error {
+	_, err := s.svc.DownloadResults(ctx, p, id, q, func(d service.Download) error {
 		_ = rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
 		w.Header().Set("Cache-Control", "no-store")
 		switch rq.format {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -30,6 +31,9 @@ type DownloadQuery struct {
 	// ExtraKeys reads the keys of the rows' extras before the rows (a
 	// CSV's header), in the same snapshot.
 	ExtraKeys bool
+	// Limit stops after so many rows (0: every row); next then says where
+	// the rest starts.
+	Limit int
 }
 
 // Download is what a download begins with, before its first row.
@@ -44,9 +48,10 @@ type Download struct {
 // before the first row; an error returned before it is the request's
 // (not found, bad state or cursor), one after it ends a stream already
 // begun (a door cannot change its status then). each is called for every
-// row; its error ends the stream and is returned. The download is one
-// line of the audit log, with the rows it gave.
-func (s *Service) DownloadResults(ctx context.Context, p Principal, id string, q DownloadQuery, begin func(Download) error, each func(Result) error) (err error) {
+// row; its error ends the stream and is returned. With a limit, next is
+// the cursor of the rows after the last one given, nil when none follow.
+// The download is one line of the audit log, with the rows it gave.
+func (s *Service) DownloadResults(ctx context.Context, p Principal, id string, q DownloadQuery, begin func(Download) error, each func(Result) error) (next *string, err error) {
 	began := false
 	defer func() {
 		if !began {
@@ -54,44 +59,55 @@ func (s *Service) DownloadResults(ctx context.Context, p Principal, id string, q
 		}
 	}()
 	if err := p.Require(domain.ScopeRead); err != nil {
-		return err
+		return nil, err
 	}
 	if err := checkRowState(q.State); err != nil {
-		return err
+		return nil, err
 	}
 	var afterID int64
 	if q.Cursor != "" {
 		if afterID, err = decodeResultCursor(q.Cursor); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	job, err := s.store.GetJob(ctx, p.Tenant, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	select {
 	case s.downloads <- struct{}{}:
 		defer func() { <-s.downloads }()
 	case <-ctx.Done():
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	rows := 0
+	rows, last := 0, int64(0)
 	err = s.store.StreamResults(ctx, store.ResultStream{JobID: job.ID, State: q.State, AfterID: afterID, ExtraKeys: q.ExtraKeys, Idle: DownloadIdle},
 		func(keys []string) error {
 			began = true
 			return begin(Download{JobID: job.ID, ExtraKeys: keys})
 		}, func(r Result) error {
+			if q.Limit > 0 && rows == q.Limit {
+				c := encodeResultCursor(last)
+				next = &c
+				return errLimitReached
+			}
 			if err := each(r); err != nil {
 				return err
 			}
-			rows++
+			rows, last = rows+1, r.RowID
 			return nil
 		})
+	if errors.Is(err, errLimitReached) {
+		err = nil
+	}
 	if began {
 		// The rows given, even to a client gone half-way.
 		if aerr := s.audit(context.WithoutCancel(ctx), p, store.AuditResultsDownload, job.ID, rows); err == nil {
 			err = aerr
 		}
 	}
-	return err
+	return next, err
 }
+
+// errLimitReached ends a download at its limit.
+var errLimitReached = errors.New("service: download limit reached")
