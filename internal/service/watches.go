@@ -177,17 +177,9 @@ func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (Wa
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return WatchCreated{}, err
 	}
-	every, err := ParseWatchEvery(nw.Every)
+	every, err := checkNewWatch(nw)
 	if err != nil {
 		return WatchCreated{}, err
-	}
-	if nw.MonthlyCapCredits == nil || *nw.MonthlyCapCredits < 0 {
-		return WatchCreated{}, invalidParam("monthly_cap_credits", "monthly_cap_credits must be a whole number >= 0")
-	}
-	for _, l := range nw.Lookups {
-		if l != domain.StageProfile && l != domain.StageEmail && l != domain.StagePhone {
-			return WatchCreated{}, invalidParam("lookups", "lookup %q is not one of profile, email, phone", clip(string(l)))
-		}
 	}
 	if nw.CallbackURL != "" {
 		msg := ""
@@ -208,7 +200,11 @@ func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (Wa
 	if err != nil {
 		return WatchCreated{}, err
 	}
-	est, err := s.watchEstimate(ctx, w)
+	inputs, err := s.store.WatchInputs(ctx, w.Tenant, w.ID)
+	if err != nil {
+		return WatchCreated{}, err
+	}
+	est, err := s.watchEstimate(ctx, w.Tenant, inputs, w.Lookups, w.Every, w.MonthlyCapCredits)
 	if err != nil {
 		return WatchCreated{}, err
 	}
@@ -221,12 +217,9 @@ func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (Wa
 
 // watchEstimate prices a run of every input by today's estimate (the
 // vendor's learned prices, else the cost table) and a month of runs.
-func (s *Service) watchEstimate(ctx context.Context, w store.Watch) (WatchEstimate, error) {
-	inputs, err := s.store.WatchInputs(ctx, w.Tenant, w.ID)
-	if err != nil {
-		return WatchEstimate{}, err
-	}
-	e, err := s.submit.Estimate(ctx, Submission{Tenant: w.Tenant, Options: ingest.JobOptions{Lookups: w.Lookups},
+func (s *Service) watchEstimate(ctx context.Context, tenant string, inputs []store.WatchInput, lookups []domain.Stage,
+	every time.Duration, monthlyCap int64) (WatchEstimate, error) {
+	e, err := s.submit.Estimate(ctx, Submission{Tenant: tenant, Options: ingest.JobOptions{Lookups: lookups},
 		Feed: func(emit func(ingest.Lookup) error) error {
 			for _, in := range inputs {
 				if err := emit(ingest.Lookup{Row: in.N, Ref: in.Ref, Kind: in.Kind, ProfileURL: in.ProfileURL, Name: in.Name,
@@ -241,11 +234,11 @@ func (s *Service) watchEstimate(ctx context.Context, w store.Watch) (WatchEstima
 	}
 	var out WatchEstimate
 	out.Rows = len(inputs)
-	out.RunsPerMonth = math.Round(float64(watchMonth)/float64(w.Every)*100) / 100
+	out.RunsPerMonth = math.Round(float64(watchMonth)/float64(every)*100) / 100
 	out.CreditsPerRun.Min, out.CreditsPerRun.Max = e.Credits.Min, e.Credits.Max
-	perMonth := func(c int64) int64 { return int64(math.Ceil(float64(c) * float64(watchMonth) / float64(w.Every))) }
-	out.Month.Min, out.Month.Max = min(perMonth(e.Credits.Min), w.MonthlyCapCredits), min(perMonth(e.Credits.Max), w.MonthlyCapCredits)
-	out.CappedBy = perMonth(e.Credits.Max) > w.MonthlyCapCredits
+	perMonth := func(c int64) int64 { return int64(math.Ceil(float64(c) * float64(watchMonth) / float64(every))) }
+	out.Month.Min, out.Month.Max = min(perMonth(e.Credits.Min), monthlyCap), min(perMonth(e.Credits.Max), monthlyCap)
+	out.CappedBy = perMonth(e.Credits.Max) > monthlyCap
 	return out, nil
 }
 

@@ -1,0 +1,52 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// checkNewWatch checks what CreateWatch and EstimateWatch ask alike (not
+// the callback) and returns the period.
+func checkNewWatch(nw NewWatch) (time.Duration, error) {
+	every, err := ParseWatchEvery(nw.Every)
+	if err != nil {
+		return 0, err
+	}
+	if nw.MonthlyCapCredits == nil || *nw.MonthlyCapCredits < 0 {
+		return 0, invalidParam("monthly_cap_credits", "monthly_cap_credits must be a whole number >= 0")
+	}
+	for _, l := range nw.Lookups {
+		if l != domain.StageProfile && l != domain.StageEmail && l != domain.StagePhone {
+			return 0, invalidParam("lookups", "lookup %q is not one of profile, email, phone", clip(string(l)))
+		}
+	}
+	return every, nil
+}
+
+// EstimateWatch is what CreateWatch would answer as the month's estimate,
+// without making the watch (scope read): the page and MCP show it to be
+// confirmed first. The job must be the tenant's and finished.
+func (s *Service) EstimateWatch(ctx context.Context, p Principal, nw NewWatch) (WatchEstimate, error) {
+	if err := p.Require(domain.ScopeRead); err != nil {
+		return WatchEstimate{}, err
+	}
+	every, err := checkNewWatch(nw)
+	if err != nil {
+		return WatchEstimate{}, err
+	}
+	inputs, lookups, err := s.store.JobWatchInputs(ctx, p.Tenant, nw.JobID)
+	if errors.Is(err, store.ErrJobNotFinished) {
+		return WatchEstimate{}, &ConflictError{Code: "job_not_finished", Message: "a watch is made from a finished job: wait for it to finish"}
+	}
+	if err != nil {
+		return WatchEstimate{}, notFound("job", err)
+	}
+	if nw.Lookups != nil {
+		lookups = nw.Lookups
+	}
+	return s.watchEstimate(ctx, p.Tenant, inputs, lookups, every, *nw.MonthlyCapCredits)
+}
