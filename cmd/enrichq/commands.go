@@ -188,35 +188,40 @@ func runResults(ctx context.Context, e *env, args []string) error {
 	return w.Flush()
 }
 
-// jsonResults writes every result line of a job as one JSON array, page
-// by page.
+// jsonResults writes every result line of a job as one JSON array, from
+// one ndjson download: one pass over the job, however large.
 func jsonResults(ctx context.Context, c *client, stdout io.Writer, id string, q url.Values) error {
+	q.Set("format", "ndjson")
+	resp, err := c.do(ctx, http.MethodGet, jobPath(id, "results"), q, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
 	w := bufio.NewWriterSize(stdout, 64<<10)
-	q.Set("limit", "10000")
+	r := bufio.NewReaderSize(resp.Body, 64<<10)
 	first := true
-	fmt.Fprint(w, "[")
-	for {
-		var page struct {
-			Results    []json.RawMessage `json:"results"`
-			NextCursor *string           `json:"next_cursor"`
-		}
-		if err := c.getJSON(ctx, jobPath(id, "results"), q, &page); err != nil {
-			return err
-		}
-		for _, r := range page.Results {
+	w.WriteString("[")
+	for n := 0; ; n++ {
+		line, err := r.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
 			if !first {
 				w.WriteString(",")
 			}
 			first = false
 			w.WriteString("\n")
-			w.Write(r)
+			w.Write(line[:len(line)-1])
 		}
-		if page.NextCursor == nil {
+		if errors.Is(err, io.EOF) && len(line) == 0 {
 			break
 		}
-		q.Set("cursor", *page.NextCursor)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("the results of job %s were cut off after %d lines: %v", id, n, err)
+		}
 	}
-	fmt.Fprint(w, "\n]\n")
+	w.WriteString("\n]\n")
 	return w.Flush()
 }
 

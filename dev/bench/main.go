@@ -27,6 +27,12 @@
 //	          row of auto (after a warm-up job) ÷ that of the best order per segment
 //	          computed from the fakes' truth; beside them each static order's and
 //	          auto's cold (waterfall.go)
+//	growth    one tenant grown through the pipeline to each of -growth-sizes rows
+//	          (100,000 and 1,000,000): status and feed p99, a fresh upload and its
+//	          download right after it finished, an erasure, another tenant's
+//	          retention purge with the polls during it, an idle sweep round, a
+//	          deep page; a table of its own, each figure beside its first size's
+//	          (growth.go)
 //
 // It prints one table and writes it as JSON (-out) for comparison between
 // commits. Timings depend on the machine and on what else runs on it: the
@@ -44,6 +50,7 @@ import (
 	"os/signal"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -61,7 +68,7 @@ func main() {
 }
 
 // allScenarios in the order they run.
-var allScenarios = []string{"seed", "ceiling", "ingest", "polling", "manyjobs", "waterfall"}
+var allScenarios = []string{"seed", "ceiling", "ingest", "polling", "manyjobs", "waterfall", "growth"}
 
 type options struct {
 	bin         string
@@ -86,6 +93,9 @@ type options struct {
 	ingestFormats []string
 	xlsxMemLimit  string
 	ingestCSV     bool
+	// growthSizes are the rows the growth scenario grows its tenant to, in
+	// order (scaled).
+	growthSizes []int
 }
 
 // bench is one run of the benchmark.
@@ -117,6 +127,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	formats := fs.String("ingest-formats", strings.Join(ingestFormats, ","), "ingest scenario: formats uploaded after the CSV, comma-separated: "+strings.Join(ingestFormats, ", ")+` ("" for none)`)
 	fs.BoolVar(&o.ingestCSV, "ingest-csv", true, "ingest scenario: upload the plain CSV (false: only -ingest-formats)")
 	fs.StringVar(&o.xlsxMemLimit, "xlsx-memlimit", "", `ingest scenario: a GOMEMLIMIT for the API in the .xlsx run, e.g. 150MiB ("": Go's defaults, as enrichq runs unless told)`)
+	sizes := fs.String("growth-sizes", "100000,1000000", "growth scenario: the rows its tenant is grown to, in order, comma-separated (scaled)")
 	fs.StringVar(&o.psql, "psql", "psql", "psql binary for the ingest baseline (\\copy)")
 	fs.StringVar(&o.locale, "locale", "", `create the scenarios' databases with this locale (from template0), e.g. en_US.UTF-8 as the official postgres image's; "" takes the server's default`)
 	fs.DurationVar(&o.settle, "settle", 30*time.Second, "before each run, wait at most this long for a second in which the CPUs are 90 % idle (0: do not wait)")
@@ -140,6 +151,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("-ingest-formats: unknown %q (want %s)", f, strings.Join(ingestFormats, ", "))
 		}
 		o.ingestFormats = append(o.ingestFormats, f)
+	}
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 || (len(o.growthSizes) > 0 && n <= o.growthSizes[len(o.growthSizes)-1]) {
+			return fmt.Errorf("-growth-sizes: %q is not a list of growing row counts", *sizes)
+		}
+		o.growthSizes = append(o.growthSizes, n)
 	}
 	if *scenarios == "all" || *scenarios == "" {
 		o.scenarios = allScenarios
@@ -208,6 +226,8 @@ func (b *bench) runScenario(ctx context.Context, name string) error {
 		return b.waterfall(ctx)
 	case "manyjobs":
 		return b.manyJobs(ctx)
+	case "growth":
+		return b.growth(ctx)
 	}
 	return fmt.Errorf("unknown scenario %q", name)
 }

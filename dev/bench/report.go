@@ -56,6 +56,16 @@ var metricDefs = []metricDef{
 		Strict: true, TargetText: "each < 10 s"},
 	{Key: "waterfall.ratio", Scenario: "waterfall", Name: "Waterfall: auto's units per matched row ÷ the best order per segment's", Unit: "×",
 		Target: 1.1, TargetText: "≤ 1.1"},
+	{Key: "growth.download", Scenario: "growth", Name: "Growth: a fresh 100,000-row job downloaded (ndjson) right after it finished, at the largest size", Unit: "s",
+		Target: 5, Strict: true, TargetText: "< 5 s"},
+	{Key: "growth.purge", Scenario: "growth", Name: "Growth: retention purge of another tenant's job, at the largest size", Unit: "rows/s", Higher: true,
+		Target: 10000, TargetText: "≥ 10,000 rows/s"},
+	{Key: "growth.erasure", Scenario: "growth", Name: "Growth: an erasure → its receipt, at the largest size", Unit: "s", Target: 1, Strict: true,
+		TargetText: "< 1 s"},
+	{Key: "growth.sweep", Scenario: "growth", Name: "Growth: an idle retention sweep round, at the largest size", Unit: "ms", Target: 50, Strict: true,
+		TargetText: "< 50 ms"},
+	{Key: "growth.deep_page", Scenario: "growth", Name: "Growth: a page of 1,000 rows mid-way through the largest job", Unit: "ms", Target: 100, Strict: true,
+		TargetText: "< 100 ms"},
 }
 
 // sample is one run's figure with its baseline and details.
@@ -102,6 +112,7 @@ type report struct {
 	RSS      map[string]map[string]int64 `json:"peak_rss_kib"` // scenario -> process -> KiB (max over runs)
 	Errors   map[string][]string         `json:"errors,omitempty"`
 	Profile  []string                    `json:"profile,omitempty"` // top of the worker's CPU profile
+	Growth   []growthStep                `json:"growth,omitempty"`  // the growth scenario, size by size
 	byKey    map[string]*metric
 }
 
@@ -238,6 +249,7 @@ func (r *report) print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", m.Name, fig, base, m.TargetText, res)
 	}
+	r.printGrowth(w)
 	fmt.Fprintf(w, "\nMachine: %d CPUs (%s), %s RAM, Linux %s, %s; load average %s at the start, %s at the end",
 		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.MemTotal, r.Machine.Kernel, r.Machine.GoVersion, r.Machine.LoadStart, r.Machine.LoadEnd)
 	if r.Machine.Commit != "" {

@@ -41,6 +41,7 @@ type stackSpec struct {
 	burst     int
 	pprof     bool
 	apiEnv    []string // more environment for the API alone
+	moreKeys  []string // more tenant:key pairs of ENRICHQ_API_KEYS
 	// vendorsFile, when set, names every vendor (ENRICHQ_VENDORS_FILE): no
 	// ENRICHQ_VENDOR_* and no fake vendor of the stack's own; env holds the
 	// keys its key_env entries name.
@@ -101,7 +102,7 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 	env := append(os.Environ(),
 		"DATABASE_URL="+s.dbURL, "REDIS_URL="+b.opts.redisURL, "ENRICHQ_QUEUE="+s.queue,
 		"ENRICHQ_LOG_FORMAT=json", "ENRICHQ_LOG_LEVEL="+b.opts.logLevel,
-		"ENRICHQ_API_KEYS="+s.tenant+":"+s.apiKey, "ENRICHQ_API_ADDR=127.0.0.1:0",
+		"ENRICHQ_API_KEYS="+strings.Join(append([]string{s.tenant + ":" + s.apiKey}, spec.moreKeys...), ","), "ENRICHQ_API_ADDR=127.0.0.1:0",
 	)
 	if spec.vendorsFile != "" {
 		env = append(append(env, "ENRICHQ_VENDORS_FILE="+spec.vendorsFile), spec.env...)

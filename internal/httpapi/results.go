@@ -1,8 +1,10 @@
 package httpapi
 
 import (
+	"bufio"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
@@ -17,9 +19,9 @@ import (
 const (
 	defaultResultsLimit = service.DefaultResultsLimit // format=json without ?limit=
 	maxResultsLimit     = service.MaxResultsLimit     // any ?limit=
-	resultsPage         = 1000                        // rows per page when streaming ndjson or csv
-	// pageWriteTimeout bounds the writing of one streamed page, so a client
-	// that stops reading does not hold the stream forever.
+	resultsPage         = service.DownloadBatch       // rows of a download between write deadlines
+	// pageWriteTimeout bounds the writing of resultsPage rows of a
+	// download, so a client that stops reading does not hold it forever.
 	pageWriteTimeout = time.Minute
 )
 
@@ -31,7 +33,7 @@ var lineOf = service.LineOf
 type resultsQuery struct {
 	format string // json, ndjson, csv
 	page   service.ResultsQuery
-	stream bool // no limit: every remaining row (ndjson, csv)
+	stream bool // every remaining row: ndjson and csv without a limit, all=true
 }
 
 // parseResultsQuery reads the query of GET /v1/jobs/{id}/results; the
@@ -47,6 +49,17 @@ func parseResultsQuery(r *http.Request) (resultsQuery, error) {
 	default:
 		return rq, badParam("format", "format %q is not json, ndjson or csv", clip(rq.format))
 	}
+	switch all := q.Get("all"); all {
+	case "", "false":
+	case "true":
+		if q.Get("limit") != "" {
+			return rq, badParam("limit", "limit and all=true exclude each other: all=true answers every line")
+		}
+		rq.stream = true
+		return rq, nil
+	default:
+		return rq, badParam("all", "all %q is not true or false", clip(all))
+	}
 	def := 0
 	if rq.format == "json" {
 		def = defaultResultsLimit
@@ -56,9 +69,6 @@ func parseResultsQuery(r *http.Request) (resultsQuery, error) {
 		return rq, err
 	}
 	rq.page.Limit, rq.stream = limit, limit == 0
-	if rq.stream {
-		rq.page.Limit = resultsPage
-	}
 	return rq, nil
 }
 
@@ -69,10 +79,11 @@ type resultsPageJSON struct {
 	NextCursor *string      `json:"next_cursor"`
 }
 
-// jobResults is GET /v1/jobs/{id}/results. With a limit (always for json)
-// it answers one page and says where the next starts (next_cursor, and the
-// X-Next-Cursor header); ndjson and csv without a limit stream every
-// remaining row, a page at a time.
+// jobResults is GET /v1/jobs/{id}/results. With a limit (always for json
+// without all=true) it answers one page and says where the next starts
+// (next_cursor, and the X-Next-Cursor header); ndjson and csv without a
+// limit, and any format with all=true, stream every remaining row in one
+// pass (streamResults).
 func (s *server) jobResults(w http.ResponseWriter, r *http.Request) {
 	rq, err := parseResultsQuery(r)
 	if err != nil {
@@ -99,74 +110,136 @@ func (s *server) jobResults(w http.ResponseWriter, r *http.Request) {
 	case "ndjson":
 		nd := newNDJSONWriter(w)
 		for _, res := range page.Results {
-			nd.write(lineOf(res))
+			nd.write(res)
 		}
 	case "csv":
 		cw := newResultsCSV(w, page.JobID, extraKeys(page.Results))
-		cw.write(page.Results)
+		cw.writePage(page.Results)
 		_ = cw.flush() // a write error means the client is gone
 	}
 }
 
-// streamResults writes every result after the query's cursor, page by
-// page. Once the answer has begun an error cannot change its status: it
-// aborts the connection so the client sees a broken download, not a short
-// one.
+// streamResults writes every result after the query's cursor, as one
+// download (service.DownloadResults): one pass over the job's rows, its
+// write deadline pushed on every service.DownloadBatch rows. Once the
+// answer has begun an error cannot change its status: it aborts the
+// connection so the client sees a broken download, not a short one.
 func (s *server) streamResults(w http.ResponseWriter, r *http.Request, rq resultsQuery) {
 	ctx, p, id := r.Context(), principalFrom(r.Context()), r.PathValue("id")
-	var keys []string
-	if rq.format == "csv" {
-		// The header must name every extra column of the rows to come.
-		var err error
-		if keys, err = s.svc.ResultExtraKeys(ctx, p, id, rq.page.State); err != nil {
-			s.writeError(w, r, err)
-			return
+	rc := http.NewResponseController(w)
+	var (
+		out     resultsStream
+		written int
+	)
+	q := service.DownloadQuery{State: rq.page.State, Cursor: rq.page.Cursor, ExtraKeys: rq.format == "csv"}
+	_, err := s.svc.DownloadResults(ctx, p, id, q, func(d service.Download) error {
+		_ = rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
+		w.Header().Set("Cache-Control", "no-store")
+		switch rq.format {
+		case "csv":
+			out = newResultsCSV(w, d.JobID, d.ExtraKeys)
+		case "json":
+			out = newJSONStream(w)
+		default:
+			out = newNDJSONWriter(w)
 		}
+		return nil
+	}, func(res service.Result) error {
+		if written%service.DownloadBatch == 0 && written > 0 {
+			// A batch written: the client read it in time.
+			if err := out.flush(); err != nil {
+				return err
+			}
+			_ = rc.Flush()
+			_ = rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
+		}
+		written++
+		out.write(res)
+		return nil
+	})
+	if err == nil && out != nil {
+		err = out.end()
 	}
-	page, err := s.svc.Results(ctx, p, id, rq.page)
-	if err != nil {
-		s.writeError(w, r, err)
+	switch {
+	case err == nil:
+	case out == nil:
+		s.writeError(w, r, err) // nothing written yet
+	default:
+		if ctx.Err() == nil && !isWriteError(err) {
+			s.Log.ErrorContext(ctx, "streaming results failed", "job_id", id, "rows", written, "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// resultsStream writes the lines of a download in one format.
+type resultsStream interface {
+	write(service.Result)
+	// flush writes out what is buffered and returns the first write error.
+	flush() error
+	// end writes what closes the answer and flushes it.
+	end() error
+}
+
+// isWriteError is whether err came of writing to the client (it went
+// away or stopped reading), not of reading the rows.
+func isWriteError(err error) bool {
+	var w *clientWriteError
+	return errors.As(err, &w)
+}
+
+// clientWriteError wraps an error of writing to the client.
+type clientWriteError struct{ err error }
+
+func (e *clientWriteError) Error() string { return "write to client: " + e.err.Error() }
+func (e *clientWriteError) Unwrap() error { return e.err }
+
+// jsonStream writes a download as one ResultsPage: every line, and a
+// null next_cursor.
+type jsonStream struct {
+	bw    *bufio.Writer
+	enc   *json.Encoder
+	n     int
+	err   error
+	wrote bool
+}
+
+func newJSONStream(w http.ResponseWriter) *jsonStream {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	enc := json.NewEncoder(bw)
+	enc.SetEscapeHTML(false)
+	bw.WriteString(`{"results":[`)
+	return &jsonStream{bw: bw, enc: enc}
+}
+
+func (j *jsonStream) write(res service.Result) {
+	if j.err != nil {
 		return
 	}
-	w.Header().Set("Cache-Control", "no-store")
-	var (
-		nd *ndjsonWriter
-		cw *resultsCSV
-	)
-	if rq.format == "csv" {
-		cw = newResultsCSV(w, page.JobID, keys)
-	} else {
-		nd = newNDJSONWriter(w)
+	if j.n > 0 {
+		j.bw.WriteByte(',')
 	}
-	rc := http.NewResponseController(w)
-	for {
-		_ = rc.SetWriteDeadline(time.Now().Add(pageWriteTimeout))
-		var werr error
-		if cw != nil {
-			cw.write(page.Results)
-			werr = cw.flush()
-		} else {
-			for _, res := range page.Results {
-				nd.write(lineOf(res))
-			}
-			werr = nd.err
-		}
-		if werr != nil {
-			// The client stopped reading or went away.
-			panic(http.ErrAbortHandler)
-		}
-		if page.NextCursor == nil {
-			return
-		}
-		_ = rc.Flush()
-		rq.page.Cursor = *page.NextCursor
-		if page, err = s.svc.Results(ctx, p, id, rq.page); err != nil {
-			if ctx.Err() == nil {
-				s.Log.ErrorContext(ctx, "streaming results failed", "job_id", id, "cursor", rq.page.Cursor, "err", err)
-			}
-			panic(http.ErrAbortHandler)
-		}
+	j.n++
+	j.err = j.enc.Encode(lineOf(res))
+}
+
+func (j *jsonStream) flush() error {
+	if j.err == nil {
+		j.err = j.bw.Flush()
 	}
+	if j.err != nil {
+		return &clientWriteError{j.err}
+	}
+	return nil
+}
+
+func (j *jsonStream) end() error {
+	if j.err == nil {
+		j.bw.WriteString("],\"next_cursor\":null}\n")
+	}
+	return j.flush()
 }
 
 type ndjsonWriter struct {
@@ -182,11 +255,20 @@ func newNDJSONWriter(w http.ResponseWriter) *ndjsonWriter {
 	return &ndjsonWriter{enc: enc}
 }
 
-func (n *ndjsonWriter) write(l resultLine) {
+func (n *ndjsonWriter) write(res service.Result) {
 	if n.err == nil {
-		n.err = n.enc.Encode(l)
+		n.err = n.enc.Encode(lineOf(res))
 	}
 }
+
+func (n *ndjsonWriter) flush() error {
+	if n.err != nil {
+		return &clientWriteError{n.err}
+	}
+	return nil
+}
+
+func (n *ndjsonWriter) end() error { return n.flush() }
 
 // resultColumns are the fixed CSV columns, in order; extra columns follow,
 // sorted by name. Columns added later go last, so no column moves.
@@ -218,27 +300,31 @@ func newResultsCSV(w http.ResponseWriter, jobID string, extra []string) *results
 	return c
 }
 
-func (c *resultsCSV) write(page []service.Result) {
+func (c *resultsCSV) writePage(page []service.Result) {
 	for _, res := range page {
-		l := lineOf(res)
-		var conf, verified string
-		if l.EmailConfidence != nil {
-			conf = l.EmailConfidence.String()
-		}
-		if l.EmailVerified != nil {
-			verified = strconv.FormatBool(*l.EmailVerified)
-		}
-		rec := append(c.rec[:0],
-			strconv.Itoa(l.Row), l.Ref, l.ProfileURL, l.Name, l.Company, l.InputEmail, l.Role, string(l.State), l.Reason,
-			deref(l.FoundProfileURL), deref(l.FullName), deref(l.Headline), deref(l.CurrentCompany), deref(l.CurrentRole),
-			deref(l.Location), deref(l.CompanySize), deref(l.Industry), strings.Join(l.Technographics, ";"),
-			deref(l.Email), conf, verified, phoneNumbers(l.Phones), joinStages(l.NoMatch, ";"), l.Domain)
-		for _, k := range c.extra {
-			rec = append(rec, l.Extra[k])
-		}
-		c.rec = rec
-		c.writeRecord(rec)
+		c.write(res)
 	}
+}
+
+func (c *resultsCSV) write(res service.Result) {
+	l := lineOf(res)
+	var conf, verified string
+	if l.EmailConfidence != nil {
+		conf = l.EmailConfidence.String()
+	}
+	if l.EmailVerified != nil {
+		verified = strconv.FormatBool(*l.EmailVerified)
+	}
+	rec := append(c.rec[:0],
+		strconv.Itoa(l.Row), l.Ref, l.ProfileURL, l.Name, l.Company, l.InputEmail, l.Role, string(l.State), l.Reason,
+		deref(l.FoundProfileURL), deref(l.FullName), deref(l.Headline), deref(l.CurrentCompany), deref(l.CurrentRole),
+		deref(l.Location), deref(l.CompanySize), deref(l.Industry), strings.Join(l.Technographics, ";"),
+		deref(l.Email), conf, verified, phoneNumbers(l.Phones), joinStages(l.NoMatch, ";"), l.Domain)
+	for _, k := range c.extra {
+		rec = append(rec, l.Extra[k])
+	}
+	c.rec = rec
+	c.writeRecord(rec)
 }
 
 // writeRecord writes one CSV record with every cell defused.
@@ -252,8 +338,13 @@ func (c *resultsCSV) writeRecord(rec []string) {
 // flush writes out what is buffered and returns the first write error.
 func (c *resultsCSV) flush() error {
 	c.w.Flush()
-	return c.w.Error()
+	if err := c.w.Error(); err != nil {
+		return &clientWriteError{err}
+	}
+	return nil
 }
+
+func (c *resultsCSV) end() error { return c.flush() }
 
 // phoneNumbers joins the numbers of a phones JSON array with ";".
 func phoneNumbers(raw json.RawMessage) string {

@@ -54,15 +54,18 @@ func (t *tools) readResults(ctx context.Context, req *mcp.ReadResourceRequest) (
 	if st.FinishedAt == nil {
 		return nil, refusef("job_not_finished: job %s is %s; its results are a resource once it has finished (get_results reads them now)", st.ID, st.State)
 	}
-	page, err := t.svc.Results(ctx, t.p, id, service.ResultsQuery{Limit: MaxResourceResults})
+	// The first MaxResourceResults lines, as one download of them.
+	body := resultsResource{Job: statusOf(st), Results: []service.ResultLine{}}
+	next, err := t.svc.DownloadResults(ctx, t.p, id, service.DownloadQuery{Limit: MaxResourceResults},
+		func(service.Download) error { return nil },
+		func(r service.Result) error {
+			body.Results = append(body.Results, service.LineOf(r))
+			return nil
+		})
 	if err != nil {
 		return nil, t.toolError(ctx, "resources/read", err)
 	}
-	body := resultsResource{Job: statusOf(st), Results: make([]service.ResultLine, len(page.Results)),
-		Truncated: page.NextCursor != nil, NextCursor: page.NextCursor}
-	for i, r := range page.Results {
-		body.Results[i] = service.LineOf(r)
-	}
+	body.Truncated, body.NextCursor = next != nil, next
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, t.toolError(ctx, "resources/read", err)

@@ -75,6 +75,7 @@ type Service struct {
 	spoolDir   string
 	erasureKey []byte
 	slots      *uploadSlots
+	downloads  chan struct{} // a slot per download at once (DownloadsAtOnce)
 	vendors    config.Vendors
 	// described is vendors as the order sees them (vendors.go).
 	describeOnce sync.Once
@@ -99,7 +100,7 @@ func New(cfg Config) *Service {
 	return &Service{store: cfg.Store, submit: cfg.Submitter, platform: cfg.Platform, limits: cfg.Limits, now: cfg.Now,
 		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now), uploads: cfg.Uploads.withDefaults(), spoolDir: cfg.SpoolDir,
 		erasureKey: cfg.ErasureKey, slots: newUploadSlots(cfg.UploadsPerTenant, cfg.UploadsTotal),
-		vendors: cfg.Vendors}
+		downloads: make(chan struct{}, DownloadsAtOnce), vendors: cfg.Vendors}
 }
 
 // Limits are the bounds an upload is parsed with.

@@ -10,7 +10,7 @@ import (
 
 // Actions of the audit log.
 const (
-	AuditResultsDownload = "results_download" // a page of a job's results
+	AuditResultsDownload = "results_download" // a page or a download of a job's results
 	AuditFeedRead        = "feed_read"        // a page of the results feed
 	AuditErasure         = "erasure"          // POST /v1/erasures
 	AuditErasureLifted   = "erasure_lifted"   // DELETE /v1/erasures/{id}

@@ -97,3 +97,13 @@ func numbered1(sql string) string { return numbered(map[string]string{"": sql})[
 // NamedRowsSQL and RowsOfFoundSQL are the erasure's finding statements
 // with their named arguments (the explain harness runs them).
 var NamedRowsSQL, RowsOfFoundSQL = namedRowsSQL, rowsOfFoundSQL
+
+// ResultStatements are the statements that read a job's results, by what
+// they do (arguments: job, after row id, state, then the page's limit or
+// the keys' cap): the plan test reads their plans.
+var ResultStatements = map[string]string{
+	"results page":          listResultsSQL,
+	"results download":      resultsSelect,
+	"extra keys":            resultExtraKeysSQL,
+	"extra keys of a state": resultExtraKeysOfStateSQL,
+}

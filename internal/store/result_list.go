@@ -46,7 +46,10 @@ func (s *Store) ListResults(ctx context.Context, jobID string, state domain.RowS
 // rows (extras, phones) stays bounded in memory. more says whether rows
 // follow the last one returned.
 func (s *Store) ListResultsWithin(ctx context.Context, jobID string, state domain.RowState, afterID int64, limit int, maxBytes int64) (out []Result, more bool, err error) {
-	rows, err := s.pool.Query(ctx, listResultsSQL, jobID, afterID, state, limit+1)
+	// The unnamed statement, planned for its values every time: a cached
+	// generic plan, costed for any job and any row, may walk job_rows'
+	// primary key from the cursor through every later job's rows.
+	rows, err := s.pool.Query(ctx, listResultsSQL, pgx.QueryExecModeCacheDescribe, jobID, afterID, state, limit+1)
 	if err != nil {
 		return nil, false, interpretError(err)
 	}
@@ -71,10 +74,17 @@ func (s *Store) ListResultsWithin(ctx context.Context, jobID string, state domai
 	return out, more, interpretError(err)
 }
 
-// listResultsSQL reads a page of a job's results: rows of job $1 after row
-// id $2, of state $3 (” any), up to $4, with their extras, what was found
-// and the stages that found nothing.
-const listResultsSQL = `
+// resultsSelect reads a job's results in row order: rows of job $1 after
+// row id $2, of state $3 ("" any), with their extras, what was found and
+// the stages that found nothing. Each joined table is reached by its own
+// row's keys in a LATERAL subquery that LIMIT keeps from being flattened
+// into a join: its only plan is an index probe by (job_id, input_row) or
+// row_id per row, whatever the statistics say. A plain join let the planner,
+// thinking a fresh job had one row, read all of a job's extras for every
+// row (quadratic) or merge-join a result table from its first entry. The
+// row bound is a row comparison only job_rows_job_id can seek: a generic
+// plan walked the primary key from $2, through every later job's rows.
+const resultsSelect = `
 		SELECT r.id, r.input_row, r.ref, r.input_kind, coalesce(r.profile_url, ''), coalesce(r.name, ''), coalesce(r.company, ''),
 			coalesce(r.domain, ''), coalesce(r.email, ''), coalesce(r.role, ''), coalesce(x.extra::text, ''), r.state, r.state_reason, r.last_error, r.attempts,
 			p.profile_url, coalesce(p.name, ''), coalesce(p.headline, ''), coalesce(p.company, ''), coalesce(p.role, ''),
@@ -83,12 +93,17 @@ const listResultsSQL = `
 			ph.phones::text, coalesce(ph.primary_number, ''), coalesce(ph.primary_type, ''),
 			ARRAY(SELECT stage FROM no_matches n WHERE n.row_id = r.id ORDER BY stage)
 		FROM job_rows r
-		LEFT JOIN job_input_extras x ON x.job_id = r.job_id AND x.input_row = r.input_row
-		LEFT JOIN profile_results p ON p.row_id = r.id
-		LEFT JOIN email_results e ON e.row_id = r.id
-		LEFT JOIN phone_results ph ON ph.row_id = r.id
-		WHERE r.job_id = $1 AND r.id > $2 AND ($3 = '' OR r.state = $3)
-		ORDER BY r.id
+		LEFT JOIN LATERAL (SELECT x.extra FROM job_input_extras x
+			WHERE x.job_id = r.job_id AND x.input_row = r.input_row LIMIT 1) x ON true
+		LEFT JOIN LATERAL (SELECT p.profile_url, p.name, p.headline, p.company, p.role, p.location, p.company_size, p.industry, p.technographics
+			FROM profile_results p WHERE p.row_id = r.id LIMIT 1) p ON true
+		LEFT JOIN LATERAL (SELECT e.email, e.confidence, e.verified FROM email_results e WHERE e.row_id = r.id LIMIT 1) e ON true
+		LEFT JOIN LATERAL (SELECT ph.phones, ph.primary_number, ph.primary_type FROM phone_results ph WHERE ph.row_id = r.id LIMIT 1) ph ON true
+		WHERE r.job_id = $1 AND (r.job_id, r.id) > ($1, $2) AND ($3 = '' OR r.state = $3)
+		ORDER BY r.id`
+
+// listResultsSQL reads a page of a job's results (resultsSelect), up to $4.
+const listResultsSQL = resultsSelect + `
 		LIMIT $4`
 
 // resultScan is where a row of listResultsSQL scans to.
@@ -157,10 +172,11 @@ const MaxResultExtraKeys = 256
 // ResultExtraKeys returns the keys of the extra columns of a job's rows,
 // sorted, optionally only of rows in state; at most MaxResultExtraKeys.
 func (s *Store) ResultExtraKeys(ctx context.Context, jobID string, state domain.RowState) ([]string, error) {
-	rows, err := s.pool.Query(ctx, `SELECT DISTINCT k FROM job_input_extras x, jsonb_object_keys(x.extra) AS k
-		WHERE x.job_id = $1
-		  AND ($2 = '' OR EXISTS (SELECT 1 FROM job_rows r WHERE r.job_id = x.job_id AND r.input_row = x.input_row AND r.state = $2))
-		ORDER BY k LIMIT $3`, jobID, state, MaxResultExtraKeys)
+	sql := resultExtraKeysSQL
+	if state != "" {
+		sql = resultExtraKeysOfStateSQL
+	}
+	rows, err := s.pool.Query(ctx, sql, jobID, state, MaxResultExtraKeys)
 	if err != nil {
 		return nil, interpretError(err)
 	}
