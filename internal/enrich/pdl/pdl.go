@@ -73,6 +73,10 @@ type Config struct {
 	MaxResponseBytes int64
 	// Now tells the time, to turn X-RateLimit-Reset into a wait. Default time.Now.
 	Now func() time.Time
+	// CreditsPerMatch is what a match costs by the price list (the vendors
+	// file's prices: {match: n}); nil: CreditsPerMatch. The charge
+	// header, when sent, is the truth of a call.
+	CreditsPerMatch *int64
 }
 
 // String prints the configuration without the API key.
@@ -107,6 +111,7 @@ type Vendor struct {
 	ua            string
 	maxBody       int64
 	now           func() time.Time
+	perMatch      int64
 }
 
 var _ enrich.Vendor = (*Vendor)(nil)
@@ -131,7 +136,8 @@ func New(cfg Config) (*Vendor, error) {
 		return nil, errors.New("pdl: API key holds blanks or control characters")
 	}
 	v := &Vendor{name: cfg.Name, base: base, key: key, hc: cfg.HTTPClient, minLikelihood: cfg.MinLikelihood,
-		required: strings.TrimSpace(cfg.Required), batch: cfg.BatchSize, ua: cfg.UserAgent, maxBody: cfg.MaxResponseBytes, now: cfg.Now}
+		required: strings.TrimSpace(cfg.Required), batch: cfg.BatchSize, ua: cfg.UserAgent, maxBody: cfg.MaxResponseBytes, now: cfg.Now,
+		perMatch: CreditsPerMatch}
 	if v.name == "" {
 		v.name = DefaultName
 	}
@@ -158,6 +164,12 @@ func New(cfg Config) (*Vendor, error) {
 	}
 	if v.now == nil {
 		v.now = time.Now
+	}
+	if m := cfg.CreditsPerMatch; m != nil {
+		if *m < 0 {
+			return nil, fmt.Errorf("pdl: a match's price %d: want 0 or more", *m)
+		}
+		v.perMatch = *m
 	}
 	return v, nil
 }
@@ -194,13 +206,13 @@ func (v *Vendor) Caps() enrich.Caps {
 	}
 }
 
-// Price: CreditsPerMatch for a match whatever it holds, nothing for a miss;
+// Price: the price of a match (Config.CreditsPerMatch) whatever it holds, nothing for a miss;
 // nothing for a question refused before the call.
 func (v *Vendor) Price(q enrich.Question) enrich.Price {
 	if v.refuse(endpointEnrich, q) != nil {
 		return enrich.Price{}
 	}
-	return enrich.Price{Miss: 0, Hit: CreditsPerMatch, Worst: CreditsPerMatch}
+	return enrich.Price{Miss: 0, Hit: v.perMatch, Worst: v.perMatch}
 }
 
 // refuse is the error of a question this vendor cannot answer, before any
@@ -242,7 +254,7 @@ func (v *Vendor) Ask(ctx context.Context, q enrich.Question, _ string) (enrich.A
 	if err != nil {
 		return enrich.Answer{}, v.malformed(endpointEnrich, r, err)
 	}
-	return enrich.Answer{Profile: f.profile, Email: f.email, Phones: f.phones, Charge: r.chargeOr(CreditsPerMatch), RateLimit: r.rateLimit}, nil
+	return enrich.Answer{Profile: f.profile, Email: f.email, Phones: f.phones, Charge: r.chargeOr(v.perMatch), RateLimit: r.rateLimit}, nil
 }
 
 // AskBulk makes one POST /v5/person/bulk of the questions it can answer;
@@ -283,7 +295,7 @@ func (v *Vendor) AskBulk(ctx context.Context, qs []enrich.Question, _ string) (e
 	for j, it := range got {
 		bi := enrich.BulkItem{Profile: it.profile, Email: it.email, Phones: it.phones, Err: it.err}
 		if it.billed || (it.err != nil && it.err.OutcomeUnknown) {
-			bi.EstimatedCredits = CreditsPerMatch
+			bi.EstimatedCredits = v.perMatch
 		}
 		if bi.Err != nil {
 			v.redact(bi.Err)
