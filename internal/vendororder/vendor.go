@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/enrichq/enrichq/internal/config"
-	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 )
 
@@ -21,11 +20,16 @@ type Vendor struct {
 	// PriorHitRate is the answer rate assumed until answers say otherwise
 	// (config prior_hit_rate).
 	PriorHitRate float64
+	// Adapter is the adapter described (its optional capabilities, such as
+	// a price book its answers teach); Account its key's id, under which
+	// what it taught is kept ("" when not configured from a file).
+	Adapter enrich.Vendor
+	Account string
 }
 
 // Of describes an adapter with its configured credit value and prior.
 func Of(v enrich.Vendor, creditValue int64, priorHitRate float64) Vendor {
-	return Vendor{Name: v.Name(), Caps: v.Caps(), Price: v.Price, CreditValue: creditValue, PriorHitRate: priorHitRate}
+	return Vendor{Name: v.Name(), Caps: v.Caps(), Price: v.Price, CreditValue: creditValue, PriorHitRate: priorHitRate, Adapter: v}
 }
 
 // FromSpecs describes the configured vendors, each by the adapter the
@@ -46,21 +50,9 @@ func FromSpecs(specs []config.VendorSpec) ([]Vendor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("vendororder: %w", err)
 		}
-		out = append(out, Of(a, cv, prior))
+		v := Of(a, cv, prior)
+		v.Account = s.Account()
+		out = append(out, v)
 	}
 	return out, nil
-}
-
-// sampleQuery is a query of kind k, for the price lists (which price by
-// kind, never by content).
-func sampleQuery(k domain.InputKind) enrich.ProfileQuery {
-	switch k {
-	case domain.InputProfileURL:
-		return enrich.ProfileQuery{ProfileURL: "https://linkedin.com/in/sample"}
-	case domain.InputEmail:
-		return enrich.ProfileQuery{Email: "sample@example.com"}
-	case domain.InputNameCompany:
-		return enrich.ProfileQuery{Name: "Sample", Company: "Example"}
-	}
-	return enrich.ProfileQuery{Name: "Sample", Domain: "example.com"}
 }
