@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -378,49 +377,19 @@ func (v *Vendor) do(ctx context.Context, endpoint, method, u string, body []byte
 	return &response{status: resp.StatusCode, body: data, answer: ans, charge: charge, rateLimit: rl}, nil
 }
 
-// transportError is a call that got no (complete) answer: a timeout, a reset,
-// a refused connection, a canceled context. Its outcome is unknown when the
-// request was written.
+// The upstream call kit's errors (enrich.TransportError and its kin), the
+// key redacted.
+
 func (v *Vendor) transportError(endpoint string, status int, err error, sent bool) *enrich.Error {
-	e := &enrich.Error{Class: enrich.ClassTransient, Endpoint: endpoint, Status: status, Code: "network_error", Message: enrich.ErrText(err), OutcomeUnknown: sent, Err: err}
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		e.Code = "canceled"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		e.Code = "timeout"
-	}
-	return v.redact(e)
+	return enrich.TransportError(v.key, endpoint, status, err, sent)
 }
 
-// malformed is a 200 whose body does not parse: the vendor did the work (and
-// may have billed it), its result is lost.
 func (v *Vendor) malformed(endpoint string, r *response, err error) *enrich.Error {
-	e := &enrich.Error{Class: enrich.ClassTransient, Endpoint: endpoint, Status: r.status, Code: "malformed_response", Message: enrich.ErrText(err),
-		OutcomeUnknown: true, RateLimit: r.rateLimit, Err: err}
-	e.Charge = errorCharge(r.charge, e)
-	return v.redact(e)
+	return enrich.MalformedError(v.key, endpoint, r.status, r.charge, r.rateLimit, err)
 }
 
-// errorCharge is what an error answer says it cost: nil when it said
-// nothing (the reservation is then counted, outcome unknown, or released).
-// A call of unknown outcome is settled only by X-Call-Credits-Spent; the
-// balance alone would settle it at 0.
-func errorCharge(ch enrich.Charge, e *enrich.Error) *enrich.Charge {
-	if ch.Reported || (ch.RemainingReported && !e.OutcomeUnknown) {
-		return &ch
-	}
-	return nil
-}
+func errorCharge(ch enrich.Charge, e *enrich.Error) *enrich.Charge { return enrich.ErrorCharge(ch, e) }
 
-// refused is a call refused before it was made (bad input): permanent, free.
-func refused(endpoint, code, msg string) *enrich.Error {
-	return &enrich.Error{Class: enrich.ClassPermanent, Endpoint: endpoint, Code: code, Message: msg}
-}
+func refused(endpoint, code, msg string) *enrich.Error { return enrich.Refused(endpoint, code, msg) }
 
-// redact removes the API key from the text of e (the vendor may echo it).
-func (v *Vendor) redact(e *enrich.Error) *enrich.Error {
-	e.Code = strings.ReplaceAll(e.Code, v.key, "[REDACTED]")
-	e.Message = strings.ReplaceAll(e.Message, v.key, "[REDACTED]")
-	return e
-}
+func (v *Vendor) redact(e *enrich.Error) *enrich.Error { return e.Redacted(v.key) }
