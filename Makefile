@@ -38,7 +38,7 @@ test: services ## run all tests with the race detector, against real Postgres an
 	$(GO) test $(TESTFLAGS) $(PKGS)
 	$(MAKE) --no-print-directory helm-check
 
-test-short: ## quick tests (-short, no race detector, no services started)
+test-short: ## the tests without the race detector, -short skipping only the few long ones (money_test, chaos, bench); most still need Postgres and Redis running (make services)
 	$(GO) test $(SHORTFLAGS) $(PKGS)
 
 DEMOFLAGS ?= -waterfall

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/enrichq/enrichq/internal/config"
+	_ "github.com/enrichq/enrichq/internal/enrich/vendors" // every kind of vendor
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/platform"

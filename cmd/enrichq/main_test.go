@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/apitest"
 	"github.com/enrichq/enrichq/internal/httpapi"
-	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )

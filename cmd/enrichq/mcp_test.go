@@ -12,9 +12,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/enrichq/enrichq/internal/apitest"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/httpapi"
-	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )

@@ -11,11 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/enrichq/enrichq/internal/apitest"
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/httpapi"
-	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/maintenance"

@@ -3,24 +3,24 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/pdl"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
+	_ "github.com/enrichq/enrichq/internal/enrich/vendors" // every kind of vendor
 	"github.com/enrichq/enrichq/internal/jobs"
 )
 
 // vendorConfigs builds the processor's vendors from the configured ones, in
-// the file's order: each behind its adapter, with its own limiter shared by
-// every worker under its key, its account and allowance. A seed vendor's
-// price list is learned from its answers, shared through Postgres (the
-// processor reads it again as it goes), the cost table until then; its
-// client and the processor price with the same book.
+// the file's order: each behind its adapter (enrich.Build, as the vendor
+// order and the estimate build it: the file's prices reach the
+// reservations), with its own limiter shared by every worker under its key,
+// its account and allowance. An adapter whose answers teach its prices
+// keeps its price book, which the processor loads with what every worker
+// learned (Postgres) as it goes.
 func vendorConfigs(vs config.Vendors, rdb *redis.Client, log *slog.Logger) ([]jobs.VendorConfig, error) {
 	out := make([]jobs.VendorConfig, 0, len(vs.List))
 	for _, s := range vs.List {
@@ -34,27 +34,12 @@ func vendorConfigs(vs config.Vendors, rdb *redis.Client, log *slog.Logger) ([]jo
 		if err != nil {
 			return nil, fmt.Errorf("vendor %s: %w", s.Name, err)
 		}
-		vc := jobs.VendorConfig{Limiter: limiter, Account: s.Account(), Allowance: s.Allowance(), CreditValue: s.CreditValue, NoBulk: !s.Bulk}
-		switch s.Kind {
-		case config.VendorSeed:
-			prices := enrich.NewPriceBook(enrich.DefaultCosts(), nil)
-			c, err := enrich.NewClient(enrich.Config{BaseURL: s.URL, APIKey: s.Key, HTTPClient: &http.Client{Timeout: s.Timeout},
-				UserAgent: "enrichq-worker", Prices: prices})
-			if err != nil {
-				return nil, fmt.Errorf("vendor %s: %w", s.Name, err)
-			}
-			vc.Vendor, vc.Prices = enrich.NewSeed(s.Name, c, s.HonoursKeys), prices
-		case config.VendorPDL:
-			v, err := pdl.New(pdl.Config{Name: s.Name, BaseURL: s.URL, APIKey: s.Key, HTTPClient: &http.Client{Timeout: s.Timeout},
-				MinLikelihood: s.MinLikelihood, Required: s.Required, BatchSize: s.BatchSize, UserAgent: "enrichq-worker"})
-			if err != nil {
-				return nil, fmt.Errorf("vendor %s: %w", s.Name, err)
-			}
-			vc.Vendor = v
-		default:
-			return nil, fmt.Errorf("vendor %s: unknown kind %q", s.Name, s.Kind)
+		v, err := enrich.Build(s, enrich.BuildOptions{UserAgent: "enrichq-worker"})
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, vc)
+		out = append(out, jobs.VendorConfig{Vendor: v, Limiter: limiter, Account: s.Account(), Allowance: s.Allowance(),
+			CreditValue: s.CreditValue, NoBulk: !s.Bulk})
 	}
 	return out, nil
 }

@@ -34,7 +34,7 @@ func TestVendorConfigs(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d vendors", len(got))
 	}
-	if s, ok := got[0].Vendor.(*enrich.Seed); !ok || s.Name() != "acme" || got[0].Prices == nil || got[0].NoBulk || got[0].Account != vs.List[0].Account() {
+	if s, ok := got[0].Vendor.(*enrich.Seed); !ok || s.Name() != "acme" || s.Book() == nil || got[0].NoBulk || got[0].Account != vs.List[0].Account() {
 		t.Errorf("the seed vendor: %+v", got[0])
 	}
 	if p, ok := got[1].Vendor.(*pdl.Vendor); !ok || p.Name() != "people" || got[1].CreditValue != 3 || !got[1].NoBulk ||

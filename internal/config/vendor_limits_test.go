@@ -42,20 +42,4 @@ func TestVendorUnitsThatCouldOverflowAreRefused(t *testing.T) {
 	if _, err := WorkerFromEnv(env(map[string]string{"ENRICHQ_VENDORS_FILE": ok, "K": "k"})); err != nil {
 		t.Fatalf("a cap that fits refused: %v", err)
 	}
-	// The largest call by the contract: 100 bulk rows of profile 2, email 10
-	// and phone 25 at the seed (or the configured prices, when more); a
-	// batch of matches at 1 credit each at pdl.
-	for _, tc := range []struct {
-		spec VendorSpec
-		want int64
-	}{
-		{VendorSpec{Kind: VendorSeed}, 3700},
-		{VendorSpec{Kind: VendorSeed, Prices: map[string]int64{"phone_mobile": 40}}, 5200},
-		{VendorSpec{Kind: VendorPDL, BatchSize: 80}, 80},
-		{VendorSpec{Kind: VendorPDL, BatchSize: 80, Prices: map[string]int64{"match": 3}}, 240},
-	} {
-		if got := maxCallCharge(tc.spec); got != tc.want {
-			t.Errorf("%+v: largest call %d, want %d", tc.spec.Prices, got, tc.want)
-		}
-	}
 }

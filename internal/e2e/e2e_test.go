@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/httpapi/apitest"
+	"github.com/enrichq/enrichq/internal/apitest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 )

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -380,49 +379,16 @@ func (c *Client) do(ctx context.Context, endpoint, method, path string, query ur
 	return &response{status: resp.StatusCode, body: data, answer: ans, charge: charge, rateLimit: rl}, nil
 }
 
-// transportError is a call that got no (complete) answer: a timeout, a reset,
-// a refused connection, a canceled context. Its outcome is unknown when the
-// request was written.
 func (c *Client) transportError(endpoint string, status int, err error, sent bool) *Error {
-	e := &Error{Class: ClassTransient, Endpoint: endpoint, Status: status, Code: "network_error", Message: ErrText(err), OutcomeUnknown: sent, Err: err}
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		e.Code = "canceled"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		e.Code = "timeout"
-	}
-	return c.redact(e)
+	return TransportError(c.key, endpoint, status, err, sent)
 }
 
-// malformed is a 2xx answer whose body does not parse: the vendor did the
-// work (and billed it), its result is lost.
 func (c *Client) malformed(endpoint string, r *response, err error) *Error {
-	e := &Error{Class: ClassTransient, Endpoint: endpoint, Status: r.status, Code: "malformed_response", Message: ErrText(err),
-		OutcomeUnknown: true, RateLimit: r.rateLimit, Err: err}
-	e.Charge = errorCharge(r.charge, e)
-	return c.redact(e)
+	return MalformedError(c.key, endpoint, r.status, r.charge, r.rateLimit, err)
 }
 
-// errorCharge is what an error answer says it cost: nil, the reservation
-// is then counted (outcome unknown) or released. An answer of unknown
-// outcome is charged only by X-Credits-Charged; X-Credits-Remaining alone
-// would settle it at 0.
-func errorCharge(ch Charge, e *Error) *Charge {
-	if ch.Reported || (ch.RemainingReported && !e.OutcomeUnknown) {
-		return &ch
-	}
-	return nil
-}
+func errorCharge(ch Charge, e *Error) *Charge { return ErrorCharge(ch, e) }
 
-// refused is a call refused before it was made (bad input): permanent, free.
-func refused(endpoint, code, msg string) *Error {
-	return &Error{Class: ClassPermanent, Endpoint: endpoint, Code: code, Message: msg}
-}
+func refused(endpoint, code, msg string) *Error { return Refused(endpoint, code, msg) }
 
-// redact removes the API key from the text of e (the vendor may echo it).
-func (c *Client) redact(e *Error) *Error {
-	e.Code = strings.ReplaceAll(e.Code, c.key, "[REDACTED]")
-	e.Message = strings.ReplaceAll(e.Message, c.key, "[REDACTED]")
-	return e
-}
+func (c *Client) redact(e *Error) *Error { return e.Redacted(c.key) }

@@ -204,6 +204,11 @@ type BulkItem struct {
 	// row the vendor did not answer (missing or duplicate index, a result
 	// that does not parse) gets a transient error with OutcomeUnknown set.
 	Err *Error
+	// Missed are the stages the item's question asked beyond its first that
+	// the vendor looked up and did not find: each a no-match. A stage asked
+	// neither answered nor missed was not looked up (the seed looks the
+	// included stages up only for a row whose profile it found).
+	Missed []domain.Stage
 	// EstimatedCredits is this row's price (learned, else the cost table's;
 	// the worst case when Err.OutcomeUnknown). The vendor reports only the call's total, so this
 	// is the way to share BulkResult.Charge among rows.

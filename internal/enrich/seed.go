@@ -16,10 +16,17 @@ type Seed struct {
 	name    string
 	c       SeedAPI
 	costs   CostTable
+	book    *PriceBook
 	honours domain.HonoursKeys
 }
 
-var _ Vendor = (*Seed)(nil)
+var (
+	_ Vendor       = (*Seed)(nil)
+	_ PriceTeacher = (*Seed)(nil)
+	_ BulkBuyer    = (*Seed)(nil)
+	_ Endpoints    = (*Seed)(nil)
+	_ Records      = (*Seed)(nil)
+)
 
 // SeedAPI is the seed vendor's calls as [*Client] makes them: the seam a
 // test wraps to lose, hold or fail answers under the adapter.
@@ -33,7 +40,11 @@ type SeedAPI interface {
 // NewSeed is the seed adapter named name over c. honoursKeys is the
 // configured Idempotency-Key behaviour ("" is auto).
 func NewSeed(name string, c *Client, honoursKeys domain.HonoursKeys) *Seed {
-	return NewSeedOver(name, c, c.costs, honoursKeys)
+	s := NewSeedOver(name, c, c.costs, honoursKeys)
+	if b, ok := c.prices.(*PriceBook); ok {
+		s.book = b // the client prices with it: one book for both
+	}
+	return s
 }
 
 // NewSeedOver is the seed adapter named name over api (a [*Client], or a
@@ -42,7 +53,7 @@ func NewSeedOver(name string, api SeedAPI, costs CostTable, honoursKeys domain.H
 	if honoursKeys == "" {
 		honoursKeys = domain.HonoursKeysAuto
 	}
-	return &Seed{name: name, c: api, costs: costs, honours: honoursKeys}
+	return &Seed{name: name, c: api, costs: costs, book: NewPriceBook(costs, nil), honours: honoursKeys}
 }
 
 // Client is the client the adapter speaks through; nil when it speaks
@@ -54,6 +65,11 @@ func (s *Seed) Client() *Client {
 
 // Name is the vendor's configured name.
 func (s *Seed) Name() string { return s.name }
+
+// Book is the price list the adapter's answers teach, class by class: the
+// cost table (with the vendors file's prices) until an answer shows a
+// price.
+func (s *Seed) Book() *PriceBook { return s.book }
 
 // Caps: every stage; a profile from any input kind, email and phone from a
 // profile URL; role searches; one stage per single call; bulk of
@@ -78,6 +94,7 @@ func (s *Seed) Caps() Caps {
 			ChargeHeader:  headerCreditsCharged,
 			BalanceHeader: headerCreditsRemaining,
 			HonoursKeys:   s.honours,
+			Replays:       ReplayZeroCharge,
 		},
 	}
 }
@@ -172,7 +189,79 @@ func (s *Seed) AskBulk(ctx context.Context, qs []Question, idempotencyKey string
 		rows[i] = q.Query
 	}
 	r, err := s.c.Bulk(ctx, rows, include, idempotencyKey)
+	for i := range r.Items {
+		it := &r.Items[i]
+		if it.Err != nil || it.Profile == nil {
+			continue // the included stages were not looked up
+		}
+		for _, st := range include {
+			if (st == domain.StageEmail && it.Email == nil) || (st == domain.StagePhone && it.Phones == nil) {
+				it.Missed = append(it.Missed, st)
+			}
+		}
+	}
 	return BulkAnswer{Items: r.Items, Charge: r.Charge, RateLimit: r.RateLimit}, err
+}
+
+// Kind is the seed's kind.
+func (s *Seed) Kind() string { return string(SeedKind.Name) }
+
+// Endpoint names the seed's paths: /v1/profile, /v1/email, /v1/phone,
+// /v1/bulk.
+func (s *Seed) Endpoint(stage domain.Stage) string { return "/v1/" + string(stage) }
+
+// BulkStages: a bulk call finds each row's profile and, for a row found,
+// the email and phone wanted ("include").
+func (s *Seed) BulkStages(stage domain.Stage, wanted []domain.Stage) []domain.Stage {
+	out := []domain.Stage{stage}
+	if stage != domain.StageProfile {
+		return out
+	}
+	for _, st := range []domain.Stage{domain.StageEmail, domain.StagePhone} {
+		if slices.Contains(wanted, st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// BulkBill prices a /v1/bulk answer by book: each row its profile search
+// (hit or miss), and for a row found each included stage by what it found.
+func (s *Seed) BulkBill(book *PriceBook, qs []Question, items []BulkItem) BulkBill {
+	rows := make([]ProfileQuery, len(qs))
+	var include []domain.Stage
+	for i, q := range qs {
+		rows[i] = q.Query
+		if i == 0 {
+			include = slices.DeleteFunc(slices.Clone(q.Stages), func(st domain.Stage) bool { return st == domain.StageProfile })
+		}
+	}
+	b := BulkBill{Estimate: book.BulkPrice(rows, include, items), Split: map[domain.Stage]int64{}}
+	b.Classes, _ = BulkClasses(rows, include, items)
+	for i, it := range items {
+		if it.Err != nil || i >= len(rows) {
+			continue
+		}
+		p, _ := book.Price(ProfileClass(rows[i].Kind(), it.Profile != nil))
+		b.Split[domain.StageProfile] += p
+		if it.Profile == nil {
+			continue
+		}
+		for _, st := range include {
+			var class PriceClass
+			switch st {
+			case domain.StageEmail:
+				class = EmailClass(it.Email)
+			case domain.StagePhone:
+				class = PhoneClass(it.Phones)
+			default:
+				continue
+			}
+			p, _ := book.Price(class)
+			b.Split[st] += p
+		}
+	}
+	return b
 }
 
 func sameStages(a, b []domain.Stage) bool {

@@ -26,8 +26,9 @@ type Vendor interface {
 	Caps() Caps
 	// Price is what one Ask of q can cost by the vendor's configured price
 	// list, in its own credits (not in budget units): what to reserve before
-	// the call (Worst) and what to expect of a match and of a miss. A bulk
-	// item costs what an Ask of its question would.
+	// the call (Worst: the most one answer can cost) and what to expect of a
+	// match and of a miss. A bulk item costs what an Ask of its question
+	// would.
 	Price(q Question) Price
 	// MaxCharge is the most the vendor's contract lets one answer to q cost,
 	// in its credits: one Ask of q, or one AskBulk item asking q (a bulk
@@ -118,7 +119,23 @@ type Billing struct {
 	// resent call is replayed free (seed: as configured, auto learns it;
 	// pdl: false, it takes no key: a resent call is billed again).
 	HonoursKeys domain.HonoursKeys
+	// Replays is how the vendor's answers show a replay of an earlier send
+	// of their key ("" : they never do, a resent call is a fresh one).
+	Replays ReplaySignal
 }
+
+// ReplaySignal is how a vendor's answer says it replays an earlier send.
+type ReplaySignal string
+
+// The replay signals.
+const (
+	// ReplayNone: answers are never replays.
+	ReplayNone ReplaySignal = ""
+	// ReplayZeroCharge: a replay is charged 0 by the charge header for an
+	// answer priced above 0, and Charge.Replayed (Idempotent-Replayed:
+	// true) confirms it where sent (the seed).
+	ReplayZeroCharge ReplaySignal = "zero_charge"
+)
 
 // Rule is the billing rule of stage s ("" for a stage the vendor does not answer).
 func (b Billing) Rule(s domain.Stage) BillingRule { return b.Rules[s] }
@@ -180,4 +197,61 @@ type BulkAnswer struct {
 	Items     []BulkItem
 	Charge    Charge
 	RateLimit *RateLimit
+}
+
+// The optional capabilities of an adapter. The caller finds them by
+// interface assertion on these interfaces, never on an adapter's type: an
+// adapter without one is the common case it describes.
+
+// PriceTeacher is an adapter whose answers teach its price list class by
+// class (a single answer's Charge.Class): the caller keeps its book in step
+// with what every worker learned, reserves the book's worst, prices an
+// answer whose charge the vendor did not report by it, and recognises an
+// answer charged 0 for a class not priced yet. An adapter without it is
+// priced by its Price alone.
+type PriceTeacher interface {
+	// Book is the adapter's price list: its cost table (with the vendors
+	// file's prices) until answers show prices.
+	Book() *PriceBook
+	// BulkBill prices a bulk call's items by book (qs are the call's
+	// questions).
+	BulkBill(book *PriceBook, qs []Question, items []BulkItem) BulkBill
+}
+
+// BulkBill is a bulk call's answer priced by a price list, in credits.
+type BulkBill struct {
+	// Estimate is what the call's items cost: the call's charge when the
+	// vendor did not report it.
+	Estimate int64
+	// Split is Estimate by the stage each part of it bought: the ledger's
+	// "what did the job cost, by stage" of a call that bought several.
+	Split map[domain.Stage]int64
+	// Classes counts the price classes the items were billed for, to learn
+	// prices from the call's total; nil when an item's outcome is unknown.
+	Classes map[PriceClass]int64
+}
+
+// BulkBuyer is an adapter whose bulk call for one stage buys later stages
+// with it, for the rows that stage answers (the seed's bulk "include"):
+// each item then answers or misses (BulkItem.Missed) them too.
+type BulkBuyer interface {
+	// BulkStages are the stages a bulk call asking stage buys, of those
+	// wanted: stage first. Only stage when it buys nothing more.
+	BulkStages(stage domain.Stage, wanted []domain.Stage) []domain.Stage
+}
+
+// Endpoints is an adapter that names its endpoints in the ledger and the
+// metrics by its own paths ("/v1/profile"); without it an endpoint is the
+// vendor's name and the stage ("pdl:profile", "pdl:bulk").
+type Endpoints interface {
+	// Endpoint names the endpoint a single call of stage goes to, or, for
+	// domain.StageBulk, a bulk call.
+	Endpoint(stage domain.Stage) string
+}
+
+// Records is an adapter that says which kind of vendor it is (Kind.Name):
+// its answers' records are kept in the cache with that kind, and read back
+// by the kind's Kind.ReadProfile.
+type Records interface {
+	Kind() string
 }

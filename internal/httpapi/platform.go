@@ -19,7 +19,6 @@ import (
 
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jsonin"
-	"github.com/enrichq/enrichq/internal/platform/platformapi"
 	"github.com/enrichq/enrichq/internal/service"
 )
 
@@ -44,12 +43,8 @@ func (s *server) platformError(w http.ResponseWriter, r *http.Request, err error
 		unknown *service.UnknownMembersError
 	)
 	switch {
-	case errors.Is(err, platformapi.ErrColdLookup):
-		msg := platformapi.ColdLookupError("").Message
-		if pe, ok := platformapi.AsError(err); ok {
-			msg = pe.Message
-		}
-		err = errorf(http.StatusUnprocessableEntity, "cold_lookup_refused", "%s", msg)
+	case errors.Is(err, service.ErrColdLookup):
+		err = errorf(http.StatusUnprocessableEntity, "cold_lookup_refused", "%s", service.ColdLookupMessage(err))
 	case errors.Is(err, service.ErrPlatformNotConfigured):
 		err = errNoPlatform
 	case errors.Is(err, service.ErrConnectState):
@@ -229,18 +224,14 @@ func (s *server) platformMember(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, memberOf(m, s.Now()))
 }
 
-// profileLookupParams are the names a request to look a profile up by URL
-// through the platform might use.
-var profileLookupParams = []string{"profile_url", "profile_urls", "url", "urls", "rows", "vanity_name"}
-
 // platformProfile is GET /v1/platform/profile?member=ID: the member's
 // profile as last read from the platform. Asked for a profile URL (a cold
 // lookup), it answers 422 before any call: cold lookups go to the vendor.
 func (s *server) platformProfile(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	for _, k := range profileLookupParams {
+	for _, k := range service.ProfileLookupParams {
 		if q.Has(k) {
-			s.platformError(w, r, platformapi.ColdLookupError(q.Get(k)))
+			s.platformError(w, r, service.ColdLookupError(q.Get(k)))
 			return
 		}
 	}
@@ -323,9 +314,9 @@ func readSyncRequest(w http.ResponseWriter, r *http.Request) (service.SyncReques
 	if err := jsonError("invalid_json", jsonin.Decode(body, &fields)); err != nil {
 		return service.SyncRequest{}, err
 	}
-	for _, k := range profileLookupParams {
+	for _, k := range service.ProfileLookupParams {
 		if v, ok := fields[k]; ok {
-			return service.SyncRequest{}, platformapi.ColdLookupError(firstString(v))
+			return service.SyncRequest{}, service.ColdLookupError(firstString(v))
 		}
 	}
 	for k := range fields {
@@ -351,8 +342,8 @@ func readSyncRequest(w http.ResponseWriter, r *http.Request) (service.SyncReques
 			Message: `members is required: a list of member ids, or "all"`, Details: []ingest.FieldError{{Column: "members", Message: "required"}}}
 	case json.Unmarshal(in.Members, &all) == nil:
 		if all != "all" {
-			if platformapi.LooksLikeProfileURL(all) {
-				return req, platformapi.ColdLookupError(all)
+			if service.LooksLikeProfileURL(all) {
+				return req, service.ColdLookupError(all)
 			}
 			return req, &apiError{Status: http.StatusUnprocessableEntity, Code: "invalid_members",
 				Message: `members must be a list of member ids, or "all"`, Details: []ingest.FieldError{{Column: "members", Message: "not a list"}}}
@@ -383,7 +374,7 @@ func firstString(v json.RawMessage) string {
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(v, &obj) == nil {
-		for _, k := range profileLookupParams {
+		for _, k := range service.ProfileLookupParams {
 			if x, ok := obj[k]; ok {
 				return firstString(x)
 			}

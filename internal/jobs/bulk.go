@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -11,16 +12,18 @@ import (
 )
 
 // bulk asks vendor l stage for todo in bulk calls, one per bulkSize
-// distinct inputs. At the seed a bulk call finds the profile and the later
-// stages the job wants with it.
+// distinct inputs. At a vendor whose bulk call buys later stages with
+// stage (enrich.BulkBuyer) it asks those the job wants too.
 func (c *chunkRun) bulk(ctx context.Context, l *lane, stage domain.Stage, todo []*rowWork) {
 	var include []domain.Stage
-	if l.seed {
-		for _, s := range []domain.Stage{domain.StageEmail, domain.StagePhone} {
+	if l.buyer != nil {
+		var wanted []domain.Stage
+		for _, s := range domain.Stages {
 			if c.want[s] {
-				include = append(include, s)
+				wanted = append(wanted, s)
 			}
 		}
+		include = l.buyer.BulkStages(stage, wanted)[1:]
 	}
 	groups := map[string][]*rowWork{}
 	var order []string
@@ -48,11 +51,11 @@ func (c *chunkRun) bulk(ctx context.Context, l *lane, stage domain.Stage, todo [
 	}
 }
 
-// bulkQuestion is what a bulk call asks vendor l for a row: the seed's
-// asks the profile and the stages included.
+// bulkQuestion is what a bulk call asks vendor l for a row: at a vendor
+// whose bulk call buys later stages, stage and the stages included.
 func (c *chunkRun) bulkQuestion(l *lane, w *rowWork, stage domain.Stage, include []domain.Stage) enrich.Question {
 	q := c.questionFor(l, w, stage)
-	if l.seed {
+	if l.buyer != nil {
 		q.Stages = append([]domain.Stage{stage}, include...)
 	}
 	return q
@@ -78,34 +81,16 @@ func (c *chunkRun) alignRetries(rows []*rowWork) {
 	}
 }
 
-// bulkSplit estimates a seed bulk call's charge by stage with the price
-// book, in budget units, for the ledger's "what did the job cost, by stage".
-func (c *chunkRun) bulkSplit(l *lane, queries []enrich.ProfileQuery, include []domain.Stage, items []enrich.BulkItem) map[domain.Stage]int64 {
-	split := map[domain.Stage]int64{}
-	for i, it := range items {
-		if it.Err != nil || i >= len(queries) {
-			continue
-		}
-		p, _ := l.Prices.Price(enrich.ProfileClass(queries[i].Kind(), it.Profile != nil))
-		split[domain.StageProfile] += l.units(p)
-		if it.Profile == nil {
-			continue
-		}
-		for _, s := range include {
-			var class enrich.PriceClass
-			switch s {
-			case domain.StageEmail:
-				class = enrich.EmailClass(it.Email)
-			case domain.StagePhone:
-				class = enrich.PhoneClass(it.Phones)
-			default:
-				continue
-			}
-			p, _ := l.Prices.Price(class)
-			split[s] += l.units(p)
-		}
+// inUnits is a split of credits by stage in budget units.
+func (l *lane) inUnits(split map[domain.Stage]int64) map[domain.Stage]int64 {
+	if split == nil {
+		return nil
 	}
-	return split
+	out := make(map[domain.Stage]int64, len(split))
+	for s, n := range split {
+		out[s] = l.units(n)
+	}
+	return out
 }
 
 func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, keys []string, groups map[string][]*rowWork, include []domain.Stage) {
@@ -113,11 +98,9 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 		return // taken out meanwhile: the rows ask the next vendor
 	}
 	qs := make([]enrich.Question, len(keys))
-	queries := make([]enrich.ProfileQuery, len(keys))
 	var reserve, bound int64
 	for i, k := range keys {
 		qs[i] = c.bulkQuestion(l, groups[k][0], stage, include)
-		queries[i] = qs[i].Query
 		reserve += l.worst(qs[i])
 		bound += l.Vendor.MaxCharge(qs[i])
 	}
@@ -132,11 +115,7 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 			again = again || w.row.Attempts > 0
 		}
 	}
-	endpoint := "/v1/bulk"
-	if !l.seed {
-		endpoint = l.name + ":bulk"
-	}
-	err := c.call(ctx, l, store.Reservation{RowCount: len(keys), Stage: domain.StageBulk, Endpoint: endpoint, IdempotencyKey: idem,
+	err := c.call(ctx, l, store.Reservation{RowCount: len(keys), Stage: domain.StageBulk, Endpoint: l.endpoint(domain.StageBulk), IdempotencyKey: idem,
 		Credits: reserve}, again, func(ctx context.Context) (answered, error) {
 		var err error
 		res, err = l.Vendor.AskBulk(ctx, qs, idem)
@@ -144,15 +123,15 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 			return answered{charge: res.Charge, bound: bound}, err
 		}
 		ch := res.Charge
-		if !l.seed {
+		if l.teacher == nil {
 			return answered{charge: ch, bound: bound}, nil
 		}
-		ch.Estimate = l.Prices.BulkPrice(queries, include, res.Items)
+		bill := l.teacher.BulkBill(l.Prices, qs, res.Items)
+		ch.Estimate = bill.Estimate
 		if !ch.Reported {
 			ch.Credits = ch.Estimate
 		}
-		classes, _ := enrich.BulkClasses(queries, include, res.Items)
-		return answered{charge: ch, split: c.bulkSplit(l, queries, include, res.Items), classes: classes, bound: bound}, nil
+		return answered{charge: ch, split: l.inUnits(bill.Split), classes: bill.Classes, bound: bound}, nil
 	})
 	var ve *enrich.Error
 	if err != nil && errors.As(err, &ve) && ve.Class == enrich.ClassPermanent && len(keys) > 1 {
@@ -188,13 +167,10 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 		a := answer{profile: item.Profile, email: item.Email, phones: item.Phones}
 		c.settleRows(ctx, l, rows, nil, func(w *rowWork, remember bool) {
 			c.accept(l, w, stage, a, remember)
-			if !l.seed || item.Profile == nil {
-				return // the later stages were not looked up
-			}
-			for _, s := range include {
+			for _, s := range include { // a stage neither found nor missed was not looked up
 				if a.matched(s) {
 					c.apply(w, s, answer{vendor: l.name, email: item.Email, phones: item.Phones}, remember)
-				} else {
+				} else if slices.Contains(item.Missed, s) {
 					c.noMatchFrom(l, w, s, remember)
 				}
 			}

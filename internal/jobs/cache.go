@@ -194,7 +194,7 @@ func decodeCached(stage domain.Stage, e store.CacheEntry) (answer, error) {
 	var err error
 	switch stage {
 	case domain.StageProfile:
-		a.profile, err = parseProfileRaw(c.Kind, c.Raw)
+		a.profile, err = enrich.ReadProfileRecord(c.Kind, c.Raw)
 	case domain.StageEmail:
 		a.email, err = enrich.ParseEmailRaw(c.Raw)
 	default:

@@ -211,15 +211,15 @@ func (c *chunkRun) settleAnswer(ctx, sctx context.Context, l *lane, res store.Re
 func (c *chunkRun) replayOrFresh(ctx context.Context, l *lane, res store.Reservation, id int64, again bool, charge enrich.Charge, st store.Settlement) (_ store.Settlement, fresh bool) {
 	sent := c.sentBeforeOnce(ctx, res, id)
 	switch {
-	case l.seed && c.isReplay(l, charge, sent):
+	case l.replays() && c.isReplay(l, charge, sent):
 		l.learnHonoursKeys(ctx, id)
 		st = c.replayed(ctx, l, res, id, charge, st)
-	case l.seed && charge.Resent && sent():
+	case l.replays() && charge.Resent && sent():
 		// http.Transport wrote it twice, and the key was sent before: the
 		// answer held may be a replay of an earlier send (its charge is
 		// not known), priced as a replay would be, never twice.
 		st = c.replayed(ctx, l, res, id, charge, st)
-	case l.seed && c.unpricedRepeat(l, charge, sent):
+	case l.replays() && c.unpricedRepeat(l, charge, sent):
 		// Charged 0, to a key sent before, for an answer whose price the
 		// vendor has not shown (the cost table says 0): a replay, or a
 		// free answer. Either way the billed earlier send cost what the
@@ -316,7 +316,7 @@ func (c *chunkRun) isReplay(_ *lane, charge enrich.Charge, sent func() bool) boo
 // price is 0, the earlier sends not billed), not to be told apart until the
 // price is known.
 func (c *chunkRun) unpricedRepeat(l *lane, charge enrich.Charge, sent func() bool) bool {
-	if !charge.Reported || charge.Credits != 0 || charge.Resent || !charge.Class.Valid() {
+	if !charge.Reported || charge.Credits != 0 || charge.Resent || !charge.Class.Valid() || l.Prices == nil {
 		return false
 	}
 	if _, known := l.Prices.Price(charge.Class); known {
@@ -352,7 +352,7 @@ func (c *chunkRun) sentBefore(ctx context.Context, res store.Reservation, id int
 // client may price by its cost table): Estimate, and Credits when the
 // vendor did not report them.
 func (c *chunkRun) priced(l *lane, ch enrich.Charge) enrich.Charge {
-	if !l.seed || !ch.Class.Valid() {
+	if l.Prices == nil || !ch.Class.Valid() {
 		return ch
 	}
 	est, _ := l.Prices.Price(ch.Class)

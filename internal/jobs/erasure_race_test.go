@@ -97,7 +97,7 @@ func TestErasureRacingAnInFlightRow(t *testing.T) {
 				in := c.row(b)
 				job := b.Submit(t, []ingest.RowIn{in}, ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}})
 				v := &holdingVendor{Vendor: b.Client, answered: make(chan *enrich.Profile), release: make(chan struct{})}
-				proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(v, noLimit{}, "")}, jobs.ProcessorConfig{ErasureKey: erasureKey, Bulk: bulk}, b.Log)
+				proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobstest.SeedVendor(v, noLimit{}, "")}, jobs.ProcessorConfig{ErasureKey: erasureKey, Bulk: bulk}, b.Log)
 				ctx := context.Background()
 
 				done := make(chan error, 1)

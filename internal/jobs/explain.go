@@ -61,16 +61,17 @@ func (p *Processor) witnessSettleAccount(ctx context.Context, jobID string, l *l
 	}
 }
 
-// learnedPrice is the price the seed vendor has shown for a class (by its
-// name), in budget units: known is false when it has not (or the name is
-// not a class). Classes are the seed's: with two seed vendors, the first's.
+// learnedPrice is the price a vendor whose answers teach prices by class
+// has shown for a class (by its name), in budget units: known is false when
+// it has not (or the name is not a class). With two such vendors, the
+// first's.
 func (p *Processor) learnedPrice(class string) (int64, bool) {
 	c, err := enrich.ParsePriceClass(class)
 	if err != nil {
 		return 0, false
 	}
 	for _, l := range p.lanes {
-		if l.seed {
+		if l.Prices != nil {
 			n, ok := l.Prices.Price(c)
 			return l.units(n), ok
 		}

@@ -209,7 +209,7 @@ func TestDuplicateTaskDoesNothing(t *testing.T) {
 	b := jobstest.New(t, jobstest.Options{NoWorker: true, Processor: jobs.ProcessorConfig{Bulk: true}})
 	b.Submitter.Enqueuer = nil
 	job := b.Submit(t, jobstest.Companies(10), ingest.JobOptions{Roles: []string{"CFO"}})
-	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(b.Client, noLimit{}, "")}, jobs.ProcessorConfig{Bulk: true}, b.Log)
+	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobstest.SeedVendor(b.Client, noLimit{}, "")}, jobs.ProcessorConfig{Bulk: true}, b.Log)
 	ctx := context.Background()
 	ref := store.ChunkRef{JobID: job.ID, Chunk: 0}
 	if _, err := proc.ProcessChunk(ctx, ref); err != nil {

@@ -31,7 +31,7 @@ func (p *Processor) refreshPrices(ctx context.Context) {
 }
 
 func (ln *lane) refreshPrices(ctx context.Context) {
-	if ln.Account == "" || !ln.seed {
+	if ln.Account == "" || ln.Prices == nil {
 		return
 	}
 	p := ln.p
@@ -76,7 +76,7 @@ func LearnedPrices(list []store.VendorPrice) []enrich.LearnedPrice {
 // charged credits: news is written and logged at once, an agreeing answer
 // counted for the next flush.
 func (ln *lane) learnPrice(ctx context.Context, class enrich.PriceClass, credits, by int64) {
-	if !class.Valid() || !ln.seed {
+	if !class.Valid() || ln.Prices == nil {
 		return
 	}
 	p := ln.p
@@ -107,7 +107,7 @@ func (ln *lane) learnPrice(ctx context.Context, class enrich.PriceClass, credits
 // before it, determines (enrich.PriceBook.SolveBulk); when every class has
 // one and the total agrees, each counts as agreeing.
 func (ln *lane) learnBulk(ctx context.Context, counts map[enrich.PriceClass]int64, total, by int64) {
-	if len(counts) == 0 || !ln.seed {
+	if len(counts) == 0 || ln.Prices == nil {
 		return
 	}
 	p := ln.p

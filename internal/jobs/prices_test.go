@@ -68,7 +68,7 @@ func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 	account := fmt.Sprintf("acct-prices-%d", time.Now().UnixNano())
 	book := enrich.NewPriceBook(enrich.DefaultCosts(), nil)
 	cfg := jobs.ProcessorConfig{Now: func() time.Time { return time.Now().Add(-time.Hour) }}
-	vc := jobs.SeedVendor(b.Client, noLimit{}, "")
+	vc := jobstest.SeedVendor(b.Client, noLimit{}, "")
 	vc.Account, vc.Prices = account, book
 	opts := ingest.JobOptions{Roles: []string{"CFO"}, Lookups: []domain.Stage{domain.StageProfile, domain.StageEmail}}
 
@@ -100,7 +100,7 @@ func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 	billed := b.Vendor.TotalCharged()
 	lost := b.Submit(t, jobstest.NamedCompanies("lost", 30), opts)
 	v := &billedAndLost{Vendor: b.Client, seen: map[string]bool{}}
-	vc = jobs.SeedVendor(v, noLimit{}, "")
+	vc = jobstest.SeedVendor(v, noLimit{}, "")
 	vc.Account = account
 	runRounds(t, b, jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, cfg, b.Log), lost.ID, 5)
 	j, err := b.Store.JobByID(ctx, lost.ID)
@@ -301,7 +301,7 @@ func TestWitnessSettlesWhatTheReadingsPin(t *testing.T) {
 	}
 	job := b.Submit(t, []ingest.RowIn{{Ref: "hit", Company: hit}, {Ref: "miss", Company: miss}}, ingest.JobOptions{Roles: []string{"CFO"}})
 	v := &losesOnce{Vendor: b.Client, seen: map[string]bool{}, lose: func(q enrich.ProfileQuery) bool { return q.Company == miss }}
-	vc := jobs.SeedVendor(v, noLimit{}, "")
+	vc := jobstest.SeedVendor(v, noLimit{}, "")
 	vc.Account = fmt.Sprintf("acct-witness-%d", time.Now().UnixNano())
 	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, jobs.ProcessorConfig{
 		LookupConcurrency: 1, Now: func() time.Time { return time.Now().Add(-time.Hour) }}, b.Log)
@@ -338,7 +338,7 @@ func TestBulkCallsTeachPrices(t *testing.T) {
 	b.Submitter.Enqueuer = nil
 	ctx := context.Background()
 	account := fmt.Sprintf("acct-bulk-%d", time.Now().UnixNano())
-	vc := jobs.SeedVendor(b.Client, noLimit{}, "")
+	vc := jobstest.SeedVendor(b.Client, noLimit{}, "")
 	vc.Account = account
 	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, jobs.ProcessorConfig{Bulk: true, BulkSize: 4}, b.Log)
 	// Profiles alone: a match and a no-match are told apart. Then with

@@ -44,9 +44,9 @@ const (
 
 // ProcessorConfig tunes a Processor. Zero values take the defaults.
 type ProcessorConfig struct {
-	// Bulk uses the vendors' bulk endpoints (the seed's POST /v1/bulk for
-	// the profile stage and the stages after it) where they have one and
-	// their VendorConfig does not opt out. Default false.
+	// Bulk uses the vendors' bulk endpoints (for the profile stage and the
+	// stages a bulk call buys with it, enrich.BulkBuyer) where they have one
+	// and their VendorConfig does not opt out. Default false.
 	Bulk bool
 	// BulkSize is the rows per bulk call, at most enrich.MaxBulkRows and
 	// each vendor's own maximum. Default 100.
@@ -60,10 +60,6 @@ type ProcessorConfig struct {
 	// RetryBase and RetryMax bound the backoff between attempts of a row.
 	// Default DefaultRetryBase and DefaultRetryMax.
 	RetryBase, RetryMax time.Duration
-	// Costs is the seed's cost table: the prices it has not shown yet, for
-	// a seed vendor configured without a price book. Default
-	// enrich.DefaultCosts().
-	Costs enrich.CostTable
 	// Orderer orders the vendors a row asks, and learns from their
 	// answers. Default StaticOrder: the configured order.
 	Orderer Orderer
@@ -104,9 +100,6 @@ func (c *ProcessorConfig) fill() {
 	}
 	if c.RetryMax <= 0 {
 		c.RetryMax = DefaultRetryMax
-	}
-	if c.Costs == (enrich.CostTable{}) {
-		c.Costs = enrich.DefaultCosts()
 	}
 	if c.Orderer == nil {
 		c.Orderer = StaticOrder{}

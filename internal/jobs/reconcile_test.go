@@ -87,7 +87,7 @@ func TestUnknownOutcomesAreReconciledByTheRetry(t *testing.T) {
 			v := &losingVendor{Vendor: b.Client, billed: c.billed, seen: map[string]bool{}}
 			account := "acct-" + job.ID[:8]
 			// The clock an hour back: a row's retry is due at once.
-			vc := jobs.SeedVendor(v, noLimit{}, c.honours)
+			vc := jobstest.SeedVendor(v, noLimit{}, c.honours)
 			vc.Account = account
 			proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, jobs.ProcessorConfig{Bulk: c.bulk,
 				Now: func() time.Time { return time.Now().Add(-time.Hour) }}, b.Log)
@@ -148,7 +148,7 @@ func TestUnknownVendorKeepsTheWorstCase(t *testing.T) {
 	b.Submitter.Enqueuer = nil
 	job := b.Submit(t, jobstest.Companies(10), ingest.JobOptions{Roles: []string{"CFO"}})
 	v := &losingVendor{Vendor: b.Client, billed: false, seen: map[string]bool{}}
-	vc := jobs.SeedVendor(v, noLimit{}, "")
+	vc := jobstest.SeedVendor(v, noLimit{}, "")
 	vc.Account = "acct-" + job.ID[:8]
 	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{vc}, jobs.ProcessorConfig{
 		Now: func() time.Time { return time.Now().Add(-time.Hour) }}, b.Log)
@@ -217,7 +217,7 @@ func TestExplainClosesALostWorkersReservations(t *testing.T) {
 			if err := b.Store.ReleaseRows(ctx, claim.Token, claim.IDs()); err != nil {
 				t.Fatal(err)
 			}
-			proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(b.Client, noLimit{}, c.honours)}, jobs.ProcessorConfig{}, b.Log)
+			proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobstest.SeedVendor(b.Client, noLimit{}, c.honours)}, jobs.ProcessorConfig{}, b.Log)
 			runRounds(t, b, proc, job.ID, 1)
 			j, err := b.Store.JobByID(ctx, job.ID)
 			if err != nil || j.State != domain.JobCompleted {

@@ -64,7 +64,7 @@ func TestRowErrorsNameTheirClass(t *testing.T) {
 		rows = append(rows, ingest.RowIn{Ref: company, Company: company})
 	}
 	job := b.Submit(t, rows, ingest.JobOptions{Roles: []string{"CTO"}})
-	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobs.SeedVendor(&failingVendor{Vendor: b.Client, errs: errs}, noLimit{}, "")}, jobs.ProcessorConfig{MaxAttempts: 1}, b.Log)
+	proc := jobs.NewProcessor(b.Store, []jobs.VendorConfig{jobstest.SeedVendor(&failingVendor{Vendor: b.Client, errs: errs}, noLimit{}, "")}, jobs.ProcessorConfig{MaxAttempts: 1}, b.Log)
 	if _, err := proc.ProcessChunk(context.Background(), store.ChunkRef{JobID: job.ID, Chunk: 0}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -73,11 +74,12 @@ func (c *chunkRun) idempotencyKey(l *lane, rowID int64, stage domain.Stage) stri
 	return idempotencyKey(l.name, c.job.ID, rowID, stage)
 }
 
-// endpoint names a vendor's endpoint of stage in the ledger and metrics:
-// the seed's paths, the vendor's name and the stage for another.
+// endpoint names a vendor's endpoint of stage (domain.StageBulk: its bulk
+// call) in the ledger and metrics: the adapter's own name for it
+// (enrich.Endpoints), else the vendor's name and the stage.
 func (l *lane) endpoint(stage domain.Stage) string {
-	if l.seed {
-		return "/v1/" + string(stage)
+	if e, ok := l.Vendor.(enrich.Endpoints); ok {
+		return e.Endpoint(stage)
 	}
 	return l.name + ":" + string(stage)
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/enrich/pdl"
 )
 
 // DefaultVendorName names the one vendor the ENRICHQ_VENDOR_* variables
@@ -18,7 +17,7 @@ const DefaultVendorName = "vendor"
 
 // VendorConfig is one configured vendor as the processor uses it.
 type VendorConfig struct {
-	// Vendor is its adapter (enrich.Seed, pdl.Vendor).
+	// Vendor is its adapter (enrich.Build makes it from the vendors file).
 	Vendor enrich.Vendor
 	// Limiter paces its calls, shared by every worker under its key.
 	Limiter Limiter
@@ -31,24 +30,14 @@ type VendorConfig struct {
 	// (default 1). The ledger, budgets, the account's usage and its balance
 	// readings are all counted in budget units: a vendor's credits times it.
 	CreditValue int64
-	// Prices is the seed's price book (learned from its answers, shared
-	// through Postgres): it prices what must be inferred and the worst case
-	// reserved. Nil for a seed: a book over ProcessorConfig.Costs. Other
-	// adapters price with their own Price.
+	// Prices replaces the price book of an adapter whose answers teach its
+	// prices (enrich.PriceTeacher); nil: the adapter's own. The book,
+	// learned from its answers and shared through Postgres, prices what
+	// must be inferred and the worst case reserved. Other adapters price
+	// with their own Price.
 	Prices *enrich.PriceBook
 	// NoBulk keeps its bulk endpoint unused even with ProcessorConfig.Bulk.
 	NoBulk bool
-}
-
-// SeedVendor is the one seed vendor of ENRICHQ_VENDOR_* over api (a
-// *enrich.Client, or a test's wrapper of one), named "vendor": the
-// configuration of a processor with a single vendor. honours is its
-// configured Idempotency-Key behaviour ("": auto).
-func SeedVendor(api enrich.SeedAPI, l Limiter, honours domain.HonoursKeys) VendorConfig {
-	if c, ok := api.(*enrich.Client); ok {
-		return VendorConfig{Vendor: enrich.NewSeed(DefaultVendorName, c, honours), Limiter: l}
-	}
-	return VendorConfig{Vendor: enrich.NewSeedOver(DefaultVendorName, api, enrich.DefaultCosts(), honours), Limiter: l}
 }
 
 // lane is a configured vendor with what the processor learns of it.
@@ -57,9 +46,11 @@ type lane struct {
 	p    *Processor
 	name string
 	caps enrich.Caps
-	// seed: priced by the book (Prices), replays recognised by its charge
-	// classes; other adapters are priced by their own Price.
-	seed bool
+	// teacher: the adapter's answers teach its prices (Prices is its book);
+	// nil: it is priced by its own Price.
+	teacher enrich.PriceTeacher
+	// buyer: its bulk call for a stage buys later stages with it; nil: none.
+	buyer enrich.BulkBuyer
 	// honours: the vendor was seen to honour Idempotency-Key (learned once,
 	// never unlearned).
 	honours atomic.Bool
@@ -85,11 +76,16 @@ func newLanes(p *Processor, vendors []VendorConfig) []*lane {
 		if v.Limiter == nil {
 			v.Limiter = noLimiter{}
 		}
-		_, seed := v.Vendor.(*enrich.Seed)
-		if seed && v.Prices == nil {
-			v.Prices = enrich.NewPriceBook(p.cfg.Costs, nil)
+		l := &lane{VendorConfig: v, p: p, name: name, caps: v.Vendor.Caps()}
+		if t, ok := v.Vendor.(enrich.PriceTeacher); ok {
+			l.teacher = t
+			if l.Prices == nil {
+				l.Prices = t.Book()
+			}
+		} else {
+			l.Prices = nil
 		}
-		l := &lane{VendorConfig: v, p: p, name: name, caps: v.Vendor.Caps(), seed: seed}
+		l.buyer, _ = v.Vendor.(enrich.BulkBuyer)
 		l.learner.reloads = p.learnerReloads
 		out = append(out, l)
 	}
@@ -105,7 +101,7 @@ func (l *lane) units(credits int64) int64 { return enrich.SaturatedUnits(credits
 
 // worst is what to reserve, in budget units, before asking q.
 func (l *lane) worst(q enrich.Question) int64 {
-	if l.seed {
+	if l.teacher != nil {
 		var n int64
 		for _, s := range q.Stages {
 			n += l.Prices.Worst(s)
@@ -136,32 +132,19 @@ func (noLimiter) Wait(context.Context) error                     { return nil }
 func (noLimiter) Throttled(context.Context, time.Duration) error { return nil }
 func (noLimiter) Succeeded(context.Context)                      {}
 
-// kindOf is the adapter kind of the vendor named name ("seed", "pdl"),
+// kindOf is the adapter kind of the vendor named name (enrich.Records),
 // kept with its cached answers.
 func (p *Processor) kindOf(name string) string {
 	for _, l := range p.lanes {
 		if l.name == name {
-			return vendorKind(l.Vendor)
+			if r, ok := l.Vendor.(enrich.Records); ok {
+				return r.Kind()
+			}
 		}
 	}
 	return ""
 }
 
-func vendorKind(v enrich.Vendor) string {
-	switch v.(type) {
-	case *enrich.Seed:
-		return "seed"
-	case *pdl.Vendor:
-		return "pdl"
-	}
-	return ""
-}
-
-// parseProfileRaw reads a cached profile record of a vendor of kind: each
-// kind keeps its vendor's record as sent.
-func parseProfileRaw(kind string, raw []byte) (*enrich.Profile, error) {
-	if kind == "pdl" {
-		return pdl.ParseProfileRaw(raw)
-	}
-	return enrich.ParseProfileRaw(raw)
-}
+// replays says whether the vendor's answers may be replays of an earlier
+// send of their key (enrich.Billing.Replays).
+func (l *lane) replays() bool { return l.caps.Billing.Replays != enrich.ReplayNone }

@@ -143,16 +143,13 @@ func (c *chunkRun) vendorOrder(w *rowWork, stage domain.Stage) []*lane {
 	}
 	order := capable
 	if names != nil {
-		order = order[:0:0]
-		for _, n := range names {
-			if i := slices.IndexFunc(capable, func(l *lane) bool { return l.name == n }); i >= 0 && !slices.Contains(order, capable[i]) {
-				order = append(order, capable[i])
-			}
+		cands := make([]string, len(capable))
+		for i, l := range capable {
+			cands[i] = l.name
 		}
-		for _, l := range capable {
-			if rest && !slices.Contains(order, l) {
-				order = append(order, l)
-			}
+		order = order[:0:0]
+		for _, n := range enrich.Ordered(names, cands, rest) {
+			order = append(order, capable[slices.Index(cands, n)])
 		}
 	}
 	if w.order == nil {

@@ -58,12 +58,16 @@ func (s *Service) Estimate(ctx context.Context, p Principal, sub Submission) (Es
 	if err := s.checkVendors(sub.Options.Vendors); err != nil {
 		return Estimate{}, err
 	}
-	if len(s.vendors.List) > 1 {
+	if len(s.vendors.List) > 0 {
 		all, err := s.describedVendors()
-		if err != nil {
+		switch {
+		case err == nil:
+			vendors = jobVendors(all, sub.Options.Vendors)
+		case len(s.vendors.List) > 1:
 			return Estimate{}, err
 		}
-		vendors = jobVendors(all, sub.Options.Vendors)
+		// One vendor the API cannot describe (ENRICHQ_VENDOR_URL unset
+		// here): the submitter's own price list.
 	}
 	return s.submit.estimate(ctx, sub, vendors)
 }
@@ -82,16 +86,28 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 	return s.estimate(ctx, sub, nil)
 }
 
-// estimate is Estimate; with two vendors or more, each row is priced across
-// the waterfall of vendors (waterfallRange) rather than by the one
-// vendor's price book.
+// estimate is Estimate over the job's vendors as the worker builds them
+// (nil: the one vendor of s, priced by s.Costs). One vendor whose answers
+// teach its prices (enrich.PriceTeacher) is priced by its price book, with
+// what its key's answers showed, in budget units; otherwise each row is
+// priced across the waterfall of vendors (waterfallRange).
 func (s *Submitter) estimate(ctx context.Context, sub Submission, vendors []vendororder.Vendor) (Estimate, error) {
-	learned, err := s.Store.VendorPrices(ctx, s.Account)
+	table, account, unit := s.Costs, s.Account, int64(1)
+	if len(vendors) == 1 {
+		if t, ok := vendors[0].Adapter.(enrich.PriceTeacher); ok {
+			table, unit = t.Book().Table(), max(vendors[0].CreditValue, 1)
+			if vendors[0].Account != "" {
+				account = vendors[0].Account
+			}
+			vendors = nil
+		}
+	}
+	learned, err := s.Store.VendorPrices(ctx, account)
 	if err != nil {
 		return Estimate{}, err
 	}
 	p := estimatePass{sub: sub, want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{}, vendors: vendors,
-		book: enrich.NewPriceBook(s.Costs, jobs.LearnedPrices(learned))}
+		book: enrich.NewPriceBook(table, jobs.LearnedPrices(learned)), unit: unit}
 	for _, l := range sub.Options.Lookups {
 		p.want[l] = true
 	}
@@ -110,8 +126,8 @@ type estimatePass struct {
 	sub  Submission
 	want map[domain.Stage]bool
 	book *enrich.PriceBook
-	// vendors are the job's waterfall when two or more are configured; nil:
-	// the one vendor, priced by book.
+	unit int64 // budget units per credit of book
+	// vendors are the job's waterfall; nil: the one vendor, priced by book.
 	vendors []vendororder.Vendor
 	inputs  map[string]*estimateInput
 	order   []string // the inputs' keys, in upload order
@@ -237,6 +253,9 @@ func (s *Submitter) price(p *estimatePass) {
 		}
 		if p.vendors != nil {
 			lo, hi = waterfallRange(p.vendors, in, stages)
+		}
+		if p.vendors == nil {
+			lo, hi = lo*p.unit, hi*p.unit
 		}
 		p.est.Credits.Min += lo
 		p.est.Credits.Max += hi

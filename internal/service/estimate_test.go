@@ -130,3 +130,35 @@ func TestEstimateAcrossTheWaterfall(t *testing.T) {
 		t.Fatalf("pdl alone: %+v, want credits 0 to 12 (the role title is not pdl's)", est)
 	}
 }
+
+// With one vendor, the estimate prices by the vendors file as the worker
+// reserves: its prices and its credit value (a seed searched at 7 credits
+// worth 2 units: 14 a person); a PDL-shaped vendor alone by its own price
+// list (a match 4, a miss free), not by another kind's.
+func TestEstimateOfOneVendorByTheVendorsFile(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	person := func(emit func(ingest.Lookup) error) error {
+		return emit(ingest.Lookup{Row: 1, Ref: "r1", Kind: domain.InputNameCompany, Name: "Ann Person", Company: "Acme"})
+	}
+	for _, tc := range []struct {
+		spec     config.VendorSpec
+		min, max int64
+	}{
+		{config.VendorSpec{Name: "seed", Kind: config.VendorSeed, URL: "http://seed.example", Key: "k1", CreditValue: 2,
+			Prices: map[string]int64{"profile_by_search": 7}}, 14, 14},
+		{config.VendorSpec{Name: "pdl", Kind: config.VendorPDL, URL: "http://pdl.example", Key: "k2", CreditValue: 1,
+			Prices: map[string]int64{"match": 4}}, 0, 4},
+	} {
+		svc := service.New(service.Config{Store: st, Submitter: &service.Submitter{Store: st},
+			Vendors: config.Vendors{List: []config.VendorSpec{tc.spec}}})
+		est, err := svc.Estimate(context.Background(), acme, service.Submission{Format: "json",
+			Options: ingest.JobOptions{Lookups: []domain.Stage{domain.StageProfile}}, Feed: person})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if est.Credits.Min != tc.min || est.Credits.Max != tc.max {
+			t.Errorf("%s alone: credits %+v, want %d to %d", tc.spec.Kind, est.Credits, tc.min, tc.max)
+		}
+	}
+}

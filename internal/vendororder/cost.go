@@ -12,7 +12,7 @@ import "github.com/enrichq/enrichq/internal/domain"
 // were asked already (one call asks such a vendor every open stage it
 // answers; it is never asked again for the row). A one-stage vendor
 // answers stage s with its rate p_s, for its expected charge e_s; a vendor
-// that answers s only from a profile URL (the seed's email and phone) is
+// that answers s only from a profile URL (a one-stage vendor's email and phone) is
 // asked only once the profile is found (or was not needed). A FillsAll
 // vendor finds a record with its match rate m, billed by its price list,
 // and the record fills each stage t asked with p_t ÷ m, independently.

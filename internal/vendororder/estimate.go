@@ -118,16 +118,14 @@ func (m *Model) matchRate(v *Vendor, seg domain.Segment) float64 {
 	return r
 }
 
-// question is the question v is asked for stage st of a row of kind k:
-// with the row's input, or, at a vendor that finds this stage from a
-// profile URL only (the seed's email and phone), with the URL a profile
-// stage found. false: v cannot answer st for such a row.
+// question is the question v is asked for stage st of a row of kind k
+// (enrich.Caps.AskedBy): with the row's input, or, at a vendor that finds
+// this stage from a profile URL only, with the URL a profile stage found.
+// false: v cannot answer st for such a row.
 func question(v *Vendor, k domain.InputKind, st domain.Stage) (enrich.Question, bool) {
-	switch {
-	case v.Caps.Answers(st, k, false):
-		return enrich.Question{Query: sampleQuery(k), Stages: []domain.Stage{st}}, true
-	case st != domain.StageProfile && v.Caps.Answers(st, domain.InputProfileURL, false):
-		return enrich.Question{Query: sampleQuery(domain.InputProfileURL), Stages: []domain.Stage{st}}, true
+	by, ok := v.Caps.AskedBy(st, k, false)
+	if !ok {
+		return enrich.Question{}, false
 	}
-	return enrich.Question{}, false
+	return enrich.Question{Query: enrich.SampleQuery(by), Stages: []domain.Stage{st}}, true
 }

@@ -2,8 +2,8 @@ package vendororder
 
 import (
 	"context"
-	"slices"
 
+	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/jobs"
 )
 
@@ -14,17 +14,9 @@ type Listed struct{ Names []string }
 
 var _ jobs.Orderer = Listed{}
 
-// Order sorts q.Vendors by their place in the list.
+// Order sorts q.Vendors by their place in the list (enrich.Ordered).
 func (l Listed) Order(_ context.Context, q jobs.OrderQuery) []string {
-	out := slices.Clone(q.Vendors)
-	place := func(name string) int {
-		if i := slices.Index(l.Names, name); i >= 0 {
-			return i
-		}
-		return len(l.Names)
-	}
-	slices.SortStableFunc(out, func(a, b string) int { return place(a) - place(b) })
-	return out
+	return enrich.Ordered(l.Names, q.Vendors, true)
 }
 
 // Observe does nothing.

@@ -298,7 +298,7 @@ func (m *Model) plan(v *Vendor, seg domain.Segment) *plan {
 			if mask&p.direct != mask { // asked with the profile URL found
 				kind = domain.InputProfileURL
 			}
-			price := v.Price(enrich.Question{Query: sampleQuery(kind), Stages: stages})
+			price := v.Price(enrich.Question{Query: enrich.SampleQuery(kind), Stages: stages})
 			p.callE[mask] = float64(v.CreditValue) * charge(price, p.match)
 		}
 	}

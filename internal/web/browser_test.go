@@ -16,8 +16,8 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/chromedp"
 
+	"github.com/enrichq/enrichq/internal/apitest"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
-	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/platform/platformtest"
 	"github.com/enrichq/enrichq/internal/service"

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/httpapi/apitest"
+	"github.com/enrichq/enrichq/internal/apitest"
 	"github.com/enrichq/enrichq/internal/ingest/ingesttest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store/storetest"

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/enrichq/enrichq/internal/apitest"
 	"github.com/enrichq/enrichq/internal/httpapi"
-	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store/storetest"

@@ -242,7 +242,7 @@ func (r *stack) startWorker(wc workerConfig) *worker {
 	if wc.limiter != nil {
 		l = wc.limiter(lim)
 	}
-	vc := jobs.SeedVendor(v, l, "")
+	vc := jobstest.SeedVendor(v, l, "")
 	vc.Account = "chaos-account" // what is learned of the vendor is remembered for the key, across workers
 	proc := jobs.NewProcessor(w.st, []jobs.VendorConfig{vc}, pc, r.log)
 	w.proc = proc

@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptrace"
 	"strings"
@@ -73,6 +72,10 @@ type Config struct {
 	MaxResponseBytes int64
 	// Now tells the time, to turn X-RateLimit-Reset into a wait. Default time.Now.
 	Now func() time.Time
+	// CreditsPerMatch is what a match costs by the price list (the vendors
+	// file's prices: {match: n}); nil: CreditsPerMatch. The charge
+	// header, when sent, is the truth of a call.
+	CreditsPerMatch *int64
 }
 
 // String prints the configuration without the API key.
@@ -107,6 +110,7 @@ type Vendor struct {
 	ua            string
 	maxBody       int64
 	now           func() time.Time
+	perMatch      int64
 }
 
 var _ enrich.Vendor = (*Vendor)(nil)
@@ -131,7 +135,8 @@ func New(cfg Config) (*Vendor, error) {
 		return nil, errors.New("pdl: API key holds blanks or control characters")
 	}
 	v := &Vendor{name: cfg.Name, base: base, key: key, hc: cfg.HTTPClient, minLikelihood: cfg.MinLikelihood,
-		required: strings.TrimSpace(cfg.Required), batch: cfg.BatchSize, ua: cfg.UserAgent, maxBody: cfg.MaxResponseBytes, now: cfg.Now}
+		required: strings.TrimSpace(cfg.Required), batch: cfg.BatchSize, ua: cfg.UserAgent, maxBody: cfg.MaxResponseBytes, now: cfg.Now,
+		perMatch: CreditsPerMatch}
 	if v.name == "" {
 		v.name = DefaultName
 	}
@@ -158,6 +163,12 @@ func New(cfg Config) (*Vendor, error) {
 	}
 	if v.now == nil {
 		v.now = time.Now
+	}
+	if m := cfg.CreditsPerMatch; m != nil {
+		if *m < 0 {
+			return nil, fmt.Errorf("pdl: a match's price %d: want 0 or more", *m)
+		}
+		v.perMatch = *m
 	}
 	return v, nil
 }
@@ -194,13 +205,13 @@ func (v *Vendor) Caps() enrich.Caps {
 	}
 }
 
-// Price: CreditsPerMatch for a match whatever it holds, nothing for a miss;
+// Price: the price of a match (Config.CreditsPerMatch) whatever it holds, nothing for a miss;
 // nothing for a question refused before the call.
 func (v *Vendor) Price(q enrich.Question) enrich.Price {
 	if v.refuse(endpointEnrich, q) != nil {
 		return enrich.Price{}
 	}
-	return enrich.Price{Miss: 0, Hit: CreditsPerMatch, Worst: CreditsPerMatch}
+	return enrich.Price{Miss: 0, Hit: v.perMatch, Worst: v.perMatch}
 }
 
 // MaxCharge: the contract bills one match, single or bulk item, at
@@ -252,7 +263,7 @@ func (v *Vendor) Ask(ctx context.Context, q enrich.Question, _ string) (enrich.A
 	if err != nil {
 		return enrich.Answer{}, v.malformed(endpointEnrich, r, err)
 	}
-	return enrich.Answer{Profile: f.profile, Email: f.email, Phones: f.phones, Charge: r.chargeOr(CreditsPerMatch), RateLimit: r.rateLimit}, nil
+	return enrich.Answer{Profile: f.profile, Email: f.email, Phones: f.phones, Charge: r.chargeOr(v.perMatch), RateLimit: r.rateLimit}, nil
 }
 
 // AskBulk makes one POST /v5/person/bulk of the questions it can answer;
@@ -293,7 +304,7 @@ func (v *Vendor) AskBulk(ctx context.Context, qs []enrich.Question, _ string) (e
 	for j, it := range got {
 		bi := enrich.BulkItem{Profile: it.profile, Email: it.email, Phones: it.phones, Err: it.err}
 		if it.billed || (it.err != nil && it.err.OutcomeUnknown) {
-			bi.EstimatedCredits = CreditsPerMatch
+			bi.EstimatedCredits = v.perMatch
 		}
 		if bi.Err != nil {
 			v.redact(bi.Err)
@@ -376,49 +387,19 @@ func (v *Vendor) do(ctx context.Context, endpoint, method, u string, body []byte
 	return &response{status: resp.StatusCode, body: data, answer: ans, charge: charge, rateLimit: rl}, nil
 }
 
-// transportError is a call that got no (complete) answer: a timeout, a reset,
-// a refused connection, a canceled context. Its outcome is unknown when the
-// request was written.
+// The upstream call kit's errors (enrich.TransportError and its kin), the
+// key redacted.
+
 func (v *Vendor) transportError(endpoint string, status int, err error, sent bool) *enrich.Error {
-	e := &enrich.Error{Class: enrich.ClassTransient, Endpoint: endpoint, Status: status, Code: "network_error", Message: enrich.ErrText(err), OutcomeUnknown: sent, Err: err}
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
-		e.Code = "canceled"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		e.Code = "timeout"
-	}
-	return v.redact(e)
+	return enrich.TransportError(v.key, endpoint, status, err, sent)
 }
 
-// malformed is a 200 whose body does not parse: the vendor did the work (and
-// may have billed it), its result is lost.
 func (v *Vendor) malformed(endpoint string, r *response, err error) *enrich.Error {
-	e := &enrich.Error{Class: enrich.ClassTransient, Endpoint: endpoint, Status: r.status, Code: "malformed_response", Message: enrich.ErrText(err),
-		OutcomeUnknown: true, RateLimit: r.rateLimit, Err: err}
-	e.Charge = errorCharge(r.charge, e)
-	return v.redact(e)
+	return enrich.MalformedError(v.key, endpoint, r.status, r.charge, r.rateLimit, err)
 }
 
-// errorCharge is what an error answer says it cost: nil when it said
-// nothing (the reservation is then counted, outcome unknown, or released).
-// A call of unknown outcome is settled only by X-Call-Credits-Spent; the
-// balance alone would settle it at 0.
-func errorCharge(ch enrich.Charge, e *enrich.Error) *enrich.Charge {
-	if ch.Reported || (ch.RemainingReported && !e.OutcomeUnknown) {
-		return &ch
-	}
-	return nil
-}
+func errorCharge(ch enrich.Charge, e *enrich.Error) *enrich.Charge { return enrich.ErrorCharge(ch, e) }
 
-// refused is a call refused before it was made (bad input): permanent, free.
-func refused(endpoint, code, msg string) *enrich.Error {
-	return &enrich.Error{Class: enrich.ClassPermanent, Endpoint: endpoint, Code: code, Message: msg}
-}
+func refused(endpoint, code, msg string) *enrich.Error { return enrich.Refused(endpoint, code, msg) }
 
-// redact removes the API key from the text of e (the vendor may echo it).
-func (v *Vendor) redact(e *enrich.Error) *enrich.Error {
-	e.Code = strings.ReplaceAll(e.Code, v.key, "[REDACTED]")
-	e.Message = strings.ReplaceAll(e.Message, v.key, "[REDACTED]")
-	return e
-}
+func (v *Vendor) redact(e *enrich.Error) *enrich.Error { return e.Redacted(v.key) }

@@ -22,6 +22,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
+	_ "github.com/enrichq/enrichq/internal/enrich/vendors" // the kinds a cached record is read by
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/maintenance"
 	"github.com/enrichq/enrichq/internal/service"
@@ -168,7 +169,7 @@ func New(t *testing.T, o Options) *Bundle {
 			TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, log)
 		mux := asynq.NewServeMux()
 		// Each worker has its own limiter on the shared key, as separate processes would.
-		vc := jobs.SeedVendor(client, newLimiter(), "")
+		vc := SeedVendor(client, newLimiter(), "")
 		if o.VendorConfig != nil {
 			o.VendorConfig(&vc)
 		}
@@ -246,4 +247,15 @@ func (b *Bundle) CheckMoney(t *testing.T, jobIDs ...string) (spent int64) {
 		t.Errorf("enrichq accounted %d credits, the vendor billed %d", spent, billed)
 	}
 	return spent
+}
+
+// SeedVendor is the one seed vendor of ENRICHQ_VENDOR_* over api (a
+// *enrich.Client, or a test's wrapper of one), named "vendor": the
+// configuration of a processor with a single vendor. honours is its
+// configured Idempotency-Key behaviour ("": auto).
+func SeedVendor(api enrich.SeedAPI, l jobs.Limiter, honours domain.HonoursKeys) jobs.VendorConfig {
+	if c, ok := api.(*enrich.Client); ok {
+		return jobs.VendorConfig{Vendor: enrich.NewSeed(jobs.DefaultVendorName, c, honours), Limiter: l}
+	}
+	return jobs.VendorConfig{Vendor: enrich.NewSeedOver(jobs.DefaultVendorName, api, enrich.DefaultCosts(), honours), Limiter: l}
 }

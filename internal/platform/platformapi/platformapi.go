@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -29,7 +28,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/upstream"
 )
 
 // The platform's wire (given unless marked assumed).
@@ -49,7 +48,7 @@ var Scopes = []string{"openid", "profile", "email"}
 // month from 01 to 12. enrichq checks it at start-up, before any call.
 func ValidateVersion(v string) error {
 	if len(v) != 6 || strings.IndexFunc(v, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
-		return fmt.Errorf("platform version %q: want six digits YYYYMM, e.g. 202611", enrich.Clip(v, 20))
+		return fmt.Errorf("platform version %q: want six digits YYYYMM, e.g. 202611", upstream.Clip(v, 20))
 	}
 	year, _ := strconv.Atoi(v[:4])
 	month, _ := strconv.Atoi(v[4:])
@@ -67,7 +66,7 @@ type Config struct {
 	Version string
 	// HTTPClient makes the calls. Default: a client with a 30s timeout.
 	// Whatever its CheckRedirect, the client follows no redirect
-	// ([enrich.NoRedirects]).
+	// ([upstream.NoRedirects]).
 	HTTPClient *http.Client
 	// UserAgent is sent as User-Agent. Default "enrichq".
 	UserAgent string
@@ -97,11 +96,11 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	c := &Client{base: base, version: cfg.Version, hc: cfg.HTTPClient, ua: cfg.UserAgent, maxBody: cfg.MaxResponseBytes}
 	if c.hc == nil {
-		c.hc = &http.Client{Timeout: enrich.DefaultTimeout}
+		c.hc = &http.Client{Timeout: upstream.DefaultTimeout}
 	}
-	c.hc = enrich.NoRedirects(c.hc)
+	c.hc = upstream.NoRedirects(c.hc)
 	if c.ua == "" {
-		c.ua = enrich.DefaultUserAgent
+		c.ua = upstream.DefaultUserAgent
 	}
 	if c.maxBody <= 0 {
 		c.maxBody = 1 << 20
@@ -112,7 +111,7 @@ func NewClient(cfg Config) (*Client, error) {
 func parseBaseURL(s string) (string, error) {
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return "", fmt.Errorf("platformapi: platform URL %q is not an http(s) URL", enrich.Clip(s, 200))
+		return "", fmt.Errorf("platformapi: platform URL %q is not an http(s) URL", upstream.Clip(s, 200))
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return "", fmt.Errorf("platformapi: platform URL %q must not carry credentials, a query or a fragment", u.Redacted())
@@ -153,7 +152,7 @@ func (c *Client) Me(ctx context.Context, accessToken string) (*Profile, error) {
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+pathMe, nil)
 	if err != nil {
-		return nil, &Error{Class: ClassRejected, Message: "cannot build the request: " + enrich.ErrText(err), Err: err}
+		return nil, &Error{Class: ClassRejected, Message: "cannot build the request: " + upstream.ErrText(err), Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
 	req.Header.Set(headerPlatformVersion, c.version)
@@ -167,7 +166,7 @@ func (c *Client) Me(ctx context.Context, accessToken string) (*Profile, error) {
 	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
 	_ = resp.Body.Close()
 	if e := classify(resp.StatusCode, data, c.version); e != nil {
-		e.Detail = strings.ReplaceAll(e.Detail, tok, "[REDACTED]")
+		e.Detail = upstream.Redact(e.Detail, tok)
 		return nil, e
 	}
 	if err != nil {
@@ -178,18 +177,17 @@ func (c *Client) Me(ctx context.Context, accessToken string) (*Profile, error) {
 	}
 	p, err := decodeProfile(data)
 	if err != nil {
-		return nil, &Error{Class: ClassTransient, Status: resp.StatusCode, Message: "malformed answer: " + enrich.ErrText(err), Err: err}
+		return nil, &Error{Class: ClassTransient, Status: resp.StatusCode, Message: "malformed answer: " + upstream.ErrText(err), Err: err}
 	}
 	return p, nil
 }
 
 func transportError(err error, tok string) *Error {
-	e := &Error{Class: ClassTransient, Message: strings.ReplaceAll(enrich.ErrText(err), tok, "[REDACTED]"), Err: err}
-	var ne net.Error
-	switch {
-	case errors.Is(err, context.Canceled):
+	e := &Error{Class: ClassTransient, Message: upstream.Redact(upstream.ErrText(err), tok), Err: err}
+	switch upstream.TransportCode(err) {
+	case "canceled":
 		e.Message = "canceled"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+	case "timeout":
 		e.Message = "timeout: " + e.Message
 	}
 	return e
@@ -370,13 +368,13 @@ func errorDetail(body []byte) string {
 	}
 	if json.Unmarshal(body, &b) == nil {
 		if b.Message != "" {
-			return enrich.Clip(b.Message, 300)
+			return upstream.Clip(b.Message, 300)
 		}
 		if b.ErrorDescription != "" {
-			return enrich.Clip(b.ErrorDescription, 300)
+			return upstream.Clip(b.ErrorDescription, 300)
 		}
 	}
-	return enrich.Clip(strings.TrimSpace(string(body)), 300)
+	return upstream.Clip(strings.TrimSpace(string(body)), 300)
 }
 
 // NextQuotaReset is when the platform's daily quotas next reset: the first
@@ -397,7 +395,7 @@ func ColdLookupError(input string) *Error {
 	return &Error{Class: ClassColdLookup, Status: 0, Message: fmt.Sprintf(
 		"%q is not a connected member: the platform's API reads only the profile of a member who signed in and consented, "+
 			"and has no lookup by profile URL (asking it for another person is an authorisation error). "+
-			"Cold lookups go to the vendor: submit the profile URL in a job, POST /v1/jobs", enrich.Clip(input, 200))}
+			"Cold lookups go to the vendor: submit the profile URL in a job, POST /v1/jobs", upstream.Clip(input, 200))}
 }
 
 // LooksLikeProfileURL reports whether s names a profile by URL or by a
@@ -436,7 +434,7 @@ func NewOAuth(c OAuthConfig) (*oauth2.Config, error) {
 	}
 	for name, v := range map[string]string{"auth URL": c.AuthURL, "token URL": c.TokenURL, "redirect URL": c.RedirectURL} {
 		if u, err := url.Parse(v); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("platformapi: platform OAuth: %s %q is not an http(s) URL", name, enrich.Clip(v, 200))
+			return nil, fmt.Errorf("platformapi: platform OAuth: %s %q is not an http(s) URL", name, upstream.Clip(v, 200))
 		}
 	}
 	return &oauth2.Config{

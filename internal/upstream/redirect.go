@@ -1,4 +1,4 @@
-package enrich
+package upstream
 
 import "net/http"
 
