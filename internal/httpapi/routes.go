@@ -11,10 +11,10 @@ func (s *server) routes() {
 	const scopeRead, scopeSubmit, scopeAdmin = domain.ScopeRead, domain.ScopeSubmit, domain.ScopeAdmin
 	const scopeAny domain.Scope = "" // authenticate: a known key, whatever its scopes
 
-	s.mux.HandleFunc("GET /healthz", s.healthz) // the process is up
-	s.mux.HandleFunc("GET /readyz", s.readyz)   // Postgres and Redis answer
+	s.mux.HandleFunc("GET /healthz", s.openRoute(s.healthz)) // the process is up
+	s.mux.HandleFunc("GET /readyz", s.openRoute(s.readyz))   // Postgres and Redis answer
 
-	s.mux.HandleFunc("GET /openapi.json", s.openAPI) // the OpenAPI 3 document of this API (no key needed)
+	s.mux.HandleFunc("GET /openapi.json", s.openRoute(s.openAPI)) // the OpenAPI 3 document of this API (no key needed)
 
 	s.mux.Handle("POST /v1/jobs", s.authenticate(scopeSubmit, s.submitJob))             // JSON, CSV or multipart upload
 	s.mux.Handle("GET /v1/jobs", s.authenticate(scopeRead, s.listJobs))                 // newest first, ?limit=&cursor=

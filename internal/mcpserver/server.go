@@ -69,8 +69,10 @@ func New(cfg Config, p service.Principal) *mcp.Server {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	caps := capabilities(p)
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "enrichq: bulk enrichment within a budget", Version: cfg.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(cfg.Log), Capabilities: capabilities(p)})
+		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(cfg.Log), Capabilities: caps})
+	s.AddReceivingMiddleware(onlyDeclared(caps))
 	t := &tools{svc: cfg.Service, p: p, defaultCeiling: cfg.MaxBudget, defaultDaily: cfg.MaxDailyBudget, log: cfg.Log}
 	if p.Has(domain.ScopeSubmit) {
 		t.addSubmitTools(s)
@@ -120,7 +122,9 @@ type tools struct {
 // any API replica can answer any request.
 //
 // In front of the SDK: the Origin check (transport.go; a foreign Origin is
-// a 403), and a JSON-RPC -32601 for an unknown method. The SDK's own
+// a 403), the Accept check (a 406 unless both application/json and
+// text/event-stream are accepted), and a JSON-RPC -32601 for an unknown
+// method. The SDK's own
 // DNS-rebinding guard (a request reaching a loopback address with another
 // Host is refused) is off: with it on, an API behind a reverse proxy on the
 // same host would refuse every MCP request; the Origin check is the rule
@@ -138,7 +142,7 @@ func Handler(cfg Config, principal func(*http.Request) (service.Principal, bool)
 		return New(cfg, p)
 	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: sdkLogger(cfg.Log), DisableLocalhostProtection: true,
 		MaxRequestBodyBytes: MaxRequestBytes})
-	return originGuard{allowed: cfg.AllowedOrigins, next: methodNotFound{next: sdk}}
+	return originGuard{allowed: cfg.AllowedOrigins, next: acceptGuard{next: methodNotFound{next: sdk}}}
 }
 
 // sdkLogger passes the SDK's warnings and errors to log. A stateless server
