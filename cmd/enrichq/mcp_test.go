@@ -108,7 +108,8 @@ func TestMCPStdio(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"cancel_job", "estimate_job", "get_results", "job_status", "list_jobs", "raise_budget", "submit_job"}; !slices.Equal(names, want) {
+	if want := []string{"cancel_job", "create_watch", "estimate_job", "estimate_watch", "get_results", "job_status", "list_jobs",
+		"list_watches", "raise_budget", "run_watch", "submit_job", "vendor_figures", "watch_changes"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
 	}
 
@@ -198,7 +199,7 @@ func TestMCPStdioReadKey(t *testing.T) {
 		names = append(names, tool.Name)
 	}
 	slices.Sort(names)
-	if want := []string{"get_results", "job_status", "list_jobs"}; !slices.Equal(names, want) {
+	if want := []string{"estimate_watch", "get_results", "job_status", "list_jobs", "list_watches", "vendor_figures", "watch_changes"}; !slices.Equal(names, want) {
 		t.Fatalf("read key's tools %v, want %v", names, want)
 	}
 	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "submit_job",

@@ -15,7 +15,6 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/service"
-	"github.com/enrichq/enrichq/internal/store"
 )
 
 // mover answers every profile with another company once switched on: a
@@ -51,13 +50,10 @@ func buyerStack(t *testing.T) (*stack, *mover) {
 		})
 	ctx := context.Background()
 	seg := domain.Segment{Kind: domain.InputProfileURL}
-	if err := s.Store.AddVendorRates(ctx, []store.VendorRate{
-		{Vendor: "vendor", Segment: seg, Stage: domain.StageProfile, Asked: 120, Found: 96, Credits: 96},
-		{Vendor: "vendor", Segment: seg, Stage: domain.StageEmail, Asked: 96, Found: 60, Credits: 180},
-		{Vendor: otherVendor, Segment: seg, Stage: domain.StageProfile, Asked: 40, Found: 18, Credits: 18},
-	}); err != nil {
-		t.Fatal(err)
-	}
+	s.Observe(t,
+		jobstest.Observed{Vendor: "vendor", Segment: seg, Stage: domain.StageProfile, Asked: 120, Found: 96, Credits: 96},
+		jobstest.Observed{Vendor: "vendor", Segment: seg, Stage: domain.StageEmail, Asked: 96, Found: 60, Credits: 180},
+		jobstest.Observed{Vendor: otherVendor, Segment: seg, Stage: domain.StageProfile, Asked: 40, Found: 18, Credits: 18})
 	if _, err := s.Store.TakeVendorOut(ctx, tenantA, otherVendor, "out of credits (402)", time.Hour); err != nil {
 		t.Fatal(err)
 	}
