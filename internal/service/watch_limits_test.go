@@ -144,7 +144,7 @@ func TestWatchRunThrottled(t *testing.T) {
 	}
 	shift.Store(int64(10 * time.Minute))
 	_, err = svc.RunWatch(ctx, acme, id, "0s")
-	if !errors.As(err, &throttled) || throttled.RetryAfter != 50*time.Minute {
+	if !errors.As(err, &throttled) || throttled.RetryAfter.Round(time.Second) != 50*time.Minute {
 		t.Fatalf("a run 10 minutes after the last: %v, want a wait of 50m", err)
 	}
 	if jobs := storetest.WatchRunJobs(t, st, id); len(jobs) != 1 {

@@ -70,7 +70,9 @@ type RunNow struct {
 	Now        time.Time
 	ChunkSize  int
 	// Admit, when set, is asked under the watch's lock whether the run may
-	// start: an error refuses it, nothing stored.
+	// start: an error refuses it, nothing stored. It is asked before the
+	// month's cap when a run is going, after it otherwise (a cap reached is
+	// said first).
 	Admit func(watches.RunFacts) error
 }
 
@@ -87,31 +89,34 @@ func (s *Store) RunWatchNow(ctx context.Context, r RunNow) (WatchRunOutcome, err
 		if err != nil {
 			return err
 		}
+		var admit func() error
 		if r.Admit != nil {
-			if err := admitRun(ctx, tx, w.ID, r); err != nil {
+			f, err := runFacts(ctx, tx, w.ID, r.Now)
+			if err != nil {
 				return err
 			}
+			if f.InFlight { // refused before the cap: the run going holds it
+				return r.Admit(f)
+			}
+			admit = func() error { return r.Admit(f) }
 		}
-		out, err = startWatchRun(ctx, tx, w, r.Now, true, r.MaxAge, r.Now, r.ChunkSize)
+		out, err = startWatchRun(ctx, tx, w, r.Now, true, r.MaxAge, r.Now, r.ChunkSize, admit)
 		return err
 	})
 	return out, err
 }
 
-// admitRun asks r.Admit whether a run of the watch (whose row the caller
-// holds) may start: is one going (its job not finished, its answers not
+// runFacts is what RunNow.Admit is asked with about a watch whose row the
+// caller holds: is a run going (its job not finished, its answers not
 // compared yet: a run its budget stopped is compared, and ended), when did
 // the last run asked for now start.
-func admitRun(ctx context.Context, tx pgx.Tx, watchID string, r RunNow) error {
-	f := watches.RunFacts{Now: r.Now}
+func runFacts(ctx context.Context, tx pgx.Tx, watchID string, now time.Time) (watches.RunFacts, error) {
+	f := watches.RunFacts{Now: now}
 	err := tx.QueryRow(ctx, `
 		SELECT EXISTS (SELECT 1 FROM watch_runs wr JOIN jobs j ON j.id = wr.job_id
 				WHERE wr.watch_id = $1 AND wr.diffed_at IS NULL AND j.finished_at IS NULL),
 			(SELECT max(created_at) FROM watch_runs WHERE watch_id = $1 AND manual)`, watchID).Scan(&f.InFlight, &f.LastManual)
-	if err != nil {
-		return interpretError(err)
-	}
-	return r.Admit(f)
+	return f, interpretError(err)
 }
 
 // SweepDueWatches starts the run of every active watch whose next slot is
@@ -136,7 +141,7 @@ func (s *Store) SweepDueWatches(ctx context.Context, now time.Time, limit, chunk
 			if err != nil {
 				return err
 			}
-			out, err := startWatchRun(ctx, tx, w, w.NextRunAt, false, w.Every, now, chunkSize)
+			out, err := startWatchRun(ctx, tx, w, w.NextRunAt, false, w.Every, now, chunkSize, nil)
 			if err != nil {
 				return fmt.Errorf("watch %s: %w", id, err)
 			}
@@ -151,8 +156,9 @@ func (s *Store) SweepDueWatches(ctx context.Context, now time.Time, limit, chunk
 // inputs with maxAge and a budget of what is left of the month's cap. With
 // nothing left, no run: the watch says the cap was reached and, for a
 // scheduled run, its next run is in the next month. A scheduled run moves
-// the next slot past now.
-func startWatchRun(ctx context.Context, tx pgx.Tx, w Watch, slot time.Time, manual bool, maxAge time.Duration, now time.Time, chunkSize int) (WatchRunOutcome, error) {
+// the next slot past now. admit (nil: none) may refuse a run the cap allows.
+func startWatchRun(ctx context.Context, tx pgx.Tx, w Watch, slot time.Time, manual bool, maxAge time.Duration, now time.Time, chunkSize int,
+	admit func() error) (WatchRunOutcome, error) {
 	if chunkSize <= 0 {
 		return WatchRunOutcome{}, fmt.Errorf("store: chunk size must be positive")
 	}
@@ -170,6 +176,11 @@ func startWatchRun(ctx context.Context, tx pgx.Tx, w Watch, slot time.Time, manu
 		nw, err := scanWatch(tx.QueryRow(ctx, `UPDATE watches w SET cap_reached_month = $2, next_run_at = $3, updated_at = $4
 			WHERE w.id = $1 RETURNING `+watchColumns, w.ID, month, next, now))
 		return WatchRunOutcome{Watch: nw, CapReached: true}, err
+	}
+	if admit != nil {
+		if err := admit(); err != nil {
+			return WatchRunOutcome{}, err
+		}
 	}
 	jobID := uuid.NewString()
 	var inserted bool
