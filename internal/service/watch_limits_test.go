@@ -147,6 +147,18 @@ func TestWatchRunThrottled(t *testing.T) {
 	if !errors.As(err, &throttled) || throttled.RetryAfter.Round(time.Second) != 50*time.Minute {
 		t.Fatalf("a run 10 minutes after the last: %v, want a wait of 50m", err)
 	}
+	// A cap reached is said first, within the interval too.
+	zero, full := int64(0), capCredits
+	if _, err := svc.UpdateWatch(ctx, acme, id, service.WatchPatch{MonthlyCapCredits: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	var conflict *service.ConflictError
+	if _, err := svc.RunWatch(ctx, acme, id, "0s"); !errors.As(err, &conflict) || conflict.Code != "cap_reached" {
+		t.Fatalf("a run with nothing left of the cap: %v, want cap_reached", err)
+	}
+	if _, err := svc.UpdateWatch(ctx, acme, id, service.WatchPatch{MonthlyCapCredits: &full}); err != nil {
+		t.Fatal(err)
+	}
 	if jobs := storetest.WatchRunJobs(t, st, id); len(jobs) != 1 {
 		t.Fatalf("the refused runs made jobs: %v", jobs)
 	}
