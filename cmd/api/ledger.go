@@ -22,7 +22,7 @@ type usageError struct{ error }
 
 const ledgerUsage = `usage:
   api ledger account [-month YYYY-MM] [-account ID] [-json]   what the vendor key spent in a month (default: this one, UTC)
-  api ledger job [-json] JOB_ID                               what a job cost, by stage and by vendor
+  api ledger job [-json] JOB_ID                               what a job cost, by stage and by vendor, and its disputed charges
   api ledger prices [-account ID] [-json]                     what the vendor charges, class by class, as its answers showed`
 
 // ledgerCommand answers the two questions of whoever pays the vendor, from
@@ -149,9 +149,13 @@ func ledgerJob(ctx context.Context, st *store.Store, args []string, asJSON bool,
 	if err != nil {
 		return err
 	}
+	disputed, err := st.JobDisputedCharges(ctx, job.ID)
+	if err != nil {
+		return err
+	}
 	if asJSON {
 		return json.NewEncoder(stdout).Encode(map[string]any{"job_id": job.ID, "by_stage": costs, "by_vendor": byVendor,
-			"spent": job.CreditsSpent, "reserved": job.CreditsReserved, "budget": job.BudgetCredits})
+			"spent": job.CreditsSpent, "reserved": job.CreditsReserved, "budget": job.BudgetCredits, "disputed": disputed})
 	}
 	stages := make([]domain.Stage, 0, len(costs))
 	for s := range costs {
@@ -169,6 +173,13 @@ func ledgerJob(ctx context.Context, st *store.Store, args []string, asJSON bool,
 	fmt.Fprintf(tw, "\nvendor\tcalls\tcredits\t\n")
 	for _, v := range vendors {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t\n", v, byVendor[v].Calls, byVendor[v].Credits)
+	}
+	// Charges the vendor claimed outside its contract, settled at the contract's price.
+	if len(disputed) > 0 {
+		fmt.Fprintf(tw, "\ndisputed\tvendor\tclaimed\tsettled at\t\n")
+		for _, d := range disputed {
+			fmt.Fprintf(tw, "ledger %d\t%s\t%d\t%d\t\n", d.LedgerID, d.Vendor, d.Claimed, d.Charged)
+		}
 	}
 	return tw.Flush()
 }

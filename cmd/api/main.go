@@ -136,13 +136,16 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 		Log:               log,
 	})
 
-	// /metrics beside the API (Prometheus text format, no key: keep the
-	// address internal, or filter /metrics at the proxy).
+	// /metrics beside the API only without an internal listener (a dev
+	// machine): with one, the API's address serves the API alone, and a
+	// proxy or Service in front of it can expose nothing else.
 	handler := http.NewServeMux()
-	handler.Handle("GET /metrics", metrics.Handler(reg))
+	if cfg.MetricsAddr == "" {
+		handler.Handle("GET /metrics", metrics.Handler(reg))
+	}
 	handler.Handle("/", api)
 
-	if cfg.MetricsAddr != "" { // /metrics and the probes again, and /debug/pprof/
+	if cfg.MetricsAddr != "" { // /metrics, the probes and /debug/pprof/
 		ml, err := metrics.Listen(cfg.MetricsAddr, reg, metrics.Check{Name: "postgres", Ping: st.Ping}, metrics.Check{Name: "redis", Ping: redisPing})
 		if err != nil {
 			return err
@@ -156,7 +159,7 @@ func serve(ctx context.Context, cfg config.API, stdout, stderr io.Writer) error 
 	}
 	srv := httpapi.NewHTTPServer(handler, httpapi.DefaultTimeouts(), log)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(httpapi.JSONErrorsListener(ln)) }() // net/http's own 400s in JSON too
 	log.Info("api listening", "addr", ln.Addr().String(), "bootstrap_keys", len(cfg.Keys), "stored_keys", stored, "queue", cfg.Queue, "redis", rc.Where)
 	fmt.Fprintf(stdout, "api listening on http://%s\n", ln.Addr())
 

@@ -8,6 +8,8 @@ import (
 	"io"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
@@ -48,4 +50,37 @@ func randomSuffix(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// `api migrate` with ENRICHQ_MIGRATE_DATABASE_URL migrates as that role
+// (the owner, as the chart's Job does) and grants DATABASE_URL's role the
+// services' privileges: the schema belongs to the owner, and the services'
+// role can use it but not change it.
+func TestMigrateCommandAsTheOwner(t *testing.T) {
+	t.Parallel()
+	storetest.NewDatabase(t) // the server has the app role from here on
+	ctx := context.Background()
+	name := "enrichq_migrate_" + randomSuffix(t)
+	admin := storetest.ServerURL(t, "postgres")
+	if err := storetest.CreateDatabase(ctx, admin, name, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = storetest.DropDatabase(context.WithoutCancel(ctx), admin, name) })
+	owner := storetest.ServerURL(t, name)
+	env := map[string]string{"DATABASE_URL": storetest.AppURL(t, owner), "ENRICHQ_MIGRATE_DATABASE_URL": owner}
+	if err := run(ctx, []string{"api", "migrate"}, func(k string) string { return env[k] }, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	app := storetest.Open(t, env["DATABASE_URL"])
+	if _, err := app.EnsureTenant(ctx, "acme"); err != nil {
+		t.Fatalf("the services' role cannot use the schema: %v", err)
+	}
+	conn, err := pgx.Connect(ctx, env["DATABASE_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `ALTER TABLE jobs ADD COLUMN x int`); err == nil {
+		t.Fatal("the services' role owns the tables: the migration ran as DATABASE_URL")
+	}
 }

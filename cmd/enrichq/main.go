@@ -80,6 +80,8 @@ Commands:
                      retention purges, key and budget changes (--json for ndjson)
   watch SUBCOMMAND   lists kept fresh: create (with a month's estimate), list, show, run,
                      changes, pause, resume, delete (enrichq watch -h)
+  vendors            where the money goes: this month's spend per vendor, found of asked
+                     per segment and stage, the order in use, warnings (--json)
 
 "enrichq COMMAND -h" describes a command's flags.
 
@@ -117,6 +119,7 @@ var commands = map[string]command{
 	"feed":     {runFeed, "feed [flags]: every job's results after a feed position, as ndjson"},
 	"mcp":      {runMCP, "mcp [flags]: an MCP server on stdin/stdout for an AI assistant, relaying to the API's /mcp"},
 	"watch":    {runWatch, "watch SUBCOMMAND: lists kept fresh under a monthly cap, and what changed (enrichq watch -h)"},
+	"vendors":  {runVendors, "vendors [flags]: this month's spend per vendor, hit rates, the order in use, warnings"},
 	"audit":    {runAudit, "audit [flags]: the audit log (downloads, feed reads, erasures, purges, key and budget changes)"},
 }
 

@@ -22,6 +22,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -163,7 +164,7 @@ func TestLint(t *testing.T) {
 func everything() map[string]any {
 	return with("redis.sentinel.enabled", true, "redis.sentinel.masterName", "enrichq",
 		"redis.sentinel.addresses", []any{"sentinel-0.sentinel:26379", "sentinel-1.sentinel:26379", "sentinel-2.sentinel:26379"},
-		"worker.autoscaling.enabled", true, "metrics.serviceMonitor.enabled", true,
+		"worker.autoscaling.enabled", true, "metrics.serviceMonitor.enabled", true, "networkPolicy.enabled", true,
 		"config.extraEnv", map[string]any{"GOGC": "400"})
 }
 
@@ -279,7 +280,12 @@ func TestDeploymentsProbesAndBudgets(t *testing.T) {
 				from = append(from, "ConfigMap/"+f.ConfigMapRef.Name)
 			}
 		}
-		if slices.Sort(from); !slices.Equal(from, []string{"ConfigMap/prod-enrichq", "Secret/prod-enrichq"}) {
+		for _, e := range c.Env {
+			if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && e.Name == "DATABASE_URL" {
+				from = append(from, "Secret/"+e.ValueFrom.SecretKeyRef.Name+"["+e.ValueFrom.SecretKeyRef.Key+"]")
+			}
+		}
+		if slices.Sort(from); !slices.Equal(from, []string{"ConfigMap/prod-enrichq", "Secret/prod-enrichq[DATABASE_URL]"}) {
 			t.Errorf("%s: environment from %v", component, from)
 		}
 		if pod.TerminationGracePeriodSeconds == nil || *pod.TerminationGracePeriodSeconds <= 30 {
@@ -327,8 +333,8 @@ func TestMigrations(t *testing.T) {
 			secret.Annotations["helm.sh/hook-weight"])
 	}
 	c := job.Spec.Template.Spec.Containers[0]
-	if !slices.Equal(c.Command, []string{"/usr/local/bin/api", "migrate"}) || c.EnvFrom[0].SecretRef.Name != "prod-enrichq" {
-		t.Errorf("the migration runs %v with %+v", c.Command, c.EnvFrom)
+	if !slices.Equal(c.Command, []string{"/usr/local/bin/api", "migrate"}) || secretKeys(c)["DATABASE_URL"] != "prod-enrichq" {
+		t.Errorf("the migration runs %v with %+v", c.Command, c.Env)
 	}
 	if secret.StringData["DATABASE_URL"] == "" || secret.StringData["ENRICHQ_API_KEYS"] != "" {
 		t.Errorf("the Secret holds %v", slices.Sorted(maps.Keys(secret.StringData)))
@@ -358,8 +364,8 @@ func TestMigrations(t *testing.T) {
 		}
 	}
 	job = decode[batchv1.Job](t, find(t, objs, "Job", "prod-enrichq-migrate"))
-	if job.Spec.Template.Spec.Containers[0].EnvFrom[0].SecretRef.Name != "enrichq-prod" {
-		t.Errorf("the Job reads %+v", job.Spec.Template.Spec.Containers[0].EnvFrom)
+	if secretKeys(job.Spec.Template.Spec.Containers[0])["DATABASE_URL"] != "enrichq-prod" {
+		t.Errorf("the Job reads %+v", job.Spec.Template.Spec.Containers[0].Env)
 	}
 }
 
@@ -431,10 +437,185 @@ func TestRequiredValues(t *testing.T) {
 		{with("redis.sentinel.addresses", []any{"sentinel-0"}), "/redis/sentinel/addresses/0"},
 		{with("workers", map[string]any{"replicas": 3}), "workers"},
 		{with("secrets.create.database_url", "postgres://x"), "database_url"},
+		{with("secrets.extraKeys", []any{"ENRICHQ_PDL_KEY", "ENRICHQ_MIGRATE_DATABASE_URL"}), "the migration Job's alone"},
+		{with("migrations.enabled", false, "secrets.create.ENRICHQ_MIGRATE_DATABASE_URL", "postgres://owner@pg/enrichq"), "needs migrations.enabled"},
+		{with("networkPolicy.metricsFrom", "monitoring"), "/networkPolicy/metricsFrom"},
 	} {
 		_, err := render(t, tc.vals)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want %q", tc.vals, err, tc.want)
+		}
+	}
+}
+
+// secretKeys maps each variable c takes from a Secret's key to the Secret.
+func secretKeys(c corev1.Container) map[string]string {
+	out := map[string]string{}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			out[e.ValueFrom.SecretKeyRef.Key] = e.ValueFrom.SecretKeyRef.Name
+		}
+	}
+	return out
+}
+
+const ownerURL = "postgres://enrichq_owner:ownerpw@pg-0.pg:5432/enrichq?sslmode=require"
+
+// The owner's URL (ENRICHQ_MIGRATE_DATABASE_URL) reaches the migration Job
+// and nothing else: no service Deployment names the key, takes the whole
+// Secret (envFrom), or holds the URL, whether the chart makes the Secret or
+// it is an existing one; the services read their own keys one by one.
+func TestMigrateURLOnlyInTheJob(t *testing.T) {
+	t.Parallel()
+	for name, vals := range map[string]map[string]any{
+		"created": with("secrets.create.ENRICHQ_MIGRATE_DATABASE_URL", ownerURL, "secrets.create.ENRICHQ_PDL_KEY", "pdl-key"),
+		"existing": {"secrets": map[string]any{"existingSecret": "enrichq-prod", "extraKeys": []any{"ENRICHQ_PDL_KEY"}},
+			"config": map[string]any{"vendor": map[string]any{"url": "https://vendor.example"}}},
+		"everything": merge(everything(), "secrets.create.ENRICHQ_MIGRATE_DATABASE_URL", ownerURL),
+	} {
+		objs := mustRender(t, vals)
+		secretName := "prod-enrichq"
+		if name == "existing" {
+			secretName = "enrichq-prod"
+		}
+		deployments := 0
+		for _, o := range objs {
+			if o.Kind != "Deployment" {
+				continue
+			}
+			deployments++
+			if strings.Contains(string(o.YAML), "ENRICHQ_MIGRATE_DATABASE_URL") || strings.Contains(string(o.YAML), "ownerpw") {
+				t.Errorf("%s: %s names the migration key or holds the owner's URL", name, o)
+			}
+			d := decode[appsv1.Deployment](t, o)
+			for _, c := range d.Spec.Template.Spec.Containers {
+				for _, f := range c.EnvFrom {
+					if f.SecretRef != nil {
+						t.Errorf("%s: %s takes the whole Secret %s", name, o, f.SecretRef.Name)
+					}
+				}
+				keys := secretKeys(c)
+				if keys["DATABASE_URL"] != secretName || keys["ENRICHQ_VENDOR_KEY"] != secretName || (name != "everything" && keys["ENRICHQ_PDL_KEY"] != secretName) {
+					t.Errorf("%s: %s reads the keys %v", name, o, keys)
+				}
+			}
+		}
+		if deployments != 3 {
+			t.Fatalf("%s: %d Deployments", name, deployments)
+		}
+		job := decode[batchv1.Job](t, find(t, objs, "Job", "prod-enrichq-migrate"))
+		keys := secretKeys(job.Spec.Template.Spec.Containers[0])
+		if keys["ENRICHQ_MIGRATE_DATABASE_URL"] != secretName || keys["DATABASE_URL"] != secretName || len(keys) != 2 {
+			t.Errorf("%s: the migration Job reads %v", name, keys)
+		}
+		if name == "created" {
+			if s := decode[corev1.Secret](t, find(t, objs, "Secret", "prod-enrichq")); s.StringData["ENRICHQ_MIGRATE_DATABASE_URL"] != ownerURL {
+				t.Errorf("the Secret lacks the owner's URL: %v", slices.Sorted(maps.Keys(s.StringData)))
+			}
+		}
+	}
+}
+
+// merge is v with the overrides of path=value pairs.
+func merge(v map[string]any, pairs ...any) map[string]any {
+	for i := 0; i < len(pairs); i += 2 {
+		set(v, strings.Split(pairs[i].(string), "."), pairs[i+1])
+	}
+	return v
+}
+
+// The public Service exposes the API's port alone: never the internal
+// listener (/metrics, /debug/pprof/), which the api binds apart.
+func TestPublicServiceExposesNoMetrics(t *testing.T) {
+	t.Parallel()
+	for _, vals := range []map[string]any{required(), everything()} {
+		objs := mustRender(t, vals)
+		svc := decode[corev1.Service](t, find(t, objs, "Service", "prod-enrichq-api"))
+		api := decode[appsv1.Deployment](t, find(t, objs, "Deployment", "prod-enrichq-api"))
+		c := api.Spec.Template.Spec.Containers[0]
+		var metricsPort int32
+		for _, p := range c.Ports {
+			if p.Name == "metrics" {
+				metricsPort = p.ContainerPort
+			}
+		}
+		env := map[string]string{}
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+		if metricsPort == 0 || env["ENRICHQ_METRICS_ADDR"] != fmt.Sprintf("0.0.0.0:%d", metricsPort) || env["ENRICHQ_API_ADDR"] == env["ENRICHQ_METRICS_ADDR"] {
+			t.Errorf("the api's listeners: %v, metrics port %d", env, metricsPort)
+		}
+		if len(svc.Spec.Ports) != 1 {
+			t.Errorf("the public Service has %d ports", len(svc.Spec.Ports))
+		}
+		for _, p := range svc.Spec.Ports {
+			if p.Name != "http" || p.TargetPort.String() != "http" || p.Port == metricsPort || p.TargetPort.String() == "metrics" ||
+				p.TargetPort.IntValue() == int(metricsPort) {
+				t.Errorf("the public Service exposes %+v", p)
+			}
+		}
+	}
+}
+
+// networkPolicy.enabled: a NetworkPolicy per component over its pods; the
+// api's port from apiFrom, the metrics port from metricsFrom alone, and
+// nothing when metricsFrom is empty. Off (the default): none.
+func TestNetworkPolicy(t *testing.T) {
+	t.Parallel()
+	for _, o := range mustRender(t, required()) {
+		if o.Kind == "NetworkPolicy" {
+			t.Errorf("networkPolicy off, yet %s", o)
+		}
+	}
+	monitoring := map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "monitoring"}}}
+	ingress := map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": "ingress"}}}
+	for _, tc := range []struct {
+		name string
+		vals map[string]any
+	}{
+		{"closed", with("networkPolicy.enabled", true)},
+		{"from", with("networkPolicy.enabled", true, "networkPolicy.metricsFrom", []any{monitoring}, "networkPolicy.apiFrom", []any{ingress})},
+	} {
+		objs := mustRender(t, tc.vals)
+		for _, component := range []string{"api", "worker", "scheduler"} {
+			np := decode[networkingv1.NetworkPolicy](t, find(t, objs, "NetworkPolicy", "prod-enrichq-"+component))
+			d := decode[appsv1.Deployment](t, find(t, objs, "Deployment", "prod-enrichq-"+component))
+			if !maps.Equal(np.Spec.PodSelector.MatchLabels, d.Spec.Selector.MatchLabels) || !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+				t.Errorf("%s %s: selects %v, types %v", tc.name, component, np.Spec.PodSelector.MatchLabels, np.Spec.PolicyTypes)
+			}
+			ports := map[string]int32{}
+			for _, p := range d.Spec.Template.Spec.Containers[0].Ports {
+				ports[p.Name] = p.ContainerPort
+			}
+			open := map[int32][]networkingv1.NetworkPolicyPeer{}
+			for _, rule := range np.Spec.Ingress {
+				for _, p := range rule.Ports {
+					open[int32(p.Port.IntValue())] = rule.From
+				}
+			}
+			from, metricsOpen := open[ports["metrics"]]
+			switch tc.name {
+			case "closed":
+				if metricsOpen {
+					t.Errorf("%s: metricsFrom empty, yet the metrics port is open to %v", component, from)
+				}
+			case "from":
+				if !metricsOpen || len(from) != 1 || from[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" {
+					t.Errorf("%s: the metrics port is open to %v (%v)", component, from, metricsOpen)
+				}
+			}
+			apiFrom, apiOpen := open[ports["http"]]
+			switch {
+			case component != "api" && len(np.Spec.Ingress) > 1:
+				t.Errorf("%s: ingress %+v", component, np.Spec.Ingress)
+			case component == "api" && !apiOpen:
+				t.Errorf("the api's port is closed: %+v", np.Spec.Ingress)
+			case component == "api" && tc.name == "closed" && len(apiFrom) != 0:
+				t.Errorf("apiFrom empty, yet the api's port is open to %v only", apiFrom)
+			case component == "api" && tc.name == "from" && (len(apiFrom) != 1 || apiFrom[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "ingress"):
+				t.Errorf("the api's port is open to %v", apiFrom)
+			}
 		}
 	}
 }

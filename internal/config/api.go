@@ -103,8 +103,10 @@ type API struct {
 	// or a stuck process ends and frees its locks.
 	DBIdleInTxTimeout time.Duration
 	// UploadsPerTenant and UploadsTotal cap the uploads received or parsed
-	// at once, by every door, per tenant and in all (0: the defaults of
-	// internal/service, 4 and 16).
+	// at once, by every door, per tenant and in all
+	// (ENRICHQ_UPLOADS_PER_TENANT, ENRICHQ_UPLOADS_TOTAL; 0: the defaults
+	// of internal/service, 4 and 16). Each takes memory and temporary disk
+	// (docs/uploads.md): the total is what the process's limits allow.
 	UploadsPerTenant int
 	UploadsTotal     int
 }
@@ -128,6 +130,8 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 		r.apiKeys("ENRICHQ_API_KEYS", c.Keys)
 		r.int64("ENRICHQ_MAX_UPLOAD_BYTES", &c.MaxUploadBytes)
 		r.int("ENRICHQ_MAX_ROWS", &c.MaxRows)
+		r.int("ENRICHQ_UPLOADS_TOTAL", &c.UploadsTotal)
+		r.int("ENRICHQ_UPLOADS_PER_TENANT", &c.UploadsPerTenant)
 		r.duration("ENRICHQ_SHUTDOWN_TIMEOUT", &c.ShutdownTimeout)
 		r.float("ENRICHQ_VENDOR_RPS", &c.VendorRPS)
 		r.bool("ENRICHQ_VENDOR_BULK", &c.VendorBulk)
@@ -157,6 +161,8 @@ func (c API) validate() error {
 		c.Common.validate(),
 		inRange("ENRICHQ_MAX_UPLOAD_BYTES", c.MaxUploadBytes, 1024, 1<<40),
 		inRange("ENRICHQ_MAX_ROWS", c.MaxRows, 1, 100_000_000),
+		inRange("ENRICHQ_UPLOADS_TOTAL", c.UploadsTotal, 0, 10_000),
+		inRange("ENRICHQ_UPLOADS_PER_TENANT", c.UploadsPerTenant, 0, 10_000),
 		inRange("ENRICHQ_VENDOR_RPS", c.VendorRPS, 0.01, 100000),
 		inRange("ENRICHQ_MCP_MAX_BUDGET", c.MCPMaxBudget, 0, 1<<53),
 		optionalInRange("ENRICHQ_MCP_MAX_DAILY_BUDGET", c.MCPMaxDailyBudget, 0, 1<<53),

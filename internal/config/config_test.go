@@ -151,3 +151,23 @@ func TestWatchLimits(t *testing.T) {
 		}
 	}
 }
+
+// The upload slots are set from the environment (the chart sets them to
+// what its pod's memory and disk hold); unset, the service's defaults.
+func TestUploadSlotsFromEnv(t *testing.T) {
+	t.Parallel()
+	e := vendorEnv()
+	a, err := APIFromEnv(env(e))
+	if err != nil || a.UploadsTotal != 0 || a.UploadsPerTenant != 0 {
+		t.Fatalf("defaults: %d total, %d a tenant, %v", a.UploadsTotal, a.UploadsPerTenant, err)
+	}
+	e["ENRICHQ_UPLOADS_TOTAL"], e["ENRICHQ_UPLOADS_PER_TENANT"] = "4", "2"
+	if a, err = APIFromEnv(env(e)); err != nil || a.UploadsTotal != 4 || a.UploadsPerTenant != 2 {
+		t.Fatalf("set: %d total, %d a tenant, %v", a.UploadsTotal, a.UploadsPerTenant, err)
+	}
+	e["ENRICHQ_UPLOADS_TOTAL"], e["ENRICHQ_UPLOADS_PER_TENANT"] = "-1", "some"
+	_, err = APIFromEnv(env(e))
+	if err == nil || !strings.Contains(err.Error(), "ENRICHQ_UPLOADS_TOTAL") || !strings.Contains(err.Error(), "ENRICHQ_UPLOADS_PER_TENANT") {
+		t.Fatalf("bad values: %v", err)
+	}
+}

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -54,8 +53,8 @@ type VendorSpec struct {
 	Name string
 	// Kind is its adapter (kind: seed or pdl).
 	Kind VendorKind
-	// URL is its base URL (url; http or https, without credentials, query
-	// or fragment; without the version path).
+	// URL is its base URL (url; https, or http on a loopback address only;
+	// without credentials, query or fragment; without the version path).
 	URL string
 	// KeyEnv is the variable holding its API key (key_env).
 	KeyEnv string
@@ -333,6 +332,7 @@ func (p *vendorsParser) entry(i int, n *yaml.Node, before []VendorSpec) VendorSp
 	r.prices(&s)
 	r.timeout(&s)
 	r.kindSpecific(&s)
+	r.fitsInUnits(&s)
 	return s
 }
 
@@ -573,20 +573,6 @@ func (r *entryReader) kindSpecific(s *VendorSpec) {
 			}
 		}
 	}
-}
-
-// checkVendorURL says what is wrong with a vendor's base URL, or "".
-func checkVendorURL(s string) string {
-	u, err := url.Parse(s)
-	switch {
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		return fmt.Sprintf("%q: want an http or https URL", s)
-	case u.User != nil:
-		return "must not carry credentials (the key goes in the variable key_env names)"
-	case u.RawQuery != "" || u.Fragment != "":
-		return fmt.Sprintf("%q: must not carry a query or a fragment", u.Redacted())
-	}
-	return ""
 }
 
 // legacy is the seed spec as the worker's Vendor of today.

@@ -160,7 +160,7 @@ explore: 0.9
 	}
 	msg := err.Error()
 	for _, want := range []string{
-		"vendors[0] (acme): url (line 5): \"ftp://api.acme.example\": want an http or https URL",
+		"vendors[0] (acme): url (line 5): \"ftp://api.acme.example\": want an https URL",
 		"vendors[0] (acme): credit_value (line 8): \"1.5\": want a whole number from 1 to 1000000: budgets and the ledger are integers",
 		"vendors[0] (acme): unknown field \"credit_vlaue\" (line 9)",
 		"vendors[0] (acme): batch_size (line 10): only for kind pdl",

@@ -176,6 +176,10 @@ type PriceBook struct {
 	table CostTable
 	mu    sync.RWMutex
 	known map[PriceClass]LearnedPrice
+	// pending is, per class, a price shown that the known one is not (or
+	// the first shown), and how many fresh answers in a row showed it: it
+	// is learned at PriceAgreement.
+	pending map[PriceClass]pendingPrice
 	// equations are bulk calls not solved yet (SolveBulk).
 	equations []bulkEquation
 }
@@ -190,11 +194,35 @@ func NewPriceBook(table CostTable, learned []LearnedPrice) *PriceBook {
 	return b
 }
 
+// PriceAgreement is how many fresh answers in a row must show a price
+// before the book learns it, or changes to it: one answer, true or not (a
+// vendor's mistake, someone in the middle), moves no price.
+const PriceAgreement = 3
+
+// pendingPrice is a price shown, not learned yet.
+type pendingPrice struct {
+	credits, answers int64
+}
+
+// Most is the most the contract lets an answer of class c cost: its
+// stage's worst by the seed's contract, or by the book's table when that
+// is more. A learned price, and the highest, stay within [0, Most].
+func (b *PriceBook) Most(c PriceClass) int64 {
+	return max(SeedContract().Worst(c.Stage), b.table.Worst(c.Stage))
+}
+
 // Load replaces what the book knows with learned (the shared list, read
-// again from the database).
+// again from the database). A price beyond the contract's range (learned
+// by an older version from an untrue charge) is left out, and a highest
+// beyond it held to it.
 func (b *PriceBook) Load(learned []LearnedPrice) {
 	known := make(map[PriceClass]LearnedPrice, len(learned))
 	for _, p := range learned {
+		most := b.Most(p.Class)
+		if p.Credits < 0 || p.Credits > most {
+			continue
+		}
+		p.Highest = min(max(p.Highest, p.Credits), most)
 		known[p.Class] = p
 	}
 	b.mu.Lock()
@@ -232,12 +260,34 @@ func (b *PriceBook) Learned() []LearnedPrice {
 
 // Observe records a fresh answer of class c charged credits. It says
 // whether that is news to the book: a class not known before, or a price
-// other than the one known (prev is then the old price). An agreeing answer
-// is counted.
+// other than the one known (prev is then the old price), once
+// PriceAgreement answers in a row have shown it; until then the price is
+// pending and the book unchanged. An answer outside [0, Most(c)] teaches
+// nothing. An agreeing answer is counted.
 func (b *PriceBook) Observe(c PriceClass, credits int64, now time.Time) (news bool, prev *int64) {
+	if credits < 0 || credits > b.Most(c) {
+		return false, nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	p, ok := b.known[c]
+	if !ok || p.Credits != credits {
+		if b.pending == nil {
+			b.pending = map[PriceClass]pendingPrice{}
+		}
+		pp := b.pending[c]
+		if pp.credits != credits {
+			pp = pendingPrice{credits: credits}
+		}
+		pp.answers++
+		if pp.answers < PriceAgreement {
+			b.pending[c] = pp
+			return false, nil
+		}
+		delete(b.pending, c)
+	} else {
+		delete(b.pending, c)
+	}
 	switch {
 	case !ok:
 		p = LearnedPrice{Class: c, Credits: credits, Highest: credits, Answers: 1, LearnedAt: now}

@@ -110,6 +110,24 @@ func (s *Seed) Price(q Question) Price {
 	return Price{}
 }
 
+// MaxCharge is the most the contract (vendor-api.md: profile 1-2, email
+// 5-10, phone 5-25 credits; a bulk row the sum of its lookups) lets one
+// answer to q cost: each stage asked at its contract's most, or at the
+// configured price list's, whichever is more.
+func (s *Seed) MaxCharge(q Question) int64 {
+	contract := SeedContract()
+	var n int64
+	for _, st := range q.Stages {
+		n += max(contract.Worst(st), s.costs.Worst(st))
+	}
+	return n
+}
+
+// SeedContract is the seed's price list as its contract states it
+// (vendor-api.md: profile 1-2, email 5-10, phone 5-25): its worst case per
+// stage is the most one lookup may be charged.
+func SeedContract() CostTable { return DefaultCosts() }
+
 // Ask makes one single call for the one stage of q: /v1/profile with q's
 // input, or /v1/email or /v1/phone with its profile URL.
 func (s *Seed) Ask(ctx context.Context, q Question, idempotencyKey string) (Answer, error) {

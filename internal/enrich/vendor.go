@@ -29,6 +29,13 @@ type Vendor interface {
 	// the call (Worst) and what to expect of a match and of a miss. A bulk
 	// item costs what an Ask of its question would.
 	Price(q Question) Price
+	// MaxCharge is the most the vendor's contract lets one answer to q cost,
+	// in its credits: one Ask of q, or one AskBulk item asking q (a bulk
+	// call may cost the sum over its questions). The charge header is the
+	// truth of a call only within [0, MaxCharge]: outside it, the caller
+	// settles the call at the price list's price and marks the charge
+	// disputed (docs/money.md). Never below Price(q).Worst.
+	MaxCharge(q Question) int64
 	// Ask makes one call: a single lookup of one input for the stages of q.
 	// A no-match is an Answer with nil parts, not an error. A question the
 	// vendor cannot answer (see Caps) is refused before any call with a

@@ -124,6 +124,9 @@ func (s *server) authenticate(scope domain.Scope, next http.HandlerFunc) http.Ha
 				return
 			}
 		}
+		if !s.checkRoute(w, r) {
+			return
+		}
 		next(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
 }

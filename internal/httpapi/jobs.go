@@ -61,10 +61,10 @@ func limitParam(q url.Values, def, max int) (int, error) {
 		return def, nil
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
+	if err != nil || n < 1 || n > max {
 		return 0, badParam("limit", "limit %q is not a whole number from 1 to %d", clip(v), max)
 	}
-	return min(n, max), nil
+	return n, nil
 }
 
 // clip shortens a client's value quoted back in a message.

@@ -82,8 +82,6 @@ func loadOpenAPI(t *testing.T) map[string]any {
 	return doc
 }
 
-var httpMethods = []string{"get", "put", "post", "delete", "options", "head", "patch", "trace"}
-
 // openAPIOperations returns "METHOD /path" → operation of the document.
 func openAPIOperations(t *testing.T, doc map[string]any) map[string]map[string]any {
 	t.Helper()
@@ -239,6 +237,8 @@ func TestOpenAPIDocument(t *testing.T) {
 		"WebhookSecret":  reflect.TypeFor[service.WebhookSecret](),
 		"Erasure":        reflect.TypeFor[service.Erasure](),
 		"ErasureRequest": reflect.TypeFor[service.ErasureRequest](),
+		"WatchRequest":   reflect.TypeFor[service.NewWatch](),
+		"WatchPatch":     reflect.TypeFor[service.WatchPatch](),
 		"AuditLine":      reflect.TypeFor[service.AuditLine](),
 		"AuditPage":      reflect.TypeFor[service.AuditPage](),
 		"Error.error":    reflect.TypeFor[errorJSON](),

@@ -334,6 +334,10 @@ func readSyncRequest(w http.ResponseWriter, r *http.Request) (service.SyncReques
 				Message: fmt.Sprintf("unknown field %q: the body has name and members", clip(k)), Details: []ingest.FieldError{{Column: k, Message: "unknown field"}}}
 		}
 	}
+	if string(fields["name"]) == "null" {
+		return service.SyncRequest{}, &apiError{Status: http.StatusBadRequest, Code: "invalid_json",
+			Message: "name: cannot be null: leave it out, or give a string", Details: []ingest.FieldError{{Column: "name", Message: "cannot be null"}}}
+	}
 	var in syncRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return service.SyncRequest{}, errorf(http.StatusBadRequest, "invalid_json", "%s", clip(err.Error()))

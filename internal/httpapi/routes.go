@@ -11,10 +11,10 @@ func (s *server) routes() {
 	const scopeRead, scopeSubmit, scopeAdmin = domain.ScopeRead, domain.ScopeSubmit, domain.ScopeAdmin
 	const scopeAny domain.Scope = "" // authenticate: a known key, whatever its scopes
 
-	s.mux.HandleFunc("GET /healthz", s.healthz) // the process is up
-	s.mux.HandleFunc("GET /readyz", s.readyz)   // Postgres and Redis answer
+	s.mux.HandleFunc("GET /healthz", s.openRoute(s.healthz)) // the process is up
+	s.mux.HandleFunc("GET /readyz", s.openRoute(s.readyz))   // Postgres and Redis answer
 
-	s.mux.HandleFunc("GET /openapi.json", s.openAPI) // the OpenAPI 3 document of this API (no key needed)
+	s.mux.HandleFunc("GET /openapi.json", s.openRoute(s.openAPI)) // the OpenAPI 3 document of this API (no key needed)
 
 	s.mux.Handle("POST /v1/jobs", s.authenticate(scopeSubmit, s.submitJob))             // JSON, CSV or multipart upload
 	s.mux.Handle("GET /v1/jobs", s.authenticate(scopeRead, s.listJobs))                 // newest first, ?limit=&cursor=
@@ -67,21 +67,29 @@ func (s *server) routes() {
 
 	// The web page (internal/web, docs/web.md): HTML for a person signed in with a key. Its session is a
 	// cookie, not a bearer token; a page without one sends to /ui/signin, and every form carries a CSRF token.
-	s.mux.Handle("GET /{$}", s.ui.Open(s.ui.Home))                                      // to the jobs, or to sign in
-	s.mux.Handle("GET /ui/static/{file}", s.ui.Open(s.ui.Static))                       // the stylesheet and the script
-	s.mux.Handle("GET /ui/signin", s.ui.Open(s.ui.SignInPage))                          // the sign-in form
-	s.mux.Handle("POST /ui/signin", s.ui.Open(s.ui.SignIn))                             // an API key becomes a session
-	s.mux.Handle("POST /ui/signout", s.ui.Form("", s.ui.SignOut))                       // the session ends, whatever its key's scopes
-	s.mux.Handle("GET /ui/jobs", s.ui.Page(scopeRead, s.ui.Jobs))                       // the tenant's jobs, newest first
-	s.mux.Handle("GET /ui/jobs/new", s.ui.Page(scopeSubmit, s.ui.NewJob))               // the new-job form
-	s.mux.Handle("POST /ui/jobs/new", s.ui.UploadForm(scopeSubmit, s.ui.Estimate))      // the file is stored and priced; confirm the amount
-	s.mux.Handle("POST /ui/jobs/submit", s.ui.Form(scopeSubmit, s.ui.Submit))           // the confirmed job starts
-	s.mux.Handle("GET /ui/jobs/{id}", s.ui.Page(scopeRead, s.ui.Job))                   // a job: progress, credits, results
-	s.mux.Handle("GET /ui/jobs/{id}/status", s.ui.Page(scopeRead, s.ui.JobStatus))      // its live figures, polled by the page
-	s.mux.Handle("GET /ui/jobs/{id}/results", s.ui.Page(scopeRead, s.webResults))       // ?format=csv|ndjson: the download, as GET /v1/jobs/{id}/results
-	s.mux.Handle("POST /ui/jobs/{id}/budget", s.ui.Form(scopeSubmit, s.ui.RaiseBudget)) // raising it resumes a budget-paused job
-	s.mux.Handle("POST /ui/jobs/{id}/resume", s.ui.Form(scopeSubmit, s.ui.Resume))      // a job paused by an allowance or the vendor
-	s.mux.Handle("POST /ui/jobs/{id}/cancel", s.ui.Form(scopeSubmit, s.ui.Cancel))      // unclaimed rows become skipped
-	s.mux.Handle("GET /ui/members", s.ui.Page(scopeRead, s.ui.Members))                 // the platform's members: connected, to reconnect
-	s.mux.Handle("GET /ui/members/connect", s.ui.Page(scopeSubmit, s.ui.Connect))       // 303 to the platform's consent screen
+	s.mux.Handle("GET /{$}", s.ui.Open(s.ui.Home))                                          // to the jobs, or to sign in
+	s.mux.Handle("GET /ui/static/{file}", s.ui.Open(s.ui.Static))                           // the stylesheet and the script
+	s.mux.Handle("GET /ui/signin", s.ui.Open(s.ui.SignInPage))                              // the sign-in form
+	s.mux.Handle("POST /ui/signin", s.ui.Open(s.ui.SignIn))                                 // an API key becomes a session
+	s.mux.Handle("POST /ui/signout", s.ui.Form("", s.ui.SignOut))                           // the session ends, whatever its key's scopes
+	s.mux.Handle("GET /ui/jobs", s.ui.Page(scopeRead, s.ui.Jobs))                           // the tenant's jobs, newest first
+	s.mux.Handle("GET /ui/jobs/new", s.ui.Page(scopeSubmit, s.ui.NewJob))                   // the new-job form
+	s.mux.Handle("POST /ui/jobs/new", s.ui.UploadForm(scopeSubmit, s.ui.Estimate))          // the file is stored and priced; confirm the amount
+	s.mux.Handle("POST /ui/jobs/submit", s.ui.Form(scopeSubmit, s.ui.Submit))               // the confirmed job starts
+	s.mux.Handle("GET /ui/jobs/{id}", s.ui.Page(scopeRead, s.ui.Job))                       // a job: progress, credits, results
+	s.mux.Handle("GET /ui/jobs/{id}/status", s.ui.Page(scopeRead, s.ui.JobStatus))          // its live figures, polled by the page
+	s.mux.Handle("GET /ui/jobs/{id}/results", s.ui.Page(scopeRead, s.webResults))           // ?format=csv|ndjson: the download, as GET /v1/jobs/{id}/results
+	s.mux.Handle("POST /ui/jobs/{id}/budget", s.ui.Form(scopeSubmit, s.ui.RaiseBudget))     // raising it resumes a budget-paused job
+	s.mux.Handle("POST /ui/jobs/{id}/resume", s.ui.Form(scopeSubmit, s.ui.Resume))          // a job paused by an allowance or the vendor
+	s.mux.Handle("POST /ui/jobs/{id}/cancel", s.ui.Form(scopeSubmit, s.ui.Cancel))          // unclaimed rows become skipped
+	s.mux.Handle("GET /ui/vendors", s.ui.Page(scopeRead, s.ui.Vendors))                     // spend per vendor this month, found of asked, the order in use
+	s.mux.Handle("GET /ui/watches", s.ui.Page(scopeRead, s.ui.Watches))                     // the tenant's watches and the form that makes one
+	s.mux.Handle("POST /ui/watches/estimate", s.ui.Form(scopeSubmit, s.ui.EstimateWatch))   // the month's estimate; confirm the amount
+	s.mux.Handle("POST /ui/watches", s.ui.Form(scopeSubmit, s.ui.CreateWatch))              // the confirmed watch is made
+	s.mux.Handle("GET /ui/watches/{id}", s.ui.Page(scopeRead, s.ui.Watch))                  // a watch: its month, actions, changes
+	s.mux.Handle("POST /ui/watches/{id}/run", s.ui.Form(scopeSubmit, s.ui.RunWatch))        // a run now, within the month's cap
+	s.mux.Handle("POST /ui/watches/{id}/state", s.ui.Form(scopeSubmit, s.ui.SetWatchState)) // pause or resume
+	s.mux.Handle("POST /ui/watches/{id}/delete", s.ui.Form(scopeSubmit, s.ui.DeleteWatch))  // the watch and its changes go
+	s.mux.Handle("GET /ui/members", s.ui.Page(scopeRead, s.ui.Members))                     // the platform's members: connected, to reconnect
+	s.mux.Handle("GET /ui/members/connect", s.ui.Page(scopeSubmit, s.ui.Connect))           // 303 to the platform's consent screen
 }

@@ -78,7 +78,9 @@ type server struct {
 	mux *http.ServeMux
 	svc *service.Service // every /v1/jobs and /v1/results route is a call of it
 	ui  *web.UI          // the web page's routes (/ and /ui/)
-	mcp http.HandlerFunc // POST /mcp (mcp.go)
+	// rules are openapi.json's parameters of each route (strict.go)
+	rules map[string]routeRule
+	mcp   http.HandlerFunc // POST /mcp (mcp.go)
 }
 
 // NewServer returns the API's handler: every route of routes.go behind
@@ -100,7 +102,7 @@ func NewServer(deps Deps) http.Handler {
 		deps.UploadTimeout = DefaultUploadTimeout
 	}
 	svc := deps.Service
-	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc}
+	s := &server{Deps: deps, mux: http.NewServeMux(), svc: svc, rules: routeRules(openAPIDoc)}
 	s.ui = web.New(web.Config{Service: svc, Keys: deps.Keys, Session: deps.WebSession, Log: deps.Log, Now: deps.Now,
 		BehindTLSProxy: deps.BehindTLSProxy,
 		SignedIn: func(ctx context.Context, p service.Principal) {

@@ -173,6 +173,9 @@ func TestSubmitIdempotent(t *testing.T) {
 		"another budget": func() (*http.Response, []byte) {
 			return b.submitJSON(t, keyA, `{"rows": [{"profile_url": "https://platform.example/in/a"}], "budget_credits": 5}`, "Idempotency-Key", "batch-7")
 		},
+		"another vendor order": func() (*http.Response, []byte) {
+			return b.submitJSON(t, keyA, `{"rows": [{"profile_url": "https://platform.example/in/a"}], "vendors": ["vendor"]}`, "Idempotency-Key", "batch-7")
+		},
 	} {
 		if resp, data := send(); resp.StatusCode != http.StatusUnprocessableEntity || apiErr(t, data).Code != "idempotency_key_reused" {
 			t.Errorf("%s: %d %s", name, resp.StatusCode, data)

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"mime/multipart"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -134,6 +136,13 @@ func (s *server) submission(r *http.Request, body *spooled) (service.Submission,
 	c := &service.Counted{}
 	switch mediaType {
 	case "application/json":
+		if q := r.URL.Query(); len(q) > 0 {
+			// dry_run is gone (dryRun); the rest are a file upload's options.
+			name := slices.Sorted(maps.Keys(q))[0]
+			return service.Submission{}, nil, none, &apiError{Status: http.StatusUnprocessableEntity, Code: ingest.CodeInvalidOptions,
+				Message: fmt.Sprintf("a JSON job takes its options in the body, not as query parameters (%s): query options are for CSV, TSV, .xlsx and multipart uploads", clip(name)),
+				Details: []ingest.FieldError{{Column: name, Message: "give it in the JSON body"}}}
+		}
 		req, err := ingest.DecodeJSON(body, lim)
 		if err != nil {
 			return service.Submission{}, nil, none, err

@@ -78,7 +78,7 @@ func TestUploadRoutes(t *testing.T) {
 		t.Fatalf("rows and upload_id: %d %s", resp.StatusCode, data)
 	}
 	resp, data = b.call(t, http.MethodPost, "/v1/uploads?roles=CEO", keyA, strings.NewReader(file), "Content-Type", "text/csv")
-	if resp.StatusCode != http.StatusUnprocessableEntity || apiErr(t, data).Code != "invalid_options" {
+	if e := apiErr(t, data); resp.StatusCode != http.StatusBadRequest || e.Code != "invalid_parameter" || e.Details[0].Column != "roles" {
 		t.Fatalf("roles on an upload: %d %s", resp.StatusCode, data)
 	}
 	// A bad file is the 422 of a submit, naming row and column.

@@ -1,30 +1,17 @@
 package ingest
 
 import (
+	"archive/zip"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
-
-	"github.com/xuri/excelize/v2"
 )
 
 // CodeMalformedXLSX is a 400: the upload is not an .xlsx workbook we can read.
 const CodeMalformedXLSX = "malformed_xlsx"
-
-// Bounds of a workbook, from the upload's limits: what it may unzip to in
-// all, and how long a run of XML without a tag may be (one cell's text, its
-// entities escaped, or one tag's attributes).
-func xlsxUnzipLimit(lim Limits) int64 { return 16 * lim.MaxBytes }
-func xlsxMaxRun(lim Limits) int64     { return 6*int64(lim.MaxCellBytes) + 4096 }
-
-// xlsxMaxSharedStrings bounds the shared string table: excelize keeps an
-// index entry (about 40 bytes) per string, and a sheet within the limits has
-// no use for more strings than four per lookup.
-func xlsxMaxSharedStrings(lim Limits) int64 { return 4*int64(lim.MaxLookups) + 1024 }
 
 // ParseXLSX reads the sheet opts.Sheet (the first when "") of the .xlsx
 // workbook in the file path, with ParseCSV's semantics: the first row is the
@@ -32,10 +19,12 @@ func xlsxMaxSharedStrings(lim Limits) int64 { return 4*int64(lim.MaxLookups) + 1
 // emit gets each lookup while no row is bad. Its temporary files go to tmpDir
 // and are removed before it returns. It stops with ctx.
 //
-// Before excelize opens the workbook, a scan of its zip checks what excelize
-// cannot bound by itself (scanXLSX: the parts, their sizes told and true,
-// the size of one cell's XML, the number of shared strings), and excelize
-// reads a copy of only the parts it needs.
+// Every part's header is checked before anything is unzipped
+// (checkXLSXParts); then only the workbook's lists, the shared strings and
+// the one sheet are unzipped, each as a stream from path: the shared
+// strings into files of their own in tmpDir (xlsxsst.go), the sheet a row
+// at a time (xlsxsheet.go). Memory does not grow with the workbook, and
+// disk only with its shared strings.
 func ParseXLSX(ctx context.Context, path, tmpDir string, opts Options, lim Limits, emit func(Lookup) error) (Summary, error) {
 	lim = lim.withDefaults()
 	fi, err := os.Stat(path)
@@ -45,68 +34,62 @@ func ParseXLSX(ctx context.Context, path, tmpDir string, opts Options, lim Limit
 	if fi.Size() > lim.MaxBytes {
 		return Summary{}, tooLarge("the upload is larger than %s", sizeString(lim.MaxBytes))
 	}
-	dir, err := os.MkdirTemp(tmpDir, "xlsx-")
-	if err != nil {
-		return Summary{}, fmt.Errorf("ingest: a directory for the workbook: %w", err)
-	}
-	defer os.RemoveAll(dir) // excelize leaves its files behind when opening fails
-	kept := filepath.Join(dir, "kept.xlsx")
-	if err := scanXLSXFile(path, kept, lim); err != nil {
+	if err := checkZipDirectory(path); err != nil {
 		return Summary{}, err
 	}
-	f, err := excelize.OpenFile(kept, excelize.Options{
-		RawCellValue:      true, // the stored text: "12345", not a number format's "1.23E+04"
-		UnzipSizeLimit:    xlsxUnzipLimit(lim),
-		UnzipXMLSizeLimit: xlsxXMLInMemory,
-		TmpDir:            dir,
-	})
+	zr, err := zip.OpenReader(path)
 	if err != nil {
-		return Summary{}, malformedXLSX(err)
+		return Summary{}, &Error{Code: CodeMalformedXLSX, Message: "the upload is not an .xlsx workbook (not a zip archive)",
+			Details: []FieldError{{Message: "an encrypted workbook, or an old .xls? save it as .xlsx or CSV"}}}
 	}
-	defer f.Close()
-
-	sheets := f.GetSheetList()
-	sheet := opts.Sheet
-	switch {
-	case len(sheets) == 0:
-		return Summary{}, emptyUpload("the workbook has no sheet")
-	case sheet == "":
-		sheet = sheets[0]
-	default:
-		found := false
-		for _, s := range sheets {
-			if strings.EqualFold(s, sheet) {
-				sheet, found = s, true
-				break
-			}
-		}
-		if !found {
-			return Summary{}, &Error{Code: CodeInvalidOptions, Message: "invalid job options", Details: []FieldError{{Column: "sheet",
-				Message: fmt.Sprintf("the workbook has no sheet %q (its sheets: %s)", clip(opts.Sheet), headerList(sheets))}}}
-		}
-	}
-	rows, err := f.Rows(sheet)
+	defer zr.Close()
+	parts, err := checkXLSXParts(&zr.Reader, lim)
 	if err != nil {
-		return Summary{}, malformedXLSX(err)
+		return Summary{}, err
+	}
+	book, err := readBook(parts, lim)
+	if err != nil {
+		return Summary{}, err
+	}
+	sheet, err := pickSheet(book, opts.Sheet)
+	if err != nil {
+		return Summary{}, err
+	}
+	var sst *sharedStrings
+	if book.sst != "" {
+		dir, err := os.MkdirTemp(tmpDir, "xlsx-")
+		if err != nil {
+			return Summary{}, fmt.Errorf("ingest: a directory for the workbook: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		if sst, err = buildSharedStrings(parts[book.sst], dir, lim); err != nil {
+			return Summary{}, err
+		}
+		defer sst.Close()
+	}
+	rows, err := openSheet(parts[sheet.part], sst, lim)
+	if err != nil {
+		return Summary{}, err
 	}
 	defer rows.Close()
 
 	var h *header
 	x := &expander{lim: lim, roles: opts.Roles, deferRoles: opts.DeferRoles, emit: emit}
-	sheetRow := 0
-	for rows.Next() {
-		sheetRow++
-		if sheetRow%1024 == 0 {
+	for n := 1; ; n++ {
+		if n%1024 == 0 {
 			if err := ctx.Err(); err != nil {
 				return Summary{}, fmt.Errorf("ingest: reading the workbook: %w", err)
 			}
 		}
-		rec, err := rows.Columns(excelize.Options{RawCellValue: true})
+		sheetRow, rec, ok, err := rows.next()
 		if err != nil {
-			return Summary{}, xlsxRowError(x, sheetRow-1, err)
+			return Summary{}, xlsxRowError(x, h, err)
+		}
+		if !ok {
+			break
 		}
 		if h == nil {
-			if blank(rec) {
+			if sheetRow != 1 || blank(rec) {
 				return Summary{}, &Error{Code: CodeInvalidRows, Message: "the header is invalid", Details: []FieldError{{
 					Message: "the first row of the sheet must be a header naming the columns; it is empty"}}}
 			}
@@ -121,16 +104,39 @@ func ParseXLSX(ctx context.Context, path, tmpDir string, opts Options, lim Limit
 			return Summary{}, err
 		}
 	}
-	if err := rows.Error(); err != nil {
-		return Summary{}, xlsxRowError(x, sheetRow, err)
-	}
 	if h == nil {
-		return Summary{}, emptyUpload(fmt.Sprintf("the sheet %q is empty", sheet))
+		return Summary{}, emptyUpload(fmt.Sprintf("the sheet %q is empty", sheet.name))
 	}
 	if err := x.result("the sheet has a header but no data rows", 0); err != nil {
 		return Summary{}, err
 	}
 	return h.summary(x), nil
+}
+
+// pickSheet is the sheet named name (case-insensitive), or the first.
+func pickSheet(book xlsxBook, name string) (xlsxSheet, error) {
+	if len(book.sheets) == 0 {
+		return xlsxSheet{}, emptyUpload("the workbook has no sheet")
+	}
+	s, found := book.sheets[0], name == ""
+	for _, b := range book.sheets {
+		if !found && strings.EqualFold(b.name, name) {
+			s, found = b, true
+		}
+	}
+	if !found {
+		names := make([]string, len(book.sheets))
+		for i, b := range book.sheets {
+			names[i] = b.name
+		}
+		return xlsxSheet{}, &Error{Code: CodeInvalidOptions, Message: "invalid job options", Details: []FieldError{{Column: "sheet",
+			Message: fmt.Sprintf("the workbook has no sheet %q (its sheets: %s)", clip(name), headerList(names))}}}
+	}
+	if s.part == "" {
+		return xlsxSheet{}, &Error{Code: CodeMalformedXLSX, Message: "the sheet cannot be read", Details: []FieldError{{Column: "sheet",
+			Message: fmt.Sprintf("the sheet %q has no cells in the workbook (a chart sheet?): pick a sheet of the list with sheet=", clip(s.name))}}}
+	}
+	return s, nil
 }
 
 // parseHeaderErr is parseHeader with a plain error.
@@ -142,31 +148,41 @@ func parseHeaderErr(rec []string, mapping map[string]string, lim Limits) (*heade
 	return h, nil
 }
 
-func malformedXLSX(err error) error {
-	msg := "the upload is not an .xlsx workbook that can be read"
-	switch {
-	case errors.Is(err, excelize.ErrWorkbookFileFormat), errors.Is(err, excelize.ErrWorkbookPassword):
-		msg = "the workbook is encrypted or not an .xlsx (an old .xls? save it as .xlsx or CSV)"
-	case strings.Contains(err.Error(), "unzip size"):
-		return tooLarge("the workbook unzips to more than its limit: save it as CSV, or split it")
+// xlsxRowError is err of reading a sheet's rows, after the row errors
+// found before it: a cell's names its data row and its column, by the
+// header's name where there is one.
+func xlsxRowError(x *expander, h *header, err error) error {
+	var ce *cellError
+	if !errors.As(err, &ce) {
+		if e, ok := asError(err); ok {
+			return e
+		}
+		return err
 	}
-	return &Error{Code: CodeMalformedXLSX, Message: msg, Details: []FieldError{{Message: clip(err.Error())}}}
-}
-
-func xlsxRowError(x *expander, row int, err error) error {
+	col := ""
+	if ce.col > 0 {
+		col = unnamedColumn(ce.col - 1)
+		if h != nil && ce.col <= len(h.names) && h.names[ce.col-1] != "" {
+			col = h.names[ce.col-1]
+		}
+	}
 	prior := x.errs[:min(len(x.errs), x.lim.MaxErrors-1)]
-	return &Error{Code: CodeMalformedXLSX, Message: fmt.Sprintf("the sheet cannot be read at row %d", row),
-		Details: append(prior, FieldError{Row: row, Message: clip(err.Error())})}
+	return &Error{Code: CodeMalformedXLSX, Message: fmt.Sprintf("the sheet cannot be read at row %d", max(ce.row-1, 0)),
+		Details: append(prior, FieldError{Row: max(ce.row-1, 0), Column: col, Message: clip(ce.Error())})}
 }
 
-// xmlScan measures XML written to it: the longest run without '<', and the
-// number of shared string items (<si> elements, with or without a prefix).
+// asError is err's *Error, if it is one.
+func asError(err error) (*Error, bool) {
+	var e *Error
+	ok := errors.As(err, &e)
+	return e, ok
+}
+
+// xmlScan measures XML written to it: the longest run without '<'.
 type xmlScan struct {
 	maxRun     int64
 	run        int64
 	runTooLong bool
-	items      int64
-	tail       []byte // the last bytes of the previous write, for a tag split between writes
 }
 
 var errRunTooLong = errors.New("ingest: an XML run over its limit")
@@ -189,29 +205,5 @@ func (s *xmlScan) Write(p []byte) (int, error) {
 		s.runTooLong = true
 		return 0, errRunTooLong
 	}
-	// Items whole in p, then those that straddle the previous write and p.
-	s.items += countItems(p)
-	if len(s.tail) > 0 {
-		seam := append(s.tail, p[:min(len(p), 3)]...)
-		s.items += countItems(seam)
-	}
-	// Keep the last three bytes: an item's mark has four, so none is counted twice.
-	if len(p) >= 3 {
-		s.tail = append(s.tail[:0], p[len(p)-3:]...)
-	} else {
-		s.tail = append(s.tail, p...)
-		s.tail = s.tail[max(0, len(s.tail)-3):]
-	}
 	return len(p), nil
-}
-
-// countItems counts the shared string items' marks in b: "<si>", "<si " and
-// "<si/" with or without a namespace prefix (a prefixed closing tag counts
-// too: more, never fewer).
-func countItems(b []byte) int64 {
-	var n int
-	for _, m := range [][]byte{[]byte("<si>"), []byte("<si "), []byte("<si/"), []byte(":si>"), []byte(":si "), []byte(":si/")} {
-		n += bytes.Count(b, m)
-	}
-	return int64(n)
 }

@@ -9,15 +9,16 @@ import (
 	"io"
 	"math"
 	"os"
-	"path"
 	"strings"
 )
 
 // A workbook is a zip, and a zip can say anything about itself: tiny parts
 // that unzip to gigabytes, sizes in its headers that are lies, a million
-// entries. excelize holds every part it does not stream whole in memory,
-// so a workbook is checked part by part before excelize sees it, and
-// excelize gets a copy holding only the parts that reading rows needs.
+// entries. Every part's header is checked before anything is unzipped, and
+// only the parts reading one sheet needs are ever unzipped, each streamed
+// from the spooled file and stopped at the size its header told: nothing
+// but the shared strings is written to disk (xlsxsst.go), and no part is
+// held whole in memory.
 
 // Bounds of a workbook's zip that do not depend on the upload's limits.
 const (
@@ -27,183 +28,141 @@ const (
 	// xlsxMaxDirectory caps the zip's central directory, in bytes, checked
 	// before archive/zip reads it (it keeps about 250 bytes per entry).
 	xlsxMaxDirectory = 4 << 20
-	// xlsxMaxPart caps a part excelize reads whole into memory: the
-	// workbook, its relationships, the content types, a small sheet.
+	// xlsxMaxPart caps a part read for its list (the relationships, the
+	// workbook): those are read as a stream, keeping only the names of
+	// sheets and relationships, but a list of a workbook needs no more.
 	xlsxMaxPart = 8 << 20
-	// xlsxMaxInMemory caps those parts in all.
-	xlsxMaxInMemory = 32 << 20
-	// xlsxMaxRatio caps how many times its zipped size a part of more than
-	// xlsxRatioFloor unzips to. A sheet or shared strings of real data
-	// unzips to 5-30 times its size; deflate's own ceiling is about 1032.
-	xlsxMaxRatio   = 200
-	xlsxRatioFloor = 1 << 20
+	// xlsxMaxRatio caps how many times its zipped size any part unzips to,
+	// whatever its size: a sheet or shared strings of real data unzips to
+	// 5-30 times its size, a small XML part to 2-10; deflate's own ceiling
+	// is about 1032.
+	xlsxMaxRatio = 200
+	// xlsxZipSlack is what deflate may add to incompressible data beyond
+	// its size (5 bytes a 64 KiB block, and a few more): a part zipped to
+	// more than its told size and this is a lie about its size.
+	xlsxZipSlack = 1024
 )
 
-// xlsxXMLInMemory is the largest sheet or shared string table excelize keeps
-// in memory; a larger one goes to a temporary file and is read from there.
-const xlsxXMLInMemory = 64 << 10
+// xlsxUnzipLimit bounds what a workbook's parts, all of them, may unzip to
+// by their headers; xlsxMaxRun how long a run of XML without a tag may be
+// (one cell's text, its entities escaped, or one tag's attributes).
+func xlsxUnzipLimit(lim Limits) int64 { return 16 * lim.MaxBytes }
+func xlsxMaxRun(lim Limits) int64     { return 6*int64(lim.MaxCellBytes) + 4096 }
 
-// xlsxPart is what excelize does with a part of a workbook.
-type xlsxPart int
+// xlsxParts are a workbook's parts by their normalised names (what
+// partName makes of them), every header checked (checkXLSXParts).
+type xlsxParts map[string]*zip.File
 
-const (
-	// partDropped: not needed to read a sheet's cells (styles, themes,
-	// images, drawings, pivot caches, document properties, ...): left out
-	// of excelize's copy, never unzipped.
-	partDropped xlsxPart = iota
-	// partInMemory: read whole by excelize (the workbook, its
-	// relationships, the content types).
-	partInMemory
-	// partStreamed: a sheet or the shared strings: unzipped to a temporary
-	// file when over xlsxXMLInMemory, else read whole.
-	partStreamed
-)
-
-// xlsxPartOf classifies a part by its name, as excelize finds parts: case
-// insensitive, with backslashes read as slashes.
-func xlsxPartOf(name string) xlsxPart {
-	n := strings.ToLower(strings.ReplaceAll(name, "\\", "/"))
-	switch {
-	case strings.HasSuffix(n, "/"):
-		return partDropped
-	case n == "xl/sharedstrings.xml", strings.HasPrefix(n, "xl/worksheets/sheet") && path.Dir(n) == "xl/worksheets":
-		return partStreamed
-	case n == "[content_types].xml", n == "_rels/.rels", path.Dir(n) == "xl/_rels" && strings.HasSuffix(n, ".rels"):
-		return partInMemory
-	case path.Dir(n) == "xl" && strings.HasSuffix(n, ".xml") && n != "xl/styles.xml" && n != "xl/calcchain.xml":
-		return partInMemory // the workbook, by whatever name its relationship gives it
-	}
-	return partDropped
+// partName is a part's name as parts are found: case insensitive, with
+// backslashes read as slashes, without a leading slash.
+func partName(name string) string {
+	return strings.TrimPrefix(strings.ToLower(strings.ReplaceAll(name, "\\", "/")), "/")
 }
 
-// scanXLSX checks the zip of a workbook within lim and writes the copy
-// excelize is to read (its kept parts, still compressed) to out:
+// checkXLSXParts checks the headers of every part of the zip, before any is
+// unzipped, and indexes them by name:
 //
-//   - its central directory is at most xlsxMaxDirectory bytes and it has at
-//     most xlsxMaxEntries parts;
-//   - it unzips to at most xlsxUnzipLimit in all, as its headers say;
-//   - no part of more than xlsxRatioFloor unzips to more than xlsxMaxRatio
-//     times its zipped size;
-//   - a part excelize reads whole is at most xlsxMaxPart, and those parts
-//     at most xlsxMaxInMemory in all;
-//   - every kept part unzips to no more than its header says (each is
-//     unzipped here, and stopped there);
-//   - no run of a sheet's or the shared strings' XML without a tag is longer
-//     than xlsxMaxRun (a cell too large to be valid, which the XML decoder
-//     would hold whole), and the shared string table has at most
-//     xlsxMaxSharedStrings strings.
+//   - at most xlsxMaxEntries parts, no name twice;
+//   - all of them unzip to at most xlsxUnzipLimit, as their headers say;
+//   - no part unzips to more than xlsxMaxRatio times its zipped size,
+//     whatever its size;
+//   - no part is zipped to more than its told size and xlsxZipSlack
+//     (stored: exactly its size), a header that lies about the size.
 //
+// What a read part truly unzips to is checked as it is read (openPart).
 // A refusal names the part.
-func scanXLSX(src string, out io.Writer, lim Limits) error {
-	if err := checkZipDirectory(src); err != nil {
-		return err
-	}
-	zr, err := zip.OpenReader(src)
-	if err != nil {
-		return &Error{Code: CodeMalformedXLSX, Message: "the upload is not an .xlsx workbook (not a zip archive)"}
-	}
-	defer zr.Close()
+func checkXLSXParts(zr *zip.Reader, lim Limits) (xlsxParts, error) {
 	if len(zr.File) > xlsxMaxEntries {
-		return tooLarge("the workbook has %d parts; at most %d are read: save it as CSV, or split it", len(zr.File), xlsxMaxEntries)
+		return nil, tooLarge("the workbook has %d parts; at most %d are read: save it as CSV, or split it", len(zr.File), xlsxMaxEntries)
 	}
-	var total, inMemory uint64
+	parts := make(xlsxParts, len(zr.File))
+	var total uint64
 	for _, zf := range zr.File {
-		size := zf.UncompressedSize64
-		total += size
-		if total > uint64(xlsxUnzipLimit(lim)) {
-			return tooLarge("the workbook unzips to more than %s (at %s): save it as CSV, or split it", sizeString(xlsxUnzipLimit(lim)), clip(zf.Name))
+		size, zipped := zf.UncompressedSize64, zf.CompressedSize64
+		if total += size; total > uint64(xlsxUnzipLimit(lim)) || total < size {
+			return nil, tooLarge("the workbook unzips to more than %s in all (at the part %s): save it as CSV, or split it",
+				sizeString(xlsxUnzipLimit(lim)), clip(zf.Name))
 		}
-		if size > xlsxRatioFloor && size/max(zf.CompressedSize64, 1) > xlsxMaxRatio {
-			return tooLarge("the part %s of the workbook unzips to %d times its size (%s from %s); at most %d times is read: it is not a workbook of a list",
-				clip(zf.Name), size/max(zf.CompressedSize64, 1), sizeString(int64(min(size, 1<<62))), sizeString(int64(zf.CompressedSize64)), xlsxMaxRatio)
+		if size/xlsxMaxRatio > zipped || size > 0 && zipped == 0 {
+			return nil, tooLarge("the part %s of the workbook unzips to %d times its size (%s from %s); at most %d times is read: it is not a workbook of a list",
+				clip(zf.Name), size/max(zipped, 1), sizeString(int64(min(size, 1<<62))), sizeString(int64(min(zipped, 1<<62))), xlsxMaxRatio)
 		}
-		kind := xlsxPartOf(zf.Name)
-		if kind == partInMemory || kind == partStreamed && size <= xlsxXMLInMemory {
-			if kind == partInMemory && size > xlsxMaxPart {
-				return tooLarge("the part %s of the workbook unzips to %s; at most %s is read: it is not a workbook of a list",
-					clip(zf.Name), sizeString(int64(min(size, 1<<62))), sizeString(xlsxMaxPart))
-			}
-			if inMemory += size; inMemory > xlsxMaxInMemory {
-				return tooLarge("the workbook's parts other than large sheets unzip to more than %s (at %s): save it as CSV, or split it",
-					sizeString(xlsxMaxInMemory), clip(zf.Name))
-			}
+		if zf.Method == zip.Store && zipped != size || zipped > size+size/1000+xlsxZipSlack {
+			return nil, tooLarge("the part %s of the workbook is zipped to %s while its header says it unzips to %s: it is not a workbook of a list",
+				clip(zf.Name), sizeString(int64(min(zipped, 1<<62))), sizeString(int64(min(size, 1<<62))))
 		}
+		n := partName(zf.Name)
+		if _, dup := parts[n]; dup {
+			return nil, &Error{Code: CodeMalformedXLSX, Message: "the workbook cannot be read", Details: []FieldError{{
+				Message: fmt.Sprintf("the part %s appears twice in the zip", clip(zf.Name))}}}
+		}
+		parts[n] = zf
 	}
-	w := zip.NewWriter(out)
-	for _, zf := range zr.File {
-		kind := xlsxPartOf(zf.Name)
-		if kind == partDropped {
-			continue
-		}
-		if err := scanPart(zf, kind, lim); err != nil {
-			return err
-		}
-		if err := copyPart(w, zf); err != nil {
-			return err
-		}
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("ingest: writing the workbook's copy: %w", err)
-	}
-	return nil
+	return parts, nil
 }
 
-// scanPart unzips one kept part, no further than its header says, and
-// checks a sheet's or the shared strings' XML.
-func scanPart(zf *zip.File, kind xlsxPart, lim Limits) error {
+// openPart unzips a part as a stream: never more than its header says (a
+// part that unzips to more, or fewer, is refused naming it when that is
+// read), and, with maxRun > 0, never a run of XML without a tag longer
+// than maxRun (a cell far over the limit, which an XML decoder would hold
+// whole).
+func openPart(zf *zip.File, maxRun int64, lim Limits) (io.ReadCloser, error) {
 	rc, err := zf.Open()
 	if err != nil {
-		return unreadablePart(zf, err)
+		return nil, unreadablePart(zf, err)
 	}
-	defer rc.Close()
-	name := strings.ToLower(strings.ReplaceAll(zf.Name, "\\", "/"))
-	sst := name == "xl/sharedstrings.xml"
-	s := xmlScan{maxRun: math.MaxInt64}
-	if kind == partStreamed {
-		s.maxRun = xlsxMaxRun(lim)
+	p := &partReader{zf: zf, rc: rc, left: int64(min(zf.UncompressedSize64, 1<<62)), lim: lim}
+	p.scan.maxRun = maxRun
+	if maxRun <= 0 {
+		p.scan.maxRun = math.MaxInt64
 	}
-	// archive/zip refuses to unzip past the header's size (ErrFormat); the
-	// limit holds even if it did not.
-	n, err := io.Copy(&s, io.LimitReader(rc, int64(min(zf.UncompressedSize64, 1<<62))+1))
-	switch {
-	case s.runTooLong:
-		return &Error{Code: CodeInvalidRows, Message: "a cell is too large", Details: []FieldError{{Message: fmt.Sprintf(
-			"%s holds a run of more than %d bytes without a tag: a cell far over the limit of %d bytes", clip(zf.Name), s.maxRun, lim.MaxCellBytes)}}}
-	case errors.Is(err, zip.ErrFormat) || err == nil && uint64(n) > zf.UncompressedSize64:
-		return tooLarge("the part %s of the workbook unzips to more than its header says (%d bytes): it is not a workbook of a list",
-			clip(zf.Name), zf.UncompressedSize64)
-	case err != nil:
-		return unreadablePart(zf, err)
-	case uint64(n) != zf.UncompressedSize64:
-		return &Error{Code: CodeMalformedXLSX, Message: "the workbook cannot be read", Details: []FieldError{{Message: fmt.Sprintf(
-			"the part %s unzips to %d bytes, fewer than its header says (%d)", clip(zf.Name), n, zf.UncompressedSize64)}}}
-	case sst && s.items > xlsxMaxSharedStrings(lim):
-		return tooLarge("the workbook has more than %d shared strings: save it as CSV, or split it", xlsxMaxSharedStrings(lim))
-	}
-	return nil
+	return p, nil
 }
+
+// partReader is a part being unzipped (openPart).
+type partReader struct {
+	zf   *zip.File
+	rc   io.ReadCloser
+	left int64 // what the header says is still to come
+	scan xmlScan
+	lim  Limits
+	err  error
+}
+
+func (p *partReader) Read(b []byte) (int, error) {
+	if p.err != nil {
+		return 0, p.err
+	}
+	// One byte past the told size is asked for, to see a part that goes on.
+	n, err := p.rc.Read(b[:min(int64(len(b)), p.left+1)])
+	p.left -= int64(n)
+	switch {
+	case p.left < 0 || errors.Is(err, zip.ErrFormat):
+		p.err = tooLarge("the part %s of the workbook unzips to more than its header says (%d bytes): it is not a workbook of a list",
+			clip(p.zf.Name), p.zf.UncompressedSize64)
+	case (err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF)) && p.left > 0:
+		p.err = &Error{Code: CodeMalformedXLSX, Message: "the workbook cannot be read", Details: []FieldError{{Message: fmt.Sprintf(
+			"the part %s unzips to %d bytes, fewer than its header says (%d)", clip(p.zf.Name), p.zf.UncompressedSize64-uint64(p.left), p.zf.UncompressedSize64)}}}
+	case err != nil && err != io.EOF:
+		p.err = unreadablePart(p.zf, err)
+	}
+	if p.err == nil && n > 0 {
+		if _, werr := p.scan.Write(b[:n]); werr != nil {
+			p.err = &Error{Code: CodeInvalidRows, Message: "a cell is too large", Details: []FieldError{{Message: fmt.Sprintf(
+				"%s holds a run of more than %d bytes without a tag: a cell far over the limit of %d bytes", clip(p.zf.Name), p.scan.maxRun, p.lim.MaxCellBytes)}}}
+		}
+	}
+	if p.err != nil {
+		return 0, p.err
+	}
+	return n, err
+}
+
+func (p *partReader) Close() error { return p.rc.Close() }
 
 func unreadablePart(zf *zip.File, err error) error {
 	return &Error{Code: CodeMalformedXLSX, Message: "the workbook cannot be read", Details: []FieldError{{
 		Message: clip(fmt.Sprintf("the part %s: %v", zf.Name, err))}}}
-}
-
-// copyPart copies a part into w as it is zipped: nothing is unzipped.
-func copyPart(w *zip.Writer, zf *zip.File) error {
-	raw, err := zf.OpenRaw()
-	if err != nil {
-		return unreadablePart(zf, err)
-	}
-	fh := zf.FileHeader
-	fh.Extra = nil // excelize needs none; zip64 sizes are rewritten by the writer
-	dst, err := w.CreateRaw(&fh)
-	if err != nil {
-		return fmt.Errorf("ingest: copying the part %s: %w", clip(zf.Name), err)
-	}
-	if _, err := io.Copy(dst, raw); err != nil {
-		return fmt.Errorf("ingest: copying the part %s: %w", clip(zf.Name), err)
-	}
-	return nil
 }
 
 // checkZipDirectory bounds the central directory of the zip in path before
@@ -285,17 +244,4 @@ func findEndRecord(b []byte, endLen int) int {
 		}
 	}
 	return -1
-}
-
-// scanXLSXFile is scanXLSX of the workbook in src, its copy written to dst.
-func scanXLSXFile(src, dst string, lim Limits) error {
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	if err != nil {
-		return fmt.Errorf("ingest: the workbook's copy: %w", err)
-	}
-	err = scanXLSX(src, out, lim)
-	if cerr := out.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("ingest: the workbook's copy: %w", cerr)
-	}
-	return err
 }

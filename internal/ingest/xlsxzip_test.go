@@ -31,13 +31,15 @@ type zeros struct {
 // unzip to in all.
 var bomb = sync.OnceValue(func() zeros { return deflateZeros(1000) })
 
-// deflateZeros deflates mib MiB of zeros quickly: once the window holds
-// only zeros, each MiB flushed deflates to the same bytes, which are
+// deflateZeros deflates mib MiB of zeros quickly.
+func deflateZeros(mib int) zeros { return deflateMiB(make([]byte, 1<<20), mib) }
+
+// deflateMiB deflates mib copies of block (a MiB) quickly: once the window
+// holds only copies, each MiB flushed deflates to the same bytes, which are
 // repeated rather than computed again.
-func deflateZeros(mib int) zeros {
+func deflateMiB(block []byte, mib int) zeros {
 	var buf bytes.Buffer
 	w, _ := flate.NewWriter(&buf, flate.DefaultCompression)
-	block := make([]byte, 1<<20)
 	var flushed [3][]byte
 	for i := range flushed {
 		n := buf.Len()
@@ -46,7 +48,7 @@ func deflateZeros(mib int) zeros {
 		flushed[i] = bytes.Clone(buf.Bytes()[n:])
 	}
 	if !bytes.Equal(flushed[1], flushed[2]) {
-		panic("deflateZeros: a MiB of zeros deflates to other bytes each time")
+		panic("deflateMiB: a MiB deflates to other bytes each time")
 	}
 	n := buf.Len()
 	_ = w.Close()
@@ -206,10 +208,6 @@ func TestParseXLSXLeavesOutPartsItDoesNotNeed(t *testing.T) {
 	_, err := ParseXLSX(context.Background(), list, t.TempDir(), Options{Roles: []string{"CTO"}}, DefaultLimits(), collect(&got))
 	if err != nil || len(got) != 1 || got[0].Company != "Acme" {
 		t.Fatalf("got %+v, %v", got, err)
-	}
-	if xlsxPartOf("xl/styles.xml") != partDropped || xlsxPartOf(`XL\Worksheets\Sheet1.xml`) != partStreamed ||
-		xlsxPartOf("xl/workbook.xml") != partInMemory || xlsxPartOf("xl/worksheets/_rels/sheet1.xml.rels") != partDropped {
-		t.Fatal("parts misclassified")
 	}
 }
 

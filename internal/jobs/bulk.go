@@ -114,11 +114,12 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 	}
 	qs := make([]enrich.Question, len(keys))
 	queries := make([]enrich.ProfileQuery, len(keys))
-	var reserve int64
+	var reserve, bound int64
 	for i, k := range keys {
 		qs[i] = c.bulkQuestion(l, groups[k][0], stage, include)
 		queries[i] = qs[i].Query
 		reserve += l.worst(qs[i])
+		bound += l.Vendor.MaxCharge(qs[i])
 	}
 	idem := bulkIdempotencyKey(c.job.ID, keys, include)
 	if l.name != DefaultVendorName {
@@ -140,18 +141,18 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 		var err error
 		res, err = l.Vendor.AskBulk(ctx, qs, idem)
 		if err != nil {
-			return answered{charge: res.Charge}, err
+			return answered{charge: res.Charge, bound: bound}, err
 		}
 		ch := res.Charge
 		if !l.seed {
-			return answered{charge: ch}, nil
+			return answered{charge: ch, bound: bound}, nil
 		}
 		ch.Estimate = l.Prices.BulkPrice(queries, include, res.Items)
 		if !ch.Reported {
 			ch.Credits = ch.Estimate
 		}
 		classes, _ := enrich.BulkClasses(queries, include, res.Items)
-		return answered{charge: ch, split: c.bulkSplit(l, queries, include, res.Items), classes: classes}, nil
+		return answered{charge: ch, split: c.bulkSplit(l, queries, include, res.Items), classes: classes, bound: bound}, nil
 	})
 	var ve *enrich.Error
 	if err != nil && errors.As(err, &ve) && ve.Class == enrich.ClassPermanent && len(keys) > 1 {

@@ -27,6 +27,10 @@ type answered struct {
 	// classes counts the price classes of a bulk call's answered rows (nil
 	// when one row's outcome is unknown), to learn prices from its total.
 	classes map[enrich.PriceClass]int64
+	// bound is the most the vendor's contract lets the call cost, in its
+	// credits (enrich.Vendor.MaxCharge of its question, summed over a bulk
+	// call's): a charge beyond it is disputed (withinContract).
+	bound int64
 }
 
 // call makes one vendor call under a credit reservation and the rate limit.
@@ -141,7 +145,20 @@ func (c *chunkRun) settleCall(ctx, sctx context.Context, l *lane, res store.Rese
 		return c.settleAnswer(ctx, sctx, l, res, id, again, a)
 	case errors.As(callErr, &ve) && ve.Charge != nil:
 		c.throttled(ctx, l, ve)
-		st := l.settlement(*ve.Charge, ve.Error())
+		ch, disputed := c.withinContract(l, id, *ve.Charge, a.bound)
+		if disputed != nil && ve.OutcomeUnknown {
+			// An unread answer has no price of its own, and its charge is not
+			// believed: unknown, at its worst case, until its retry tells.
+			if err := c.p.store.MarkDisputed(sctx, id, *disputed); err != nil {
+				c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
+			}
+			err := c.p.store.MarkUnknown(sctx, id, ve.Error())
+			m.VendorCall(res.Endpoint, outcome(ve))
+			c.countCredits(res.Stage, res.Credits, nil)
+			return err
+		}
+		st := l.settlement(ch, ve.Error())
+		st.Disputed = disputed
 		err := c.p.store.Settle(sctx, id, st)
 		m.VendorCall(res.Endpoint, outcome(ve))
 		c.countCredits(res.Stage, st.Charged, nil)
@@ -168,9 +185,10 @@ func (c *chunkRun) settleCall(ctx, sctx context.Context, l *lane, res store.Rese
 // a fresh answer.
 func (c *chunkRun) settleAnswer(ctx, sctx context.Context, l *lane, res store.Reservation, id int64, again bool, a answered) error {
 	l.Limiter.Succeeded(ctx)
-	charge := a.charge
+	charge, disputed := c.withinContract(l, id, a.charge, a.bound)
 	st := l.settlement(charge, "")
 	st.StageCredits = a.split
+	st.Disputed = disputed
 	st, fresh := c.replayOrFresh(sctx, l, res, id, again, charge, st)
 	err := c.p.store.Settle(sctx, id, st)
 	if fresh {
@@ -384,13 +402,34 @@ func (c *chunkRun) throttled(ctx context.Context, l *lane, ve *enrich.Error) {
 	}
 }
 
+// withinContract holds a call's charge to the vendor's contract: a
+// charge header outside [0, bound] (a compromised vendor, or someone in the
+// middle) is not believed. The call is settled at the price list's price
+// for the answer (its Estimate, never above bound), as a charge the vendor
+// did not report, so that it teaches no price and moves no budget, no
+// allowance and no account past the contract; disputed is what the vendor
+// claimed, kept on the ledger line. The one place a charge is bounded.
+func (c *chunkRun) withinContract(l *lane, id int64, ch enrich.Charge, bound int64) (_ enrich.Charge, disputed *int64) {
+	if !ch.Reported || (ch.Credits >= 0 && ch.Credits <= bound) {
+		return ch, nil
+	}
+	claimed := ch.Credits
+	ch.Credits, ch.Reported = min(max(ch.Estimate, 0), bound), false
+	c.p.log.Warn("a vendor charged outside its contract: settled at the contract's price, the charge disputed",
+		"vendor", l.name, "charged", claimed, "contract_most", bound, "settled", ch.Credits, "ledger_id", id, "job_id", c.job.ID)
+	c.p.cfg.Metrics.ChargeDisputed(l.name)
+	return ch, &claimed
+}
+
 // settlement is a call's charge as the ledger holds it: in budget units,
-// the balance reading too (so that the witness compares like with like).
+// the balance reading too (so that the witness compares like with like). A
+// reading that does not fit in budget units is dropped.
 func (l *lane) settlement(ch enrich.Charge, errText string) store.Settlement {
 	s := store.Settlement{Charged: l.units(ch.Credits), Reported: ch.Reported, Error: errText}
 	if ch.RemainingReported {
-		r := l.units(ch.Remaining)
-		s.Remaining = &r
+		if r, ok := enrich.BudgetUnits(ch.Remaining, l.CreditValue); ok {
+			s.Remaining = &r
+		}
 	}
 	return s
 }

@@ -125,18 +125,28 @@ func TestLostAnswersSettledAtTheLearnedPrice(t *testing.T) {
 }
 
 // The price book: the cost table until the vendor shows a price, then the
-// vendor's; a price that changes is news, and a reservation never holds
-// less than the most the vendor has charged for a class.
+// vendor's once PriceAgreement answers in a row agree; a price that
+// changes is news only then; an answer beyond the contract teaches
+// nothing; a reservation never holds less than the most the vendor has
+// charged for a class within the contract.
 func TestPriceBook(t *testing.T) {
 	t.Parallel()
 	book := enrich.NewPriceBook(enrich.DefaultCosts(), nil)
+	now := time.Now()
+	learn := func(c enrich.PriceClass, credits int64) {
+		for range enrich.PriceAgreement {
+			book.Observe(c, credits, now)
+		}
+	}
 	miss := enrich.EmailClass(nil)
 	if p, known := book.Price(miss); p != 0 || known {
 		t.Fatalf("email miss before any answer: %d (known %v), want the table's 0", p, known)
 	}
-	now := time.Now()
-	if news, _ := book.Observe(miss, 5, now); !news {
-		t.Fatal("a first price is not news")
+	for i := range enrich.PriceAgreement {
+		news, _ := book.Observe(miss, 5, now)
+		if last := i == enrich.PriceAgreement-1; news != last {
+			t.Fatalf("answer %d of a first price: news %v, want %v (news once %d agree)", i+1, news, last, enrich.PriceAgreement)
+		}
 	}
 	if news, _ := book.Observe(miss, 5, now); news {
 		t.Fatal("an agreeing answer is news")
@@ -145,31 +155,50 @@ func TestPriceBook(t *testing.T) {
 		t.Fatalf("email miss after answers: %d (known %v), want 5", p, known)
 	}
 	hit := enrich.EmailClass(&enrich.Email{Address: "a@b.example"})
-	book.Observe(hit, 12, now) // above the table's worst (10)
-	if w := book.Worst(domain.StageEmail); w != 12 {
-		t.Fatalf("worst email = %d, want 12 (the most the vendor charged)", w)
+	learn(hit, 12) // above the contract's most for an email (10)
+	if p, known := book.Price(hit); known || book.Worst(domain.StageEmail) != 10 {
+		t.Fatalf("answers beyond the contract: price %d (known %v), worst %d; want nothing learned, worst 10", p, known, book.Worst(domain.StageEmail))
 	}
+	learn(hit, 10)
+	// One answer, or answers that do not agree, move no price.
+	for _, c := range []int64{8, 9, 8} {
+		if news, _ := book.Observe(hit, c, now); news {
+			t.Fatalf("a price changed by answers that do not agree (%d)", c)
+		}
+	}
+	if p, _ := book.Price(hit); p != 10 {
+		t.Fatalf("email hit = %d after answers that do not agree, want still 10", p)
+	}
+	book.Observe(hit, 8, now)
 	news, prev := book.Observe(hit, 8, now)
-	if !news || prev == nil || *prev != 12 {
-		t.Fatalf("a changed price: news %v, prev %v", news, prev)
+	if !news || prev == nil || *prev != 10 {
+		t.Fatalf("a changed price, %d answers agreeing: news %v, prev %v", enrich.PriceAgreement, news, prev)
 	}
-	if w := book.Worst(domain.StageEmail); w != 12 {
-		t.Fatalf("worst email after a cut = %d, want still 12", w)
+	if w := book.Worst(domain.StageEmail); w != 10 {
+		t.Fatalf("worst email after a cut = %d, want still 10", w)
 	}
 	l := book.Learned()
-	if len(l) != 2 || l[1].Class != hit || l[1].Credits != 8 || l[1].Highest != 12 || l[1].Previous == nil || *l[1].Previous != 12 {
+	if len(l) != 2 || l[1].Class != hit || l[1].Credits != 8 || l[1].Highest != 10 || l[1].Previous == nil || *l[1].Previous != 10 {
 		t.Fatalf("learned = %+v", l)
+	}
+	// A list learned by an older version from an untrue charge is held to the contract.
+	poisoned := enrich.NewPriceBook(enrich.DefaultCosts(), []enrich.LearnedPrice{
+		{Class: miss, Credits: 5, Highest: 1_000_000_000, Answers: 1},
+		{Class: hit, Credits: 1_000_000_000, Highest: 1_000_000_000, Answers: 1},
+	})
+	if w := poisoned.Worst(domain.StageEmail); w != 10 {
+		t.Fatalf("worst email of a poisoned list = %d, want the contract's 10", w)
 	}
 
 	// A bulk call's total: one class without a price is solved.
 	nm := enrich.ProfileClass(domain.InputNameCompany, false)
 	m := enrich.ProfileClass(domain.InputNameCompany, true)
-	book.Observe(m, 2, now)
+	learn(m, 2)
 	solved := book.SolveBulk(map[enrich.PriceClass]int64{m: 3, nm: 4, miss: 3}, 3*2+4*1+3*5)
 	if len(solved) != 1 || solved[nm] != 1 {
 		t.Fatalf("solve: %v, want %v 1", solved, nm)
 	}
-	book.Observe(nm, 1, now) // what the processor does with it
+	learn(nm, 1) // what the processor does with it
 	// Two classes unknown: one call tells nothing; a second, independent,
 	// determines both (phone miss 5, mobile 25).
 	pm, pmob := enrich.PhoneClass(nil), enrich.PhoneClass(&enrich.Phones{Numbers: []enrich.Phone{{Number: "+1", Type: "mobile"}}})
@@ -179,8 +208,8 @@ func TestPriceBook(t *testing.T) {
 	if solved := book.SolveBulk(map[enrich.PriceClass]int64{m: 1, pm: 3, pmob: 1}, 2+3*5+25); len(solved) != 2 || solved[pm] != 5 || solved[pmob] != 25 {
 		t.Fatalf("two calls: %v, want phone miss 5, mobile 25", solved)
 	}
-	book.Observe(pm, 5, now)
-	book.Observe(pmob, 25, now)
+	learn(pm, 5)
+	learn(pmob, 25)
 	// Equations that allow no whole price teach nothing.
 	ph := enrich.PhoneClass(&enrich.Phones{Numbers: []enrich.Phone{{Number: "+1"}}})
 	if solved := book.SolveBulk(map[enrich.PriceClass]int64{ph: 2}, 7); len(solved) != 0 {

@@ -13,8 +13,9 @@ import (
 
 // rowError names the class of a row's failure as its tenant reads it (the
 // row's last_error and reason, shown in results): never a raw transport or
-// database error, whose detail is the worker's log's. The vendor's own word
-// on an input it refused is kept: it says what to fix.
+// database error, nor the vendor's own text (it may speak of the
+// operator's account), whose detail is the worker's log's. Of an input the
+// vendor refused, its status and error code are kept.
 func rowError(err error) string {
 	var (
 		se     *storeError
@@ -42,14 +43,15 @@ func vendorError(ve *enrich.Error) string {
 	var netErr net.Error
 	switch {
 	case ve.Class == enrich.ClassPermanent:
-		msg := "vendor rejected the input"
-		if ve.Status != 0 {
-			msg = fmt.Sprintf("vendor rejected the input (%d)", ve.Status)
+		switch code := ve.Code; {
+		case ve.Status != 0 && isCodeWord(code):
+			return fmt.Sprintf("vendor rejected the input (%d %s)", ve.Status, code)
+		case ve.Status != 0:
+			return fmt.Sprintf("vendor rejected the input (%d)", ve.Status)
+		case isCodeWord(code):
+			return "vendor rejected the input (" + code + ")"
 		}
-		if ve.Message != "" {
-			msg += ": " + clip(ve.Message, 200)
-		}
-		return msg
+		return "vendor rejected the input"
 	case ve.Class == enrich.ClassRateLimited:
 		return "vendor rate limited (429)"
 	case ve.Class == enrich.ClassUnauthorized:
@@ -70,6 +72,20 @@ func vendorError(ve *enrich.Error) string {
 		return "vendor unreachable"
 	}
 	return "vendor error"
+}
+
+// isCodeWord says whether a vendor's error code is a plain word
+// (invalid_request), fit to name a class; anything else is its text.
+func isCodeWord(s string) bool {
+	if s == "" || len(s) > 40 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // clip cuts s to at most n bytes, on a rune boundary.

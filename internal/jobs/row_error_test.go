@@ -28,9 +28,10 @@ func (v *failingVendor) Profile(ctx context.Context, q enrich.ProfileQuery, key 
 }
 
 // A row's reason and last error, which its tenant reads in the results,
-// name the class of the failure, never the transport's or the vendor
-// client's own text (that is the worker's log's); the vendor's word on an
-// input it refused stays.
+// name the class of the failure, never the transport's, the vendor
+// client's or the vendor's own text (that is the worker's log's: the
+// vendor's may speak of the operator's account); of an input it refused,
+// its status and plain error code stay.
 func TestRowErrorsNameTheirClass(t *testing.T) {
 	t.Parallel()
 	b := jobstest.New(t, jobstest.Options{NoWorker: true})
@@ -45,6 +46,8 @@ func TestRowErrorsNameTheirClass(t *testing.T) {
 			Message: "invalid character '<' looking for beginning of value", OutcomeUnknown: true},
 		"Refused GmbH": &enrich.Error{Class: enrich.ClassPermanent, Endpoint: "profile", Status: 422, Code: "invalid_request",
 			Message: "company is too vague"},
+		"Account GmbH": &enrich.Error{Class: enrich.ClassPermanent, Endpoint: "profile", Status: 400, Code: "Account ops@operator.example: plan past due",
+			Message: "account ops@operator.example (plan Pro, invoice 2026-11 unpaid): lookups by company disabled"},
 		"Reset GmbH": &enrich.Error{Class: enrich.ClassTransient, Endpoint: "profile", Code: "network_error",
 			Message: "read tcp 127.0.0.1:40214->10.0.0.7:8443: read: connection reset by peer", OutcomeUnknown: true},
 	}
@@ -52,7 +55,8 @@ func TestRowErrorsNameTheirClass(t *testing.T) {
 		"Timeout GmbH": {"attempts exhausted (1): vendor timed out", "vendor timed out"},
 		"Down GmbH":    {"attempts exhausted (1): vendor unavailable (503)", "vendor unavailable (503)"},
 		"Garbled GmbH": {"attempts exhausted (1): vendor answer unreadable", "vendor answer unreadable"},
-		"Refused GmbH": {"vendor rejected the input (422): company is too vague", "vendor rejected the input (422): company is too vague"},
+		"Refused GmbH": {"vendor rejected the input (422 invalid_request)", "vendor rejected the input (422 invalid_request)"},
+		"Account GmbH": {"vendor rejected the input (400)", "vendor rejected the input (400)"},
 		"Reset GmbH":   {"attempts exhausted (1): vendor unreachable", "vendor unreachable"},
 	}
 	var rows []ingest.RowIn

@@ -53,7 +53,7 @@ func (c *chunkRun) lookup(ctx context.Context, l *lane, stage domain.Stage, rows
 		a = answer{profile: r.Profile, email: r.Email, phones: r.Phones}
 		ch := c.priced(l, r.Charge)
 		charged = ch.Credits
-		return answered{charge: ch}, err
+		return answered{charge: ch, bound: l.Vendor.MaxCharge(q)}, err
 	})
 	c.settleRows(ctx, l, rows, err, func(w *rowWork, remember bool) {
 		c.accept(l, w, stage, a, remember)

@@ -3,6 +3,7 @@ package jobs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -66,11 +67,15 @@ func (c *chunkRun) takeOut(ctx context.Context, l *lane, ve *enrich.Error) {
 	if was {
 		return
 	}
+	// The reason is shown to the tenant (vendors_out): its class only. The
+	// vendor's own text speaks of the operator's account: the log's.
 	reason := "out of credits"
 	if ve.Class != enrich.ClassOutOfCredits {
 		reason = "key refused"
 	}
-	reason += " (" + ve.Error() + ")"
+	if ve.Status != 0 {
+		reason += fmt.Sprintf(" (%d)", ve.Status)
+	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if _, err := c.p.store.TakeVendorOut(sctx, c.job.Tenant, l.name, reason, VendorOutageFor); err != nil {
@@ -78,7 +83,7 @@ func (c *chunkRun) takeOut(ctx context.Context, l *lane, ve *enrich.Error) {
 	}
 	c.p.cfg.Metrics.VendorOut(l.name, ve.Class.String())
 	c.p.log.Warn("vendor taken out of the waterfall; its rows go to the next vendor", "tenant", c.job.Tenant, "job_id", c.job.ID,
-		"vendor", l.name, "for", VendorOutageFor, "reason", reason)
+		"vendor", l.name, "for", VendorOutageFor, "reason", reason, "err", ve.Error())
 }
 
 // observe tells the Orderer (at the run's end) what vendor l answered to

@@ -96,8 +96,12 @@ func newLanes(p *Processor, vendors []VendorConfig) []*lane {
 	return out
 }
 
-// units is credits of the vendor in budget units.
-func (l *lane) units(credits int64) int64 { return credits * l.CreditValue }
+// units is credits of the vendor in budget units, checked: a product that
+// does not fit in an int64 is held at its bound (no budget covers it)
+// rather than wrapped. The vendors file refuses a credit_value that its
+// contract's largest charge could overflow (config), and charges are held
+// to the contract before they are counted (withinContract).
+func (l *lane) units(credits int64) int64 { return enrich.SaturatedUnits(credits, l.CreditValue) }
 
 // worst is what to reserve, in budget units, before asking q.
 func (l *lane) worst(q enrich.Question) int64 {

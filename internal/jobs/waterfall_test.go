@@ -244,6 +244,10 @@ func TestWaterfall402TakesTheVendorOut(t *testing.T) {
 	if err != nil || len(out) != 1 || out[0].Vendor != "pdl" {
 		t.Fatalf("vendors out %+v (%v), want pdl", out, err)
 	}
+	// Shown to the tenant: the class, never the vendor's text about the operator's account.
+	if out[0].Reason != "out of credits (402)" {
+		t.Errorf("vendor out with reason %q, want %q", out[0].Reason, "out of credits (402)")
+	}
 	if n := r.pdl.Stats().ByStatus[http.StatusPaymentRequired]; n != 1 {
 		t.Errorf("pdl answered 402 %d times, want once: then it is out of the order", n)
 	}

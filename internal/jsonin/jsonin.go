@@ -9,6 +9,11 @@
 //     in any string, key or value: no field of the API holds one, and
 //     Postgres refuses U+0000 in text (SQLSTATE 22021), which would answer 500;
 //   - a field the target struct does not have;
+//   - null, anywhere but where the target is an interface or a type that
+//     reads JSON itself (json.RawMessage, a json.Unmarshaler): encoding/json
+//     would take null as "leave as is", so that {"lookups": null} passed for
+//     a list the schema says is never null, and {"email": "x", "name": null}
+//     for a request named one way only;
 //   - a value of the wrong type, a fraction or an integer too large where a
 //     whole number is wanted: numbers decode exactly (never through float64).
 //
@@ -60,7 +65,7 @@ func Decode(data []byte, v any) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return &Error{Message: "more than one JSON value", Syntax: true}
 	}
-	return nil
+	return refuseNull(data, reflect.TypeOf(v))
 }
 
 // Check checks that data is one JSON value, UTF-8, with no control

@@ -31,7 +31,7 @@ func BenchmarkToolsList(b *testing.B) {
 	b.Cleanup(func() { _ = cs.Close() })
 	for b.Loop() {
 		res, err := cs.ListTools(context.Background(), nil)
-		if err != nil || len(res.Tools) != 7 {
+		if err != nil || len(res.Tools) != 13 {
 			b.Fatalf("%d tools, %v", len(res.Tools), err)
 		}
 	}

@@ -279,3 +279,22 @@ func (c *clock) Now() time.Time {
 	defer c.mu.Unlock()
 	return c.now
 }
+
+// postAccept posts body with the Accept header values accept (none at all
+// when omit).
+func (s *stack) postAccept(t *testing.T, key, body string, accept []string, omit bool) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, s.api.URL+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+key)
+	if !omit {
+		req.Header["Accept"] = accept
+	}
+	resp, err := (&http.Client{Transport: checked(t, nil)}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp, data
+}

@@ -21,9 +21,11 @@ import (
 )
 
 var (
-	paidTools = []string{"cancel_job", "estimate_job", "raise_budget", "submit_job"}
-	readTools = []string{"get_results", "job_status", "list_jobs"}
-	allTools  = []string{"cancel_job", "estimate_job", "get_results", "job_status", "list_jobs", "raise_budget", "submit_job"}
+	// paidTools are a submit-only key's: run_watch reads the watch first.
+	paidTools = []string{"cancel_job", "create_watch", "estimate_job", "raise_budget", "submit_job"}
+	readTools = []string{"estimate_watch", "get_results", "job_status", "list_jobs", "list_watches", "vendor_figures", "watch_changes"}
+	allTools  = []string{"cancel_job", "create_watch", "estimate_job", "estimate_watch", "get_results", "job_status", "list_jobs",
+		"list_watches", "raise_budget", "run_watch", "submit_job", "vendor_figures", "watch_changes"}
 )
 
 // companies is an inline list of n companies.

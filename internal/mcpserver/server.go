@@ -53,7 +53,9 @@ Typical use: estimate_job first (what a list costs, in credits from-to, and how 
 then submit_job with a budget_credits the user agreed to (at most this key's ceiling); follow it
 with job_status; read what was found with get_results (small pages, the fields you need) or the
 resource enrichq://jobs/{id}/results once the job has finished. A job paused by its budget goes on
-after raise_budget; cancel_job stops one.`
+after raise_budget; cancel_job stops one. A finished job's list is kept fresh by a watch: estimate_watch,
+then create_watch with a monthly_cap_credits the user agreed to; run_watch runs one now, watch_changes
+lists what changed. vendor_figures says where the money went this month, vendor by vendor.`
 
 // New returns the MCP server of principal p: the read tools and the results
 // resources if p holds the read scope, the paid tools if it holds submit.
@@ -67,8 +69,10 @@ func New(cfg Config, p service.Principal) *mcp.Server {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}
+	caps := capabilities(p)
 	s := mcp.NewServer(&mcp.Implementation{Name: Name, Title: "enrichq: bulk enrichment within a budget", Version: cfg.Version},
-		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(cfg.Log), Capabilities: capabilities(p)})
+		&mcp.ServerOptions{Instructions: instructions, Logger: sdkLogger(cfg.Log), Capabilities: caps})
+	s.AddReceivingMiddleware(onlyDeclared(caps))
 	t := &tools{svc: cfg.Service, p: p, defaultCeiling: cfg.MaxBudget, defaultDaily: cfg.MaxDailyBudget, log: cfg.Log}
 	if p.Has(domain.ScopeSubmit) {
 		t.addSubmitTools(s)
@@ -76,10 +80,12 @@ func New(cfg Config, p service.Principal) *mcp.Server {
 	if p.Has(domain.ScopeRead) {
 		t.addStatusTools(s)
 		t.addResultTools(s)
+		t.addWatchReadTools(s)
 		t.addResources(s)
 	}
 	if p.Has(domain.ScopeSubmit) {
 		t.addControlTools(s)
+		t.addWatchPaidTools(s)
 	}
 	return s
 }
@@ -116,7 +122,9 @@ type tools struct {
 // any API replica can answer any request.
 //
 // In front of the SDK: the Origin check (transport.go; a foreign Origin is
-// a 403), and a JSON-RPC -32601 for an unknown method. The SDK's own
+// a 403), the Accept check (a 406 unless both application/json and
+// text/event-stream are accepted), and a JSON-RPC -32601 for an unknown
+// method. The SDK's own
 // DNS-rebinding guard (a request reaching a loopback address with another
 // Host is refused) is off: with it on, an API behind a reverse proxy on the
 // same host would refuse every MCP request; the Origin check is the rule
@@ -134,7 +142,7 @@ func Handler(cfg Config, principal func(*http.Request) (service.Principal, bool)
 		return New(cfg, p)
 	}, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: sdkLogger(cfg.Log), DisableLocalhostProtection: true,
 		MaxRequestBodyBytes: MaxRequestBytes})
-	return originGuard{allowed: cfg.AllowedOrigins, next: methodNotFound{next: sdk}}
+	return originGuard{allowed: cfg.AllowedOrigins, next: acceptGuard{next: methodNotFound{next: sdk}}}
 }
 
 // sdkLogger passes the SDK's warnings and errors to log. A stateless server

@@ -105,6 +105,27 @@ func inputSchema[In any]() *jsonschema.Schema {
 		panic(fmt.Sprintf("mcpserver: the input schema of %v: %v", rt, err)) // a programming error, found by any test
 	}
 	s.Required = slices.Clip(s.Required)
+	noNull(s)
 	v, _ := schemas.LoadOrStore(rt, s)
 	return v.(*jsonschema.Schema)
+}
+
+// noNull drops "null" from the types the schema inference gives lists,
+// maps and pointers: jsonin refuses null in every argument, and the schema
+// says what the server takes.
+func noNull(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if i := slices.Index(s.Types, "null"); i >= 0 {
+		s.Types = slices.Delete(slices.Clone(s.Types), i, i+1)
+		if len(s.Types) == 1 {
+			s.Type, s.Types = s.Types[0], nil
+		}
+	}
+	for _, p := range s.Properties {
+		noNull(p)
+	}
+	noNull(s.Items)
+	noNull(s.AdditionalProperties)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -45,8 +46,11 @@ func (g originGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // methodNotFound answers a call of a method the SDK does not know with the
 // JSON-RPC error -32601, as JSON-RPC and the MCP spec want. Before the
 // protocol version 2026-07-28 the SDK answers it with a plain-text HTTP 400
-// ("JSON RPC not handled"), which a client cannot match to its call.
-// Anything else passes as the SDK answers it.
+// ("JSON RPC not handled"), which a client cannot match to its call. Every
+// other plain-text refusal of the SDK (a body that is not JSON-RPC, a
+// Content-Type that is not application/json) becomes a JSON-RPC error with
+// the same status, and the call's id when there is one: every answer of
+// /mcp is JSON.
 type methodNotFound struct{ next http.Handler }
 
 func (m methodNotFound) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -58,41 +62,49 @@ func (m methodNotFound) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			http.Error(w, fmt.Sprintf("the request is larger than %d bytes; upload a long list (POST /v1/uploads) and give its upload_id", mbe.Limit), http.StatusRequestEntityTooLarge)
+			writeRPCError(w, http.StatusRequestEntityTooLarge, nil, jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("the request is larger than %d bytes; upload a long list (POST /v1/uploads) and give its upload_id", mbe.Limit))
 			return
 		}
-		http.Error(w, "the request body could not be read", http.StatusBadRequest)
+		writeRPCError(w, http.StatusBadRequest, nil, jsonrpc.CodeInvalidRequest, "the request body could not be read")
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	msg, err := jsonrpc.DecodeMessage(body)
-	call, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok || !call.IsCall() {
-		m.next.ServeHTTP(w, r)
+	var id any
+	msg, decodeErr := jsonrpc.DecodeMessage(body)
+	call, isCall := msg.(*jsonrpc.Request)
+	isCall = decodeErr == nil && isCall && call.IsCall()
+	if isCall {
+		id = call.ID
+	}
+	c := &catchText{ResponseWriter: w}
+	m.next.ServeHTTP(c, r)
+	if !c.caught {
 		return
 	}
-	c := &catchText400{ResponseWriter: w}
-	m.next.ServeHTTP(c, r)
-	if c.caught {
-		if bytes.Contains(c.body.Bytes(), []byte("not handled")) {
-			writeRPCError(w, http.StatusOK, call.ID, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method not found: %q", clip(call.Method)))
-			return
-		}
-		writeRPCError(w, http.StatusBadRequest, call.ID, jsonrpc.CodeInvalidRequest, "invalid request: "+strings.TrimSpace(c.body.String()))
+	text := strings.TrimSpace(c.body.String())
+	switch {
+	case isCall && c.status == http.StatusBadRequest && strings.Contains(text, "not handled"):
+		writeRPCError(w, http.StatusOK, id, jsonrpc.CodeMethodNotFound, fmt.Sprintf("method not found: %q", clip(call.Method)))
+	case decodeErr != nil && c.status == http.StatusBadRequest:
+		writeRPCError(w, c.status, nil, jsonrpc.CodeParseError, "parse error: "+text)
+	default:
+		writeRPCError(w, c.status, id, jsonrpc.CodeInvalidRequest, "invalid request: "+text)
 	}
 }
 
-// catchText400 holds back a plain-text 400 (the SDK's refusal of a
-// request it could not take); every other answer goes through.
-type catchText400 struct {
+// catchText holds back a plain-text 4xx (the SDK's refusal of a request it
+// could not take); every other answer goes through.
+type catchText struct {
 	http.ResponseWriter
 	caught bool
+	status int
 	body   bytes.Buffer
 }
 
-func (c *catchText400) WriteHeader(code int) {
-	if code == http.StatusBadRequest && strings.HasPrefix(c.Header().Get("Content-Type"), "text/plain") {
-		c.caught = true
+func (c *catchText) WriteHeader(code int) {
+	if code >= 400 && code < 500 && strings.HasPrefix(c.Header().Get("Content-Type"), "text/plain") {
+		c.caught, c.status = true, code
 		c.Header().Del("Content-Type")
 		c.Header().Del("X-Content-Type-Options")
 		return
@@ -100,14 +112,14 @@ func (c *catchText400) WriteHeader(code int) {
 	c.ResponseWriter.WriteHeader(code)
 }
 
-func (c *catchText400) Write(b []byte) (int, error) {
+func (c *catchText) Write(b []byte) (int, error) {
 	if c.caught {
 		return c.body.Write(b)
 	}
 	return c.ResponseWriter.Write(b)
 }
 
-func (c *catchText400) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+func (c *catchText) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
 // writeRPCError writes a JSON-RPC error answer; id nil (null) when it
 // answers no call in particular.
@@ -128,4 +140,70 @@ func writeRPCError(w http.ResponseWriter, status int, id any, code int64, msg st
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
+}
+
+// acceptGuard reads Accept one way, the Streamable HTTP transport's: the
+// client must accept both application/json and text/event-stream. The
+// header's media ranges count as RFC 9110 says (*/*, application/* and
+// text/* cover them; parameters and case do not matter; q=0 refuses one);
+// a request without an Accept header, or with one that leaves either type
+// out, is a 406 with a JSON-RPC error. (The SDK's own check ignores q and
+// answers a plain-text 400.)
+type acceptGuard struct{ next http.Handler }
+
+func (g acceptGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	values := r.Header.Values("Accept")
+	if acceptable(values, "application", "json") && acceptable(values, "text", "event-stream") {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	writeRPCError(w, http.StatusNotAcceptable, nil, jsonrpc.CodeInvalidRequest,
+		`not acceptable: the Accept header must accept both application/json and text/event-stream (send "Accept: application/json, text/event-stream")`)
+}
+
+// acceptable tells whether the Accept values accept typ/sub: the most
+// specific media range that matches it decides, and q=0 means not
+// acceptable.
+func acceptable(values []string, typ, sub string) bool {
+	best, ok := -1, false
+	for _, v := range values {
+		for _, part := range strings.Split(v, ",") {
+			mediaRange, params, _ := strings.Cut(part, ";")
+			t, s, found := strings.Cut(strings.ToLower(strings.TrimSpace(mediaRange)), "/")
+			if !found {
+				continue
+			}
+			s = strings.TrimSpace(s)
+			var rank int
+			switch {
+			case t == typ && s == sub:
+				rank = 2
+			case t == typ && s == "*":
+				rank = 1
+			case t == "*" && s == "*":
+				rank = 0
+			default:
+				continue
+			}
+			if rank > best {
+				best, ok = rank, qualityAbove0(params)
+			} else if rank == best && !qualityAbove0(params) {
+				ok = false
+			}
+		}
+	}
+	return ok
+}
+
+// qualityAbove0 reads the q parameter of a media range's parameters
+// ("q=0.5; level=1"): absent is 1.
+func qualityAbove0(params string) bool {
+	for _, p := range strings.Split(params, ";") {
+		k, v, _ := strings.Cut(p, "=")
+		if strings.EqualFold(strings.TrimSpace(k), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err != nil || q > 0
+		}
+	}
+	return true
 }

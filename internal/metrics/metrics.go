@@ -24,6 +24,7 @@ type Pipeline struct {
 	priceChange *prometheus.CounterVec
 	witnessed   prometheus.Counter
 	vendorOut   *prometheus.CounterVec
+	disputed    *prometheus.CounterVec
 }
 
 // NewPipeline registers the pipeline's metrics on reg.
@@ -75,7 +76,11 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 		Name: "enrichq_vendor_out_total",
 		Help: "Times a vendor was taken out of a tenant's waterfall, by vendor and why (out_of_credits, unauthorized, forbidden).",
 	}, []string{"vendor", "class"})
-	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration, p.drift, p.driftSeen, p.price, p.priceChange, p.witnessed, p.vendorOut)
+	p.disputed = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "enrichq_vendor_charges_disputed_total",
+		Help: "Vendor calls whose charge header was outside the contract's range (below 0, above the most the answer may cost): settled at the contract's price, the ledger line marked disputed.",
+	}, []string{"vendor"})
+	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration, p.drift, p.driftSeen, p.price, p.priceChange, p.witnessed, p.vendorOut, p.disputed)
 	return p
 }
 
@@ -97,6 +102,15 @@ func (p *Pipeline) VendorOut(vendor, class string) {
 		return
 	}
 	p.vendorOut.WithLabelValues(vendor, class).Inc()
+}
+
+// ChargeDisputed counts a call whose charge the vendor's contract does not
+// allow (docs/money.md). Vendors are the configured few: a bounded label.
+func (p *Pipeline) ChargeDisputed(vendor string) {
+	if p == nil {
+		return
+	}
+	p.disputed.WithLabelValues(vendor).Inc()
 }
 
 // Credits adds credits spent on a stage.

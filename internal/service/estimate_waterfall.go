@@ -31,9 +31,9 @@ func waterfallRange(vendors []vendororder.Vendor, in *estimateInput, stages []do
 			continue // refused before any call
 		}
 		asked++
-		hi += p.Worst * v.CreditValue
-		allMiss += p.Miss * v.CreditValue
-		if h := p.Hit * v.CreditValue; cheapestHit < 0 || h < cheapestHit {
+		hi += enrich.SaturatedUnits(p.Worst, v.CreditValue)
+		allMiss += enrich.SaturatedUnits(p.Miss, v.CreditValue)
+		if h := enrich.SaturatedUnits(p.Hit, v.CreditValue); cheapestHit < 0 || h < cheapestHit {
 			cheapestHit = h
 		}
 	}

@@ -34,6 +34,9 @@ type JobStatus struct {
 	// when none did. VendorsOut are those of the tenant's vendors out now.
 	VendorSkips map[string]int64     `json:"vendor_skips,omitempty"`
 	VendorsOut  []store.VendorOutage `json:"vendors_out,omitempty"`
+	// Watchable: a watch can be made of the job's list once it finishes
+	// (not a watch's own run, not a platform sync). The web page offers it.
+	Watchable bool `json:"-"`
 }
 
 // UploadFields are what a job's upload held, in its status and in the
@@ -121,6 +124,7 @@ func StatusOf(job store.Job, counts map[domain.RowState]int, now time.Time) JobS
 		StartedAt:    utc(job.StartedAt),
 		FinishedAt:   utc(job.FinishedAt),
 		PurgedAt:     utc(job.PurgedAt),
+		Watchable:    job.SourceFormat != "watch" && job.SourceFormat != "platform",
 	}
 	done := rc.terminal()
 	switch {

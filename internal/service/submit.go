@@ -36,6 +36,9 @@ func CheckIdempotencyKey(key string) error {
 // requestOptions is what a submission asked beyond its rows, for the
 // digest kept beside its idempotency key: the options as given (before
 // defaults) and the stored upload it names.
+// Every option of ingest.JobOptions is in it (a test holds that); one
+// added later goes at the end, omitted when unset, so that the digests of
+// keys used before stay what they were.
 func requestOptions(sub Submission) []byte {
 	o := sub.Options
 	b, _ := json.Marshal(struct {
@@ -45,7 +48,8 @@ func requestOptions(sub Submission) []byte {
 		BudgetCredits                                *int64
 		MaxAge                                       time.Duration
 		Columns                                      map[string]string
-	}{o.Name, o.CallbackURL, o.Encoding, o.Sheet, sub.UploadID, o.Lookups, o.Roles, o.BudgetCredits, o.MaxAge, o.Columns})
+		Vendors                                      []string `json:",omitempty"`
+	}{o.Name, o.CallbackURL, o.Encoding, o.Sheet, sub.UploadID, o.Lookups, o.Roles, o.BudgetCredits, o.MaxAge, o.Columns, o.Vendors})
 	return b
 }
 

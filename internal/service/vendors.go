@@ -2,10 +2,14 @@ package service
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"math"
 	"slices"
+	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/vendororder"
 )
 
@@ -29,6 +33,12 @@ type Vendors struct {
 	Segments []VendorSegment `json:"segments"`
 	// Truncated: more segments have answers than are listed.
 	Truncated bool `json:"truncated"`
+	// Month is the first day (UTC) of the month of each vendor's Month.
+	Month string `json:"month"`
+	// Warnings say, in words, what may stop the tenant's jobs or cost more
+	// than planned: the month's allowance nearly or fully used, a vendor
+	// out of the waterfall.
+	Warnings []string `json:"warnings"`
 }
 
 // VendorInfo is one configured vendor.
@@ -41,6 +51,22 @@ type VendorInfo struct {
 	PriorHitRate float64        `json:"prior_hit_rate"`
 	Stages       []domain.Stage `json:"stages"`
 	FillsAll     bool           `json:"fills_all"`
+	// Month is what the calling tenant's calls to it cost this month.
+	Month VendorSpend `json:"month"`
+	// Out, when set, says the vendor is out of the tenant's waterfall now,
+	// why and until when.
+	Out *store.VendorOutage `json:"out"`
+}
+
+// VendorSpend is a tenant's calls to a vendor in a month: budget units
+// spent (settled, and unknown outcomes at their worst case) and still
+// reserved, and the spent units in the vendor's own credits (÷ its
+// credit_value, rounded up).
+type VendorSpend struct {
+	Calls         int   `json:"calls"`
+	Spent         int64 `json:"spent"`
+	Reserved      int64 `json:"reserved"`
+	VendorCredits int64 `json:"vendor_credits"`
 }
 
 // VendorSegment is one segment's rates and orders.
@@ -95,17 +121,43 @@ func (s *Service) Vendors(ctx context.Context, p Principal) (Vendors, error) {
 		return Vendors{}, err
 	}
 	m := vendororder.NewModel(described, rates, vendororder.DefaultPriorWeight)
+	now := s.now()
+	spend, err := s.store.TenantVendorMonth(ctx, p.Tenant, now)
+	if err != nil {
+		return Vendors{}, err
+	}
+	outages, err := s.store.VendorsOut(ctx, p.Tenant)
+	if err != nil {
+		return Vendors{}, err
+	}
 	out := Vendors{Order: s.vendors.Order, Explore: s.vendors.Explore, PriorWeight: vendororder.DefaultPriorWeight,
-		Vendors: []VendorInfo{}, Segments: []VendorSegment{}}
+		Vendors: []VendorInfo{}, Segments: []VendorSegment{}, Month: store.MonthOf(now).Format(time.DateOnly), Warnings: []string{}}
 	if len(out.Order) == 0 {
 		out.Order = []string{"auto"}
 	}
 	names := make([]string, 0, len(described))
 	for i, spec := range s.vendors.List {
 		caps := described[i].Caps
-		out.Vendors = append(out.Vendors, VendorInfo{Name: spec.Name, Kind: string(spec.Kind), CreditValue: described[i].CreditValue,
-			Rate: spec.Rate, Bulk: spec.Bulk, PriorHitRate: described[i].PriorHitRate, Stages: caps.Stages, FillsAll: caps.FillsAll})
+		info := VendorInfo{Name: spec.Name, Kind: string(spec.Kind), CreditValue: described[i].CreditValue,
+			Rate: spec.Rate, Bulk: spec.Bulk, PriorHitRate: described[i].PriorHitRate, Stages: caps.Stages, FillsAll: caps.FillsAll}
+		m := spend[spec.Name]
+		info.Month = VendorSpend{Calls: m.Calls, Spent: m.Spent, Reserved: m.Reserved, VendorCredits: ceilDiv(m.Spent, max(info.CreditValue, 1))}
+		for _, o := range outages {
+			if o.Vendor == spec.Name {
+				info.Out = &o
+				out.Warnings = append(out.Warnings, fmt.Sprintf("%s is out of your waterfall until %s: %s.", o.Vendor,
+					o.Until.UTC().Format("2006-01-02 15:04 UTC"), o.Reason))
+			}
+		}
+		out.Vendors = append(out.Vendors, info)
 		names = append(names, spec.Name)
+	}
+	w, err := s.allowanceWarning(ctx, p.Tenant)
+	if err != nil {
+		return Vendors{}, err
+	}
+	if w != "" {
+		out.Warnings = append(out.Warnings, w)
 	}
 	segs := m.Segments()
 	if len(segs) > MaxVendorSegments {
@@ -156,3 +208,53 @@ func vendorSegment(m *vendororder.Model, sa vendororder.SegmentAsks, names []str
 }
 
 func round4(x float64) float64 { return math.Round(x*1e4) / 1e4 }
+
+// AllowanceWarnAt is the share of the month's allowance used from which the
+// vendors' figures warn.
+const AllowanceWarnAt = 0.8
+
+// allowanceWarning says when the tenant's month has used AllowanceWarnAt of
+// its allowance or all of it; "" otherwise, and without an allowance.
+func (s *Service) allowanceWarning(ctx context.Context, tenant string) (string, error) {
+	set, err := s.store.GetTenantSettings(ctx, tenant)
+	if errors.Is(err, store.ErrNotFound) { // a tenant not yet stored has no allowance
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if set.MonthlyAllowance == nil {
+		return "", nil
+	}
+	u, err := s.store.TenantMonth(ctx, tenant, s.now())
+	if err != nil {
+		return "", err
+	}
+	allowance, used := *set.MonthlyAllowance, u.Spent+u.Reserved
+	switch {
+	case used >= allowance:
+		return fmt.Sprintf("This month's allowance is used up (%d of %d credits): jobs pause until next month or until it is raised.", used, allowance), nil
+	case float64(used) >= AllowanceWarnAt*float64(allowance):
+		return fmt.Sprintf("This month's allowance is %d %% used (%d of %d credits).", used*100/allowance, used, allowance), nil
+	}
+	return "", nil
+}
+
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// StageAnswers is what one vendor answered for one stage of a job.
+type StageAnswers = store.StageAnswers
+
+// JobAnswers is who answered each stage of the tenant's job id: found and
+// no-match rows by stage and vendor (scope read).
+func (s *Service) JobAnswers(ctx context.Context, p Principal, id string) (_ []StageAnswers, err error) {
+	defer func() { err = notFound("job", err) }()
+	if err := p.Require(domain.ScopeRead); err != nil {
+		return nil, err
+	}
+	job, err := s.store.GetJob(ctx, p.Tenant, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.store.JobStageAnswers(ctx, job.ID)
+}

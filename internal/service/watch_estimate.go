@@ -2,43 +2,71 @@ package service
 
 import (
 	"context"
-	"strconv"
+	"errors"
+	"strings"
+	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
-// estimateClasses prices a run of a watch's inputs, counted by class (the
-// store's WatchInputClasses), as Estimate prices an upload's distinct
-// inputs: each class once, times its inputs. The cache is not asked: a run
-// buys again every answer older than the watch's period, which each is by
-// the time the next run comes.
-func (s *Submitter) estimateClasses(ctx context.Context, lookups []domain.Stage, classes []store.WatchInputClass) (Estimate, error) {
-	learned, err := s.Store.VendorPrices(ctx, s.Account)
+// checkNewWatch checks what CreateWatch and EstimateWatch ask alike (not
+// the callback) and returns the period.
+func checkNewWatch(nw NewWatch) (time.Duration, error) {
+	every, err := ParseWatchEvery(nw.Every)
 	if err != nil {
-		return Estimate{}, err
+		return 0, err
 	}
-	p := estimatePass{want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{},
-		book: enrich.NewPriceBook(s.Costs, jobs.LearnedPrices(learned))}
-	for _, l := range lookups {
-		p.want[l] = true
+	if nw.MonthlyCapCredits == nil || *nw.MonthlyCapCredits < 0 {
+		return 0, invalidParam("monthly_cap_credits", "monthly_cap_credits must be a whole number >= 0")
 	}
-	p.est.DryRun = true
-	for i, c := range classes {
-		in := &estimateInput{kind: c.Kind, role: c.Role, n: c.Inputs, profiled: p.profiled(c.Kind)}
-		if c.URL {
-			in.url = "given" // priced as known; never a cache key (no cache pass)
+	for _, l := range nw.Lookups {
+		if l != domain.StageProfile && l != domain.StageEmail && l != domain.StagePhone {
+			return 0, invalidParam("lookups", "lookup %q is not one of profile, email, phone", clip(string(l)))
 		}
-		k := strconv.Itoa(i)
-		p.inputs[k] = in
-		p.order = append(p.order, k)
-		p.est.Rows += c.Inputs
-		p.est.Distinct += c.Inputs
 	}
-	p.cachedProfile = map[string]bool{}
-	p.urlCached = map[domain.Stage]map[string]bool{domain.StageEmail: {}, domain.StagePhone: {}}
-	s.price(&p)
-	return p.est, nil
+	return every, nil
+}
+
+// EstimateWatch is what CreateWatch would answer as the month's estimate,
+// without making the watch (scope read): the page and MCP show it to be
+// confirmed first. The job must be the tenant's and finished.
+func (s *Service) EstimateWatch(ctx context.Context, p Principal, nw NewWatch) (WatchEstimate, error) {
+	if err := p.Require(domain.ScopeRead); err != nil {
+		return WatchEstimate{}, err
+	}
+	every, err := checkNewWatch(nw)
+	if err != nil {
+		return WatchEstimate{}, err
+	}
+	inputs, lookups, err := s.store.JobWatchInputs(ctx, p.Tenant, nw.JobID)
+	if errors.Is(err, store.ErrJobNotFinished) {
+		return WatchEstimate{}, &ConflictError{Code: "job_not_finished", Message: "a watch is made from a finished job: wait for it to finish"}
+	}
+	if err != nil {
+		return WatchEstimate{}, notFound("job", err)
+	}
+	if nw.Lookups != nil {
+		lookups = nw.Lookups
+	}
+	return s.watchEstimate(ctx, inputClasses(inputs), lookups, every, *nw.MonthlyCapCredits)
+}
+
+// inputClasses counts a job's would-be watch inputs by class, as the store's
+// WatchInputClasses counts a watch's.
+func inputClasses(inputs []store.WatchInput) []store.WatchInputClass {
+	idx := map[store.WatchInputClass]int{}
+	var out []store.WatchInputClass
+	for _, in := range inputs {
+		c := store.WatchInputClass{Kind: in.Kind, URL: in.ProfileURL != "",
+			Role: in.Role != "" && strings.EqualFold(strings.TrimSpace(in.Name), strings.TrimSpace(in.Role))}
+		i, ok := idx[c]
+		if !ok {
+			i = len(out)
+			idx[c] = i
+			out = append(out, c)
+		}
+		out[i].Inputs++
+	}
+	return out
 }

@@ -175,17 +175,9 @@ func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (Wa
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return WatchCreated{}, err
 	}
-	every, err := ParseWatchEvery(nw.Every)
+	every, err := checkNewWatch(nw)
 	if err != nil {
 		return WatchCreated{}, err
-	}
-	if nw.MonthlyCapCredits == nil || *nw.MonthlyCapCredits < 0 {
-		return WatchCreated{}, invalidParam("monthly_cap_credits", "monthly_cap_credits must be a whole number >= 0")
-	}
-	for _, l := range nw.Lookups {
-		if l != domain.StageProfile && l != domain.StageEmail && l != domain.StagePhone {
-			return WatchCreated{}, invalidParam("lookups", "lookup %q is not one of profile, email, phone", clip(string(l)))
-		}
 	}
 	if nw.CallbackURL != "" {
 		msg := ""
@@ -207,7 +199,11 @@ func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (Wa
 	if err != nil {
 		return WatchCreated{}, watchRefusal(err)
 	}
-	est, err := s.watchEstimate(ctx, w)
+	classes, err := s.store.WatchInputClasses(ctx, w.Tenant, w.ID)
+	if err != nil {
+		return WatchCreated{}, err
+	}
+	est, err := s.watchEstimate(ctx, classes, w.Lookups, w.Every, w.MonthlyCapCredits)
 	if err != nil {
 		return WatchCreated{}, err
 	}
@@ -216,25 +212,22 @@ func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (Wa
 }
 
 // watchEstimate prices a run of every input by today's estimate (the
-// vendor's learned prices, else the cost table) and a month of runs. The
-// inputs are counted by class inside Postgres: an estimate of a watch of
-// a million inputs reads a few rows.
-func (s *Service) watchEstimate(ctx context.Context, w store.Watch) (WatchEstimate, error) {
-	classes, err := s.store.WatchInputClasses(ctx, w.Tenant, w.ID)
-	if err != nil {
-		return WatchEstimate{}, err
-	}
-	e, err := s.submit.estimateClasses(ctx, w.Lookups, classes)
+// vendor's learned prices, else the cost table) and a month of runs, of
+// inputs counted by class (inside Postgres for a watch: a watch of a million
+// inputs reads a few rows).
+func (s *Service) watchEstimate(ctx context.Context, classes []store.WatchInputClass, lookups []domain.Stage,
+	every time.Duration, monthlyCap int64) (WatchEstimate, error) {
+	e, err := s.submit.estimateClasses(ctx, lookups, classes)
 	if err != nil {
 		return WatchEstimate{}, err
 	}
 	var out WatchEstimate
 	out.Rows = e.Rows
-	out.RunsPerMonth = watches.RunsPerMonth(w.Every)
+	out.RunsPerMonth = watches.RunsPerMonth(every)
 	out.CreditsPerRun.Min, out.CreditsPerRun.Max = e.Credits.Min, e.Credits.Max
-	out.Month.Min = min(watches.PerMonth(e.Credits.Min, w.Every), w.MonthlyCapCredits)
-	out.Month.Max = min(watches.PerMonth(e.Credits.Max, w.Every), w.MonthlyCapCredits)
-	out.CappedBy = watches.PerMonth(e.Credits.Max, w.Every) > w.MonthlyCapCredits
+	out.Month.Min = min(watches.PerMonth(e.Credits.Min, every), monthlyCap)
+	out.Month.Max = min(watches.PerMonth(e.Credits.Max, every), monthlyCap)
+	out.CappedBy = watches.PerMonth(e.Credits.Max, every) > monthlyCap
 	return out, nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/spool"
 )
 
 // inputExtras gathers the extra columns of a job's input rows while its
@@ -22,12 +24,15 @@ import (
 // first row with extras.
 type inputExtras struct {
 	jobID string
-	f     *os.File
-	w     *bufio.Writer
-	last  int // the last input row kept: a row's lookups come together
-	n     int
-	line  []byte // scratch
-	json  []byte // scratch
+	// folder is the spool folder the file is in: locked while the job is
+	// made, swept (spool.Sweep) once a crash has left it, raw columns and all.
+	folder *spool.Folder
+	f      *os.File
+	w      *bufio.Writer
+	last   int // the last input row kept: a row's lookups come together
+	n      int
+	line   []byte // scratch
+	json   []byte // scratch
 	// dropped are input rows whose extras are not copied (a lookup of the
 	// row is of a suppressed person).
 	dropped map[int]bool
@@ -50,11 +55,16 @@ func (x *inputExtras) add(row int, extra map[string]string) error {
 		return nil
 	}
 	if x.f == nil {
-		f, err := os.CreateTemp("", "enrichq-extras-")
+		folder, err := spool.New("")
 		if err != nil {
 			return fmt.Errorf("store: extras file: %w", err)
 		}
-		x.f, x.w = f, bufio.NewWriterSize(f, 64<<10)
+		f, err := os.CreateTemp(folder.Path, "enrichq-extras-")
+		if err != nil {
+			folder.Remove()
+			return fmt.Errorf("store: extras file: %w", err)
+		}
+		x.folder, x.f, x.w = folder, f, bufio.NewWriterSize(f, 64<<10)
 	}
 	// A hand-written line, not json.Marshal: it cost a tenth of the API's
 	// CPU on a 1M-row upload with one extra column.
@@ -93,12 +103,12 @@ func (x *inputExtras) copyTo(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-// remove deletes the file; call it on every path.
+// remove deletes the file and its spool folder; call it on every path.
 func (x *inputExtras) remove() {
 	if x.f != nil {
 		_ = x.f.Close()
-		_ = os.Remove(x.f.Name())
 	}
+	x.folder.Remove()
 }
 
 // undroppedLines reads the lines of an extras file whose input rows are

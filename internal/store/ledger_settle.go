@@ -20,6 +20,10 @@ type Settlement struct {
 	// ReplayPrice, when set, says the call was answered as a replay of an
 	// answer priced at that many credits (ExplainJob reads it).
 	ReplayPrice *int64
+	// Disputed, when set, is the charge the vendor claimed outside its
+	// contract (below 0, above the most the answer may cost); Charged is
+	// then the contract's price, and the line is marked disputed.
+	Disputed *int64
 	// ReplayClass, when set, is the price class of the replayed answer
 	// (enrich.PriceClass): ExplainJob prices the billed earlier send by the
 	// class's learned price, which may come after the replay. Set without
@@ -44,7 +48,22 @@ func (s *Store) Settle(ctx context.Context, ledgerID int64, st Settlement) error
 			return err
 		}
 	}
+	if st.Disputed != nil {
+		if err := s.MarkDisputed(ctx, ledgerID, *st.Disputed); err != nil {
+			return err
+		}
+	}
 	return s.closeReservation(ctx, ledgerID, LedgerSettled, &st.Charged, st.Reported, st.Remaining, st.Error, split)
+}
+
+// MarkDisputed keeps on an open ledger line the charge its vendor claimed
+// outside the contract, before the line is closed (Settle with Disputed
+// does it too).
+func (s *Store) MarkDisputed(ctx context.Context, ledgerID, claimed int64) error {
+	return s.retry(ctx, true, func() error {
+		_, err := s.pool.Exec(ctx, `UPDATE credit_ledger SET disputed_charge = $2 WHERE id = $1 AND status IN ('reserved', 'unknown')`, ledgerID, claimed)
+		return err
+	})
 }
 
 // Release records that a reserved call never left: nothing was spent.

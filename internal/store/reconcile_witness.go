@@ -39,6 +39,7 @@ type witnessCall struct {
 	sentAt    *time.Time
 	settledAt *time.Time
 	charged   int64
+	reserved  int64
 	reported  bool
 	remaining *int64
 	sameJob   bool
@@ -54,6 +55,9 @@ type Witnessed struct {
 	Credits int64
 	// Confirmed: calls whose inferred charge the readings pinned to the same figure.
 	Confirmed int
+	// Beyond: calls the readings pin above their reservation (the most the
+	// call could cost by the contract): not believed, left as they were.
+	Beyond int
 	// Skipped says why the readings could not be used, when they could not.
 	Skipped string
 }
@@ -87,6 +91,10 @@ func (s *Store) WitnessJob(ctx context.Context, jobID, account string, honoursKe
 			w.Confirmed++
 			continue
 		}
+		if p.pinned > p.reserved {
+			w.Beyond++
+			continue
+		}
 		if err := s.settlePinned(ctx, p); err != nil {
 			return w, interpretError(err)
 		}
@@ -115,7 +123,7 @@ func (s *Store) witnessCalls(ctx context.Context, jobID, account string) ([]witn
 	if err != nil || first == nil {
 		return nil, interpretError(err)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, job_id::text, idempotency_key, status, sent_at, settled_at, coalesce(charged, 0),
+	rows, err := s.pool.Query(ctx, `SELECT id, job_id::text, idempotency_key, status, sent_at, settled_at, coalesce(charged, 0), reserved,
 			charge_reported, credits_remaining, job_id = $3, status = 'settled' AND (error = '' OR charged > 0)
 		FROM credit_ledger WHERE account = $1 AND reserved_at >= $2 AND status <> 'released' ORDER BY id LIMIT $4`,
 		account, first.Add(-witnessLead), jobID, witnessMaxCalls+1)
@@ -124,7 +132,7 @@ func (s *Store) witnessCalls(ctx context.Context, jobID, account string) ([]witn
 	}
 	calls := []witnessCall{}
 	var c witnessCall
-	_, err = pgx.ForEachRow(rows, []any{&c.id, &c.job, &c.key, &c.status, &c.sentAt, &c.settledAt, &c.charged, &c.reported, &c.remaining, &c.sameJob, &c.explains}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&c.id, &c.job, &c.key, &c.status, &c.sentAt, &c.settledAt, &c.charged, &c.reserved, &c.reported, &c.remaining, &c.sameJob, &c.explains}, func() error {
 		calls = append(calls, c)
 		return nil
 	})
@@ -156,9 +164,9 @@ func (s *Store) settlePinned(ctx context.Context, p pin) error {
 
 // pin is one call whose charge the readings pin.
 type pin struct {
-	id              int64
-	status          string
-	charged, pinned int64
+	id                        int64
+	status                    string
+	charged, pinned, reserved int64
 }
 
 // pinCharges finds, among calls (one vendor key's, in ledger order), the
@@ -306,7 +314,7 @@ func alonePins(wins []witnessWindow, gaps []int64) []pin {
 		for k := w.lo; k <= w.hi; k++ {
 			sum += gaps[k]
 		}
-		pins = append(pins, pin{id: w.call.id, status: w.call.status, charged: w.call.charged, pinned: sum})
+		pins = append(pins, pin{id: w.call.id, status: w.call.status, charged: w.call.charged, pinned: sum, reserved: w.call.reserved})
 	}
 	return pins
 }

@@ -167,7 +167,11 @@ const watchInputsSQL = `
 		matched, found_profile_url, snap_company, snap_role, snap_email, snap_phones, snap_location, answered_at)
 	SELECT $1, row_number() OVER (ORDER BY d.input_row, d.id), d.ref, d.input_kind, d.profile_url, d.name, d.company, d.domain, d.email, d.role,
 		d.matched, d.found_profile_url, d.company_found, d.role_found, d.email_found, d.phones_found, d.location_found, d.finished_at
-	FROM (
+	` + watchInputsFrom
+
+// watchInputsFrom is the distinct inputs of a job ($2) as d, in the order
+// a watch numbers them: what watchInputsSQL copies and JobWatchInputs reads.
+const watchInputsFrom = `FROM (
 		SELECT DISTINCT ON (r.input_kind, lower(btrim(coalesce(r.profile_url, ''), '/ ')), lower(btrim(coalesce(r.email, ''))),
 				lower(btrim(coalesce(r.name, ''))), lower(btrim(coalesce(r.company, ''))), lower(coalesce(r.domain, '')))
 			r.id, r.input_row, r.ref, r.input_kind, r.profile_url, r.name, r.company, r.domain, r.email, r.role,
@@ -289,6 +293,19 @@ func (s *Store) DeleteWatch(ctx context.Context, tenant, id string) error {
 		return ErrNotFound
 	}
 	return nil
+}
+
+// WatchInput is one input of a watch, for an estimate.
+type WatchInput struct {
+	N          int
+	Ref        string
+	Kind       domain.InputKind
+	ProfileURL string
+	Name       string
+	Company    string
+	Domain     string
+	Email      string
+	Role       string
 }
 
 // WatchInputClass is a count of a watch's inputs an estimate prices alike:

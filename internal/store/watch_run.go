@@ -31,6 +31,9 @@ type WatchRunOutcome struct {
 	CapReached bool
 }
 
+// MonthOf is the first day (UTC) of t's month (watches.MonthOf).
+func MonthOf(t time.Time) time.Time { return watches.MonthOf(t) }
+
 // watchMonthUsedSQL is what a watch's runs of a month ($2) took of its cap
 // ($1 the watch): a diffed run what its job spent, a run still going the
 // most it may spend (its budget, or more if its job's budget was raised).

@@ -28,14 +28,18 @@ func (u *UI) funcs() template.FuncMap {
 			}
 			return fmt.Sprint(n)
 		},
-		"credits":  credits,
-		"budget":   budget,
-		"duration": duration,
-		"eta":      eta,
-		"when":     when,
-		"ago":      func(t time.Time) string { return ago(t, u.cfg.Now()) },
-		"deref":    func(s *string) string { return deref(s) },
-		"final":    func(s domain.JobState) bool { return final(s) },
+		"credits":    credits,
+		"budget":     budget,
+		"duration":   duration,
+		"eta":        eta,
+		"when":       when,
+		"ago":        func(t time.Time) string { return ago(t, u.cfg.Now()) },
+		"deref":      func(s *string) string { return deref(s) },
+		"final":      func(s domain.JobState) bool { return final(s) },
+		"stages":     stageList,
+		"perRow":     perRow,
+		"join":       strings.Join,
+		"orderWords": orderWords,
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/httpapi/apitest"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
+	"github.com/enrichq/enrichq/internal/service"
 )
 
 // Two tenants, a key each, and a read-only and a submit-only key of the
@@ -55,11 +56,17 @@ func (c *clock) Advance(d time.Duration) {
 }
 
 // newStack starts a stack; withPlatform configures the platform's API
-// against a fake platform (the members page).
-func newStack(t *testing.T, o jobstest.Options, withPlatform bool) *stack {
+// against a fake platform (the members page); svc, when given, adjusts the
+// service's configuration (the vendors).
+func newStack(t *testing.T, o jobstest.Options, withPlatform bool, svc ...func(*service.Config)) *stack {
 	t.Helper()
 	c := &clock{}
 	st := apitest.Start(t, apitest.Options{Pipeline: o, Platform: withPlatform, Scheduler: true,
+		Service: func(cfg *service.Config) {
+			for _, f := range svc {
+				f(cfg)
+			}
+		},
 		Keys: apitest.Keys{
 			keyA:      {Tenant: tenantA, KeyID: "ka", Scopes: domain.Scopes},
 			keyB:      {Tenant: tenantB, KeyID: "kb", Scopes: domain.Scopes},

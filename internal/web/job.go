@@ -30,6 +30,7 @@ type jobData struct {
 	Done                string // what the last form did, said back
 	Poll                int
 	Open                int // rows not yet done
+	Vendors             jobVendors
 }
 
 // Job is a job's page: its counts, credits, time to go, what paused it and
@@ -53,6 +54,10 @@ func (u *UI) Job(w http.ResponseWriter, r *http.Request) {
 		d.ByBudget = cause == domain.PausedByJobBudget
 		d.CanResume = cause == domain.PausedByAllowance || cause == domain.PausedByVendorAccess
 		d.PauseWords = pauseWords(cause, st.Credits.Budget)
+	}
+	if d.Vendors, err = u.jobVendorCharts(r, p, id); err != nil {
+		u.fail(w, r, err)
+		return
 	}
 	page1, err := u.svc.Results(r.Context(), p, id, service.ResultsQuery{Limit: previewRows})
 	if err != nil {

@@ -123,6 +123,11 @@ type SeedOptions struct {
 	// match (profile without profile_url, email null, phones empty) instead
 	// of 404.
 	NoMatchAs200 bool
+	// AbsurdChargeRate is the share of billed answers whose
+	// X-Credits-Charged no contract allows (AbsurdCharges in turn): a
+	// compromised vendor, or someone in the middle. The fake's own ledger,
+	// and X-Credits-Remaining, bill the true price.
+	AbsurdChargeRate float64
 	// OmitCreditHeaders: never send X-Credits-Charged or X-Credits-Remaining.
 	OmitCreditHeaders bool
 	// IgnoreIdempotency: ignore Idempotency-Key (every call is new work,
@@ -144,6 +149,10 @@ type SeedOptions struct {
 	// time.Now. Latency and delays use real timers.
 	Now func() time.Time
 }
+
+// AbsurdCharges are the X-Credits-Charged values of AbsurdChargeRate: a
+// billion, and one that times 2 overflows an int64.
+var AbsurdCharges = []int64{1_000_000_000, 9223372036854275808}
 
 // DefaultSeedOptions: key "test-key", no rate limit, no latency, hit rates
 // profile 0.8, email 0.6, phone 0.3, no faults, seed 1, 1,000,000 credits.
@@ -187,16 +196,18 @@ type SeedLedgerEntry struct {
 
 // SeedStats count what the fake was asked and how it answered.
 type SeedStats struct {
-	Requests     int64            `json:"requests"`    // /v1 requests
-	ByEndpoint   map[string]int64 `json:"by_endpoint"` // requests by endpoint
-	ByStatus     map[int]int64    `json:"by_status"`   // answers by HTTP status (resets are not answers)
-	Resets       int64            `json:"resets"`
-	Malformed    int64            `json:"malformed"`
-	Slow         int64            `json:"slow"`
-	Replays      int64            `json:"replays"` // Idempotency-Key replays
-	Lookups      int64            `json:"lookups"` // lookups done: a bulk row counts once per stage looked up
-	BilledCalls  int64            `json:"billed_calls"`
-	TotalCharged int64            `json:"total_charged"`
+	Requests   int64            `json:"requests"`    // /v1 requests
+	ByEndpoint map[string]int64 `json:"by_endpoint"` // requests by endpoint
+	ByStatus   map[int]int64    `json:"by_status"`   // answers by HTTP status (resets are not answers)
+	Resets     int64            `json:"resets"`
+	Malformed  int64            `json:"malformed"`
+	Slow       int64            `json:"slow"`
+	Replays    int64            `json:"replays"` // Idempotency-Key replays
+	// AbsurdCharges: answers sent with an untrue X-Credits-Charged (AbsurdChargeRate).
+	AbsurdCharges int64 `json:"absurd_charges"`
+	Lookups       int64 `json:"lookups"` // lookups done: a bulk row counts once per stage looked up
+	BilledCalls   int64 `json:"billed_calls"`
+	TotalCharged  int64 `json:"total_charged"`
 }
 
 // Seed is the fake. It is safe for concurrent use.

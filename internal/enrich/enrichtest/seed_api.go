@@ -208,6 +208,10 @@ func (v *Seed) serveAPI(endpoint string, handle func(*http.Request, []byte) answ
 	charged := int64(0)
 	if conflict == nil && replay == nil && ans.work() {
 		charged = ans.credits
+		if v.opts.AbsurdChargeRate > 0 && v.rng.Float64() < v.opts.AbsurdChargeRate {
+			charged = AbsurdCharges[v.stats.AbsurdCharges%int64(len(AbsurdCharges))]
+			v.stats.AbsurdCharges++
+		}
 	}
 	remaining := v.opts.StartCredits - v.charged
 	v.mu.Unlock()

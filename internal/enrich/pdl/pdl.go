@@ -203,6 +203,16 @@ func (v *Vendor) Price(q enrich.Question) enrich.Price {
 	return enrich.Price{Miss: 0, Hit: CreditsPerMatch, Worst: CreditsPerMatch}
 }
 
+// MaxCharge: the contract bills one match, single or bulk item, at
+// CreditsPerMatch whatever it holds (vendor-pdl.md); a question refused
+// before the call costs nothing.
+func (v *Vendor) MaxCharge(q enrich.Question) int64 {
+	if v.refuse(endpointEnrich, q) != nil {
+		return 0
+	}
+	return CreditsPerMatch
+}
+
 // refuse is the error of a question this vendor cannot answer, before any
 // call; nil for one it can.
 func (v *Vendor) refuse(endpoint string, q enrich.Question) *enrich.Error {

@@ -398,6 +398,13 @@ func TestRoleQuestionRefusedBeforeAnyCall(t *testing.T) {
 	if p := v.Price(role); p != (enrich.Price{}) {
 		t.Fatalf("a refused question is priced %+v", p)
 	}
+	if m := v.MaxCharge(role); m != 0 {
+		t.Fatalf("a refused question may cost %d by the contract, want 0", m)
+	}
+	person := enrich.Question{Query: enrich.ProfileQuery{Name: "Jane Doe", Company: "Acme"}, Stages: all}
+	if m := v.MaxCharge(person); m != pdl.CreditsPerMatch {
+		t.Fatalf("a match may cost %d by the contract, want %d whatever it holds", m, pdl.CreditsPerMatch)
+	}
 	b, err := v.AskBulk(t.Context(), []enrich.Question{role, {Query: enrich.ProfileQuery{Name: "Jane"}, Stages: all}}, "")
 	if err != nil || b.Items[0].Err == nil || b.Items[0].Err.Code != "role_search_unsupported" || b.Items[1].Err == nil || b.Items[1].Err.Code != "invalid_query" {
 		t.Fatalf("bulk of refused questions: %+v, %v", b, err)

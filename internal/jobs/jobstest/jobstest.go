@@ -65,9 +65,12 @@ type Options struct {
 	// VendorHandler wraps the fake vendor's handler (answers that change
 	// between runs); nil serves it as it is.
 	VendorHandler func(http.Handler) http.Handler
-	Processor     jobs.ProcessorConfig
-	Workers       int  // asynq servers; default 1
-	NoWorker      bool // start no worker
+	// VendorConfig adjusts the seed vendor's configuration (its account,
+	// allowance, credit_value).
+	VendorConfig func(*jobs.VendorConfig)
+	Processor    jobs.ProcessorConfig
+	Workers      int  // asynq servers; default 1
+	NoWorker     bool // start no worker
 	// Rate and Burst of the shared limiter; default 1000/s, burst 100.
 	Rate  float64
 	Burst int
@@ -165,7 +168,11 @@ func New(t *testing.T, o Options) *Bundle {
 			TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, log)
 		mux := asynq.NewServeMux()
 		// Each worker has its own limiter on the shared key, as separate processes would.
-		proc := jobs.NewProcessor(st, []jobs.VendorConfig{jobs.SeedVendor(client, newLimiter(), "")}, pc, log)
+		vc := jobs.SeedVendor(client, newLimiter(), "")
+		if o.VendorConfig != nil {
+			o.VendorConfig(&vc)
+		}
+		proc := jobs.NewProcessor(st, []jobs.VendorConfig{vc}, pc, log)
 		mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
 		if err := srv.Start(mux); err != nil {
 			t.Fatal(err)

@@ -42,12 +42,38 @@ app.kubernetes.io/component: {{ .component }}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
 {{- end -}}
 
-{{/* The environment every process shares: the ConfigMap and the Secret. */}}
+{{/* The environment every service shares: the ConfigMap. The Secret comes key by key (enrichq.secretEnv). */}}
 {{- define "enrichq.envFrom" -}}
 - configMapRef:
     name: {{ include "enrichq.fullname" . }}
-- secretRef:
-    name: {{ include "enrichq.secretName" . }}
+{{- end -}}
+
+{{/* The migration Job's key: the tables' owner. No service reads it. */}}
+{{- define "enrichq.migrateKey" -}}ENRICHQ_MIGRATE_DATABASE_URL{{- end -}}
+
+{{/* The Secret's keys the services read: the variables that are secrets (docs/configuration.md),
+secrets.extraKeys (a vendors file's key_env, ...), and every key of secrets.create: never the
+migration Job's. */}}
+{{- define "enrichq.serviceKeys" -}}
+{{- $keys := list "DATABASE_URL" "REDIS_URL" "ENRICHQ_VENDOR_KEY" "ENRICHQ_API_KEYS" "ENRICHQ_ERASURE_KEY" "ENRICHQ_REDIS_SENTINEL_PASSWORD" "ENRICHQ_PLATFORM_CLIENT_SECRET" "ENRICHQ_PLATFORM_TOKEN_KEY" "ENRICHQ_WEBHOOK_SECRET" -}}
+{{- $keys = concat $keys .Values.secrets.extraKeys -}}
+{{- if not .Values.secrets.existingSecret -}}
+{{- range $k, $v := .Values.secrets.create -}}
+{{- if $v -}}{{- $keys = append $keys $k -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- without ($keys | uniq) (include "enrichq.migrateKey" .) | sortAlpha | join "," -}}
+{{- end -}}
+
+{{/* The Secret's keys a service reads, each an env entry (optional: a key the Secret lacks is
+unset). Not envFrom: a Secret may hold the migration Job's key, which no service may see. */}}
+{{- define "enrichq.secretEnv" -}}
+{{- $name := include "enrichq.secretName" . -}}
+{{- range $k := splitList "," (include "enrichq.serviceKeys" .) }}
+- name: {{ $k }}
+  valueFrom:
+    secretKeyRef: {name: {{ $name }}, key: {{ $k }}, optional: true}
+{{- end -}}
 {{- end -}}
 
 {{/* Restart the pods when the configuration changes. */}}
@@ -95,6 +121,12 @@ readinessProbe:
 {{- end -}}
 {{- if not .Values.config.vendor.url -}}
 {{- fail "config.vendor.url is required (the vendor's base URL)" -}}
+{{- end -}}
+{{- if has (include "enrichq.migrateKey" .) .Values.secrets.extraKeys -}}
+{{- fail "secrets.extraKeys: ENRICHQ_MIGRATE_DATABASE_URL is the migration Job's alone; no service may read it" -}}
+{{- end -}}
+{{- if and (not .Values.migrations.enabled) (index .Values.secrets.create (include "enrichq.migrateKey" .)) -}}
+{{- fail "secrets.create.ENRICHQ_MIGRATE_DATABASE_URL needs migrations.enabled: the migration Job is the one process that reads it" -}}
 {{- end -}}
 {{- if .Values.redis.sentinel.enabled -}}
 {{- if or (not .Values.redis.sentinel.masterName) (not .Values.redis.sentinel.addresses) -}}
