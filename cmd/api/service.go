@@ -30,6 +30,7 @@ func newService(cfg config.API, st *store.Store, enq *jobs.Enqueuer, plat *platf
 		UploadsTotal:     cfg.UploadsTotal,
 		ErasureKey:       []byte(cfg.ErasureKey),
 		Vendors:          cfg.Vendors,
+		Watches:          cfg.Watches,
 	})
 }
 

@@ -68,7 +68,7 @@ func main() {
 }
 
 // allScenarios in the order they run.
-var allScenarios = []string{"seed", "ceiling", "ingest", "polling", "manyjobs", "waterfall", "growth"}
+var allScenarios = []string{"seed", "ceiling", "ingest", "polling", "slowuploads", "manyjobs", "waterfall", "growth"}
 
 type options struct {
 	bin         string
@@ -222,6 +222,8 @@ func (b *bench) runScenario(ctx context.Context, name string) error {
 		return b.ingest(ctx)
 	case "polling":
 		return b.polling(ctx)
+	case "slowuploads":
+		return b.slowUploads(ctx)
 	case "waterfall":
 		return b.waterfall(ctx)
 	case "manyjobs":

@@ -42,6 +42,7 @@ type stackSpec struct {
 	pprof     bool
 	apiEnv    []string // more environment for the API alone
 	moreKeys  []string // more tenant:key pairs of ENRICHQ_API_KEYS
+	apiPool   int      // the API's Postgres pool (pool_max_conns); 0: its default
 	// vendorsFile, when set, names every vendor (ENRICHQ_VENDORS_FILE): no
 	// ENRICHQ_VENDOR_* and no fake vendor of the stack's own; env holds the
 	// keys its key_env entries name.
@@ -134,8 +135,16 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 	} else if spec.vendorsFile == "" {
 		env = append(env, "ENRICHQ_VENDOR_URL=http://127.0.0.1:9") // the worker requires one; it is not started
 	}
+	apiEnv := append(append([]string(nil), env...), spec.apiEnv...)
+	if spec.apiPool > 0 {
+		sep := "?"
+		if strings.Contains(s.dbURL, "?") {
+			sep = "&"
+		}
+		apiEnv = append(apiEnv, fmt.Sprintf("DATABASE_URL=%s%spool_max_conns=%d", s.dbURL, sep, spec.apiPool))
+	}
 	// The API migrates the fresh database first, alone; the others find the schema in place.
-	if s.apiURL, err = s.start(ctx, "api", append(append([]string(nil), env...), spec.apiEnv...), "api listening on "); err != nil {
+	if s.apiURL, err = s.start(ctx, "api", apiEnv, "api listening on "); err != nil {
 		s.stop()
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/watches"
 )
 
 // API configures cmd/api, the submit API.
@@ -72,6 +73,12 @@ type API struct {
 	// ENRICHQ_VENDOR_* variables. With the file, VendorRPS and VendorBulk
 	// are its first seed vendor's.
 	Vendors Vendors
+	// Watches bound a tenant's watches (docs/watches.md): how many it has
+	// (ENRICHQ_MAX_WATCHES, default 20, 1 to 100,000), how many it makes in
+	// an hour, deleted ones too (ENRICHQ_WATCH_CREATES_PER_HOUR, default 10,
+	// 1 to 100,000), the least time between two runs of one watch asked for
+	// now (ENRICHQ_WATCH_RUN_INTERVAL, default 1h, 1s to 720h).
+	Watches watches.Limits
 
 	// Tuning, not read from the environment.
 
@@ -108,7 +115,8 @@ func defaultAPI() API {
 	return API{Common: defaultCommon(), Addr: DefaultAPIAddr, Keys: map[string]string{}, MaxUploadBytes: DefaultMaxUploadBytes,
 		MaxRows: DefaultMaxRows, ShutdownTimeout: DefaultShutdownTimeout, VendorRPS: DefaultVendorRPS, VendorBulk: true,
 		StatusCache: DefaultStatusCache, MCPMaxBudget: DefaultMCPMaxBudget, DBMaxConns: DefaultAPIDBMaxConns,
-		DBStatementTimeout: DefaultAPIStatementTimeout, DBIdleInTxTimeout: DefaultAPIIdleInTxTimeout}
+		DBStatementTimeout: DefaultAPIStatementTimeout, DBIdleInTxTimeout: DefaultAPIIdleInTxTimeout,
+		Watches: watches.Limits{}.WithDefaults()}
 }
 
 // APIFromEnv maps the environment (getenv: os.Getenv in production) onto
@@ -136,6 +144,9 @@ func APIFromEnv(getenv func(string) string) (API, error) {
 		c.Webhooks.read(r)
 		c.Platform.read(r)
 		r.str("ENRICHQ_ERASURE_KEY", &c.ErasureKey)
+		r.int("ENRICHQ_MAX_WATCHES", &c.Watches.MaxPerTenant)
+		r.int("ENRICHQ_WATCH_CREATES_PER_HOUR", &c.Watches.CreatesPerHour)
+		r.duration("ENRICHQ_WATCH_RUN_INTERVAL", &c.Watches.RunInterval)
 		c.Vendors = readVendors(r, Vendor{URL: getenv("ENRICHQ_VENDOR_URL"), Key: getenv("ENRICHQ_VENDOR_KEY"), RPS: c.VendorRPS,
 			Burst: DefaultVendorBurst, Bulk: c.VendorBulk, HonoursKeys: domain.HonoursKeysAuto, Timeout: DefaultVendorTimeout}, false)
 		if s, ok := c.Vendors.Seed(); ok && c.Vendors.File != "" {
@@ -155,6 +166,9 @@ func (c API) validate() error {
 		inRange("ENRICHQ_VENDOR_RPS", c.VendorRPS, 0.01, 100000),
 		inRange("ENRICHQ_MCP_MAX_BUDGET", c.MCPMaxBudget, 0, 1<<53),
 		optionalInRange("ENRICHQ_MCP_MAX_DAILY_BUDGET", c.MCPMaxDailyBudget, 0, 1<<53),
+		inRange("ENRICHQ_MAX_WATCHES", c.Watches.MaxPerTenant, 1, 100_000),
+		inRange("ENRICHQ_WATCH_CREATES_PER_HOUR", c.Watches.CreatesPerHour, 1, 100_000),
+		durationInRange("ENRICHQ_WATCH_RUN_INTERVAL", c.Watches.RunInterval, time.Second, 720*time.Hour),
 		c.Platform.validate(),
 	}
 	if c.Addr == "" {
@@ -178,6 +192,14 @@ func (c API) validate() error {
 func checkErasureKey(key string) error {
 	if key != "" && len(key) < 32 {
 		return fmt.Errorf("ENRICHQ_ERASURE_KEY: %d characters; at least 32 are needed", len(key))
+	}
+	return nil
+}
+
+// durationInRange refuses a duration outside [lo, hi], in Go's notation.
+func durationInRange(name string, v, lo, hi time.Duration) error {
+	if v < lo || v > hi {
+		return fmt.Errorf("%s=%s: want a duration from %s to %s", name, v, lo, hi)
 	}
 	return nil
 }

@@ -132,6 +132,26 @@ func TestWebhooksSwitch(t *testing.T) {
 	}
 }
 
+// A tenant's watches are bounded by default (20, 10 an hour, a run asked
+// for now once an hour), and each bound is set by its variable and checked.
+func TestWatchLimits(t *testing.T) {
+	t.Parallel()
+	a, err := APIFromEnv(env(map[string]string{}))
+	if err != nil || a.Watches.MaxPerTenant != 20 || a.Watches.CreatesPerHour != 10 || a.Watches.RunInterval != time.Hour {
+		t.Fatalf("defaults %+v, %v", a.Watches, err)
+	}
+	a, err = APIFromEnv(env(map[string]string{"ENRICHQ_MAX_WATCHES": "3", "ENRICHQ_WATCH_CREATES_PER_HOUR": "2", "ENRICHQ_WATCH_RUN_INTERVAL": "10m"}))
+	if err != nil || a.Watches.MaxPerTenant != 3 || a.Watches.CreatesPerHour != 2 || a.Watches.RunInterval != 10*time.Minute {
+		t.Fatalf("set %+v, %v", a.Watches, err)
+	}
+	_, err = APIFromEnv(env(map[string]string{"ENRICHQ_MAX_WATCHES": "0", "ENRICHQ_WATCH_CREATES_PER_HOUR": "-1", "ENRICHQ_WATCH_RUN_INTERVAL": "1ms"}))
+	for _, want := range []string{"ENRICHQ_MAX_WATCHES=0", "ENRICHQ_WATCH_CREATES_PER_HOUR=-1", "ENRICHQ_WATCH_RUN_INTERVAL=1ms"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %s", err, want)
+		}
+	}
+}
+
 // The upload slots are set from the environment (the chart sets them to
 // what its pod's memory and disk hold); unset, the service's defaults.
 func TestUploadSlotsFromEnv(t *testing.T) {

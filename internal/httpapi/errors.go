@@ -57,8 +57,8 @@ type errorJSON struct {
 // service's errors: *service.ForbiddenError 403 insufficient_scope,
 // service.ErrNoTenant 403 no_tenant, *service.InvalidError 400 (422 for
 // invalid_options and idempotency_key_reused, as service.ErrIdempotencyKeyReused),
-// *service.ConflictError 409 with its code, *service.TooManyUploadsError 429
-// with Retry-After, ErrNotFound 404 (no such job, or what its
+// *service.ConflictError 409 with its code, *service.TooManyUploadsError and
+// *service.TooManyRequestsError 429 with Retry-After, ErrNotFound 404 (no such job, or what its
 // *service.NotFoundError names), ErrConflict 409, ErrUnavailable 503,
 // ErrInvalidInput 400; an upload over the byte
 // limit 413; an upload that stopped sending 408; a server-side deadline 503;
@@ -83,6 +83,7 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 		invalid   *service.InvalidError
 		conflict  *service.ConflictError
 		uploads   *service.TooManyUploadsError
+		throttled *service.TooManyRequestsError
 		missing   *service.NotFoundError
 		tooLarge  *http.MaxBytesError
 		netErr    net.Error
@@ -109,6 +110,9 @@ func (s *server) classify(r *http.Request, err error) *apiError {
 	case errors.As(err, &uploads):
 		return &apiError{Status: http.StatusTooManyRequests, Code: "too_many_uploads", Message: uploads.Message,
 			header: http.Header{"Retry-After": {strconv.Itoa(int(uploads.RetryAfter.Round(time.Second) / time.Second))}}}
+	case errors.As(err, &throttled):
+		return &apiError{Status: http.StatusTooManyRequests, Code: throttled.Code, Message: throttled.Message,
+			header: http.Header{"Retry-After": {strconv.Itoa(int(max(time.Second, throttled.RetryAfter.Round(time.Second)) / time.Second))}}}
 	case errors.As(err, &be):
 		// Reading the request body failed: too much of it, too slow, or cut off.
 		switch {

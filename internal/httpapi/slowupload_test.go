@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -13,17 +12,17 @@ import (
 )
 
 // Six uploads trickling their rows, on a pool of four connections, while
-// another tenant polls a job's status: the polls must not wait for the
-// uploads. The bound is generous (1 s for a query of milliseconds); when
-// uploads held a connection while their body arrived, every poll waited
-// for the uploads to end (seconds).
+// another tenant polls a job's status: the polls do not wait for the
+// uploads. Polls are answered while every upload is still sending; when
+// uploads held a connection while their body arrived, no poll was answered
+// before the uploads ended. How fast the polls are is measured by the bench
+// (dev/bench, scenario slowuploads), not asserted here.
 func TestSlowUploadsDoNotStarvePolls(t *testing.T) {
 	t.Parallel()
 	const (
-		uploads   = 6
-		rowsEach  = 30
-		rowEvery  = 100 * time.Millisecond // each upload lasts about 3 s
-		pollBound = time.Second
+		uploads  = 6
+		rowsEach = 30
+		rowEvery = 100 * time.Millisecond // each upload lasts about 3 s
 	)
 	keys := map[string]string{keyB: tenantB}
 	for i := range 3 {
@@ -38,6 +37,8 @@ func TestSlowUploadsDoNotStarvePolls(t *testing.T) {
 	started := make(chan struct{}, uploads)
 	var wg sync.WaitGroup
 	statuses := make([]int, uploads)
+	firstDone := make(chan struct{}) // closed when the first upload has its answer
+	var once sync.Once
 	for i := range uploads {
 		pr, pw := io.Pipe()
 		wg.Go(func() {
@@ -63,6 +64,7 @@ func TestSlowUploadsDoNotStarvePolls(t *testing.T) {
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
+			once.Do(func() { close(firstDone) })
 			statuses[i] = resp.StatusCode
 			pr.Close()
 		})
@@ -75,13 +77,17 @@ func TestSlowUploadsDoNotStarvePolls(t *testing.T) {
 	// Poll while the uploads trickle.
 	uploadsDone := make(chan struct{})
 	go func() { wg.Wait(); close(uploadsDone) }()
-	var took []time.Duration
+	polls, whileUploading := 0, 0
 	for polling := true; polling; {
-		start := time.Now()
 		resp, data := b.call(t, http.MethodGet, "/v1/jobs/"+job.ID, keyB, nil)
-		took = append(took, time.Since(start))
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("poll: %d %s", resp.StatusCode, data)
+		}
+		polls++
+		select {
+		case <-firstDone:
+		default:
+			whileUploading++ // answered before any upload ended
 		}
 		select {
 		case <-uploadsDone:
@@ -89,12 +95,9 @@ func TestSlowUploadsDoNotStarvePolls(t *testing.T) {
 		default:
 		}
 	}
-	slices.Sort(took)
-	p99 := took[(len(took)*99+99)/100-1]
-	t.Logf("%d polls during %d slow uploads on a pool of 4: p50 %v, p99 %v, max %v", len(took), uploads,
-		took[len(took)/2], p99, took[len(took)-1])
-	if p99 > pollBound {
-		t.Errorf("status poll p99 %v during slow uploads, want under %v", p99, pollBound)
+	t.Logf("%d polls during %d slow uploads on a pool of 4, %d of them answered before any upload ended", polls, uploads, whileUploading)
+	if whileUploading < 3 {
+		t.Errorf("%d polls answered while every upload was still sending, want several: polls wait for uploads", whileUploading)
 	}
 	for i, code := range statuses {
 		if code != http.StatusCreated {

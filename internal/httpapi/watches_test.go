@@ -71,6 +71,11 @@ func TestWatchesAPI(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted || run.JobID == nil || run.Rows != 3 || run.Budget != 50 {
 		t.Fatalf("run now: %d %s", resp.StatusCode, data)
 	}
+	// A second run while the first goes: 429 with when to ask again.
+	if resp, data := b.call(t, http.MethodPost, "/v1/watches/"+w.ID+"/runs", keyA, nil); resp.StatusCode != http.StatusTooManyRequests ||
+		resp.Header.Get("Retry-After") != "60" || apiErr(t, data).Code != "too_many_requests" {
+		t.Fatalf("a run while one goes: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), data)
+	}
 	if resp, data := b.call(t, http.MethodGet, "/v1/jobs/"+*run.JobID, keyA, nil); resp.StatusCode != http.StatusOK ||
 		!strings.Contains(string(data), `"total":3`) {
 		t.Fatalf("the run's job: %d %s", resp.StatusCode, data)

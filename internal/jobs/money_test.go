@@ -17,8 +17,9 @@ import (
 
 // Four workers, each with its own limiter on the shared key (as four
 // processes), against a vendor allowing 20 requests/s: the vendor answers
-// every excess with a 429, so a low 429 share proves the workers together
-// kept to the limit. The figures are printed; time is not asserted.
+// every excess with a 429. Every lookup is served once and paid once; the
+// 429 share and the pace are printed (their bound is asserted on a fake
+// clock in internal/enrich/ratelimit).
 func TestFourWorkersShareTheVendorLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs for several seconds at the vendor's pace")
@@ -62,9 +63,10 @@ func TestFourWorkersShareTheVendorLimit(t *testing.T) {
 	if served != rows {
 		t.Fatalf("%d lookups served, want %d (one per distinct input)", served, rows)
 	}
-	if share >= 0.01 {
-		t.Fatalf("%.2f%% of calls answered 429, want under 1%%", share*100)
-	}
+	// The 429 share is printed, not asserted: on real time it measures the
+	// machine's load as much as the limiter. The limiters' share is asserted
+	// on a fake clock (internal/enrich/ratelimit's
+	// TestFourLimitersShareTheVendorLimit).
 	b.CheckMoney(t, job.ID)
 }
 

@@ -1,9 +1,11 @@
 // Package maintenance is the scheduler's periodic work, run by one leader:
-// small services, one a file, each with its own Config, stepped in turn by
-// a Maintainer while it holds the scheduler's lease (a row in Postgres,
-// store.Lease). Every step is safe to run from several schedulers at once
-// (conditional updates, SKIP LOCKED); the lease keeps them from doing it
-// twice over.
+// small services, one a file, each with its own Config. While a Maintainer
+// holds the scheduler's lease (a row in Postgres, store.Lease) each service
+// runs on a loop of its own, with its own ticker and a timeout per step
+// (River's shape), so a slow step holds up neither the others nor the
+// lease's renewal; losing the lease stops every loop. Every step is safe to
+// run from several schedulers at once (conditional updates, SKIP LOCKED);
+// the lease keeps them from doing it twice over.
 package maintenance
 
 import (
@@ -98,8 +100,19 @@ func Services(st *store.Store, enq *jobs.Enqueuer, s Settings, log *slog.Logger)
 // Stats is what a round did, by service name.
 type Stats map[string]int
 
-// Maintainer steps its services, in their order, each on its interval,
-// while it holds the scheduler's lease.
+// Hooks let a caller (a test) follow the maintainer's turns without
+// sleeping; each may be nil, and is called from the maintainer's
+// goroutines.
+type Hooks struct {
+	// Lease is called after each try for the lease (or renewal of it),
+	// with whether this maintainer holds it now.
+	Lease func(held bool)
+	// Stepped is called after each step of a service Run started, with
+	// what the step did and its error.
+	Stepped func(service string, did int, err error)
+}
+
+// Maintainer runs its services while it holds the scheduler's lease.
 type Maintainer struct {
 	store    *store.Store
 	services []Service
@@ -107,8 +120,13 @@ type Maintainer struct {
 	// LeaseTTL is how long the leader's lease lives unrenewed; default
 	// max(DefaultLeaseTTL, 3 ticks).
 	LeaseTTL time.Duration
+	// StepTimeout bounds a step of a service that states no Timeout of its
+	// own; default the lease's TTL: a step never outlasts one lease.
+	StepTimeout time.Duration
 	// Now is the clock the lease's durations are measured on; default time.Now.
 	Now func() time.Time
+	// Hooks are called as the lease and the steps go.
+	Hooks Hooks
 }
 
 // NewMaintainer builds a Maintainer of services (Services, then those other
@@ -117,25 +135,18 @@ func NewMaintainer(st *store.Store, log *slog.Logger, services ...Service) *Main
 	return &Maintainer{store: st, services: services, log: loggerOr(log)}
 }
 
-// RunOnce steps every service once, in order, without the lock. A failed
-// step does not keep the later ones from running: the error names the
-// service.
+// RunOnce steps every service once, in order, without the lock, each step
+// within its timeout. A failed step does not keep the later ones from
+// running: the error names the service.
 func (m *Maintainer) RunOnce(ctx context.Context) (Stats, error) {
-	return m.round(ctx, func(int) bool { return true })
-}
-
-func (m *Maintainer) round(ctx context.Context, due func(i int) bool) (Stats, error) {
 	st := Stats{}
 	var errs []error
-	for i, s := range m.services {
+	for _, s := range m.services {
 		if ctx.Err() != nil {
 			errs = append(errs, ctx.Err())
 			break
 		}
-		if !due(i) {
-			continue
-		}
-		did, err := s.Step(ctx)
+		did, err := m.step(ctx, s, m.stepTimeout(m.leaseTTL()))
 		st[s.Name()] += did
 		if err != nil {
 			errs = append(errs, fmt.Errorf("maintenance %s: %w", s.Name(), err))
@@ -144,8 +155,22 @@ func (m *Maintainer) round(ctx context.Context, due func(i int) bool) (Stats, er
 	return st, errors.Join(errs...)
 }
 
-// tick is how often Run renews (or tries for) the lease and looks at the services: the shortest
-// interval.
+// step runs one step of s within timeout.
+func (m *Maintainer) step(ctx context.Context, s Service, timeout time.Duration) (int, error) {
+	if t, ok := s.(interface{ Timeout() time.Duration }); ok && t.Timeout() > 0 {
+		timeout = t.Timeout()
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	did, err := s.Step(sctx)
+	if err != nil && errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+		err = fmt.Errorf("step timed out after %s: %w", timeout, err)
+	}
+	return did, err
+}
+
+// tick is how often Run renews (or tries for) the lease: the shortest
+// interval of a service.
 func (m *Maintainer) tick() time.Duration {
 	t := DefaultInterval
 	for i, s := range m.services {
@@ -156,56 +181,69 @@ func (m *Maintainer) tick() time.Duration {
 	return max(t, time.Millisecond)
 }
 
-// Run steps the services until ctx ends, while it holds the scheduler's
-// lease; without it, it tries for the lease every tick. On taking the lease
-// it steps every service at once; then each when its interval has passed.
+func (m *Maintainer) leaseTTL() time.Duration {
+	if m.LeaseTTL > 0 {
+		return m.LeaseTTL
+	}
+	return max(DefaultLeaseTTL, 3*m.tick())
+}
+
+func (m *Maintainer) stepTimeout(ttl time.Duration) time.Duration {
+	if m.StepTimeout > 0 {
+		return m.StepTimeout
+	}
+	return ttl
+}
+
+// Run holds the scheduler's lease until ctx ends: it tries for the lease
+// every tick and, once it holds it, renews it every tick and runs every
+// service on its own loop (each steps at once, then every interval); when
+// the lease is lost it stops the loops (their steps' contexts end) and
+// tries again.
 func (m *Maintainer) Run(ctx context.Context) error {
 	tick := m.tick()
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	ttl := m.LeaseTTL
-	if ttl <= 0 {
-		ttl = max(DefaultLeaseTTL, 3*tick)
+	ttl := m.leaseTTL()
+	now := m.Now
+	if now == nil {
+		now = time.Now
 	}
 	lease := m.store.NewLease(leaseName, leaseHolder(), ttl, m.Now)
+	var loops *serviceLoops
 	defer func() {
+		if loops != nil {
+			loops.stop()
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if err := lease.Release(rctx); err != nil {
 			m.log.Warn("scheduler lease not released; another scheduler takes it when it expires", "ttl", ttl, "err", err)
 		}
 	}()
-	last := make([]time.Time, len(m.services)) // of each service's last step
-	leading := false
 	for {
+		start := now()
 		held, err := lease.Hold(ctx)
-		switch {
-		case err != nil && ctx.Err() == nil:
+		if err != nil && ctx.Err() == nil {
 			m.log.Error("scheduler lease", "err", err, "held", held)
-		case held && !leading:
+		}
+		switch {
+		case held && loops == nil:
 			m.log.Info("scheduler lock taken: running maintenance", "tick", tick, "services", len(m.services),
 				"holder", lease.Holder(), "ttl", ttl)
-		case !held && leading:
-			m.log.Warn("scheduler lock lost", "holder", lease.Holder())
-			clear(last) // the next lease holder steps everything at once
+			loops = m.startLoops(ctx, now, ttl, start.Add(ttl))
+		case !held && loops != nil:
+			m.log.Warn("scheduler lock lost: maintenance stopped", "holder", lease.Holder())
+			loops.stop()
+			loops = nil
 		}
-		leading = held
-		if leading {
-			now := time.Now()
-			// Due at the tick nearest its interval: a ticker's jitter does
-			// not push a step to the tick after. A round stops when the
-			// lease runs out under it.
-			st, err := m.round(ctx, func(i int) bool {
-				if !lease.Held() {
-					return false
-				}
-				if !last[i].IsZero() && now.Sub(last[i]) < m.services[i].Interval()-tick/2 {
-					return false
-				}
-				last[i] = now
-				return true
-			})
-			m.report(st, err)
+		if held {
+			// The loops step only while the renewal just sent holds: a lease
+			// that lapses before the next tick stops them at their next step.
+			loops.holdUntil(start.Add(ttl))
+		}
+		if m.Hooks.Lease != nil {
+			m.Hooks.Lease(held)
 		}
 		select {
 		case <-ctx.Done():
@@ -222,21 +260,4 @@ func leaseHolder() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return fmt.Sprintf("%s:%d:%s", host, os.Getpid(), hex.EncodeToString(b[:]))
-}
-
-// report logs what a round did (the services that did something) and its
-// failures.
-func (m *Maintainer) report(st Stats, err error) {
-	if err != nil && !errors.Is(err, context.Canceled) {
-		m.log.Error("maintenance failed", "err", err)
-	}
-	var attrs []any
-	for _, s := range m.services {
-		if n := st[s.Name()]; n > 0 {
-			attrs = append(attrs, s.Name(), n)
-		}
-	}
-	if len(attrs) > 0 {
-		m.log.Info("maintenance", attrs...)
-	}
 }

@@ -20,14 +20,24 @@ type Service interface {
 	Step(ctx context.Context) (did int, err error)
 }
 
+// A Service may bound its own steps with a method Timeout() time.Duration
+// (a positive value); otherwise the Maintainer's StepTimeout does. A step's
+// context ends at the timeout: the step stops, and the next is an interval
+// later.
+
 // ServiceFunc is a Service made of a function, for a step that is a plain
 // method of another type.
 type ServiceFunc struct {
 	Label string
 	// Every is the interval; zero takes DefaultInterval.
 	Every time.Duration
+	// Limit bounds a step; zero takes the Maintainer's StepTimeout.
+	Limit time.Duration
 	Do    func(ctx context.Context) (int, error)
 }
+
+// Timeout implements the optional bound of a step.
+func (f ServiceFunc) Timeout() time.Duration { return f.Limit }
 
 // Name implements Service.
 func (f ServiceFunc) Name() string { return f.Label }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/service"
@@ -22,6 +23,7 @@ func (t *tools) toolError(ctx context.Context, tool string, err error) error {
 		invalid   *service.InvalidError
 		conflict  *service.ConflictError
 		uploads   *service.TooManyUploadsError
+		throttled *service.TooManyRequestsError
 		missing   *service.NotFoundError
 		mine      *toolErr
 	)
@@ -41,6 +43,8 @@ func (t *tools) toolError(ctx context.Context, tool string, err error) error {
 		return fmt.Errorf("%s: %s", conflict.Code, conflict.Message)
 	case errors.As(err, &uploads):
 		return fmt.Errorf("too_many_uploads: %s (retry in %s)", uploads.Message, uploads.RetryAfter)
+	case errors.As(err, &throttled):
+		return fmt.Errorf("%s: %s (retry in %s)", throttled.Code, throttled.Message, throttled.RetryAfter.Round(time.Second))
 	case errors.Is(err, service.ErrUnavailable):
 		t.log.WarnContext(ctx, "database unavailable", "tool", tool, "err", err)
 		return errors.New("unavailable: the database is unavailable; nothing was stored; try again in a few seconds")

@@ -145,6 +145,18 @@ type estimateInput struct {
 	url       string // given profile URL
 	profiled  bool   // the profile stage runs
 	cachedURL string // profile URL known from the cache
+	// n is how many inputs this one stands for (a class of a watch's
+	// inputs, estimateClasses); 0 is one.
+	n int
+}
+
+// weight is how many inputs in stands for.
+func (in *estimateInput) weight() int { return max(1, in.n) }
+
+// profiled says whether an input of kind is looked up at the profile
+// stage: asked for, or needed to find an email or phone of a person named.
+func (p *estimatePass) profiled(kind domain.InputKind) bool {
+	return p.want[domain.StageProfile] || (kind != domain.InputProfileURL && (p.want[domain.StageEmail] || p.want[domain.StagePhone]))
 }
 
 // readInputs is the first pass: the upload's rows, the suppressed ones, and
@@ -164,7 +176,7 @@ func (s *Submitter) readInputs(ctx context.Context, p *estimatePass) error {
 		k := jobs.LookupKey(l)
 		if _, ok := p.inputs[k]; !ok {
 			p.inputs[k] = &estimateInput{kind: l.Kind, url: l.ProfileURL, role: l.Role != "" && strings.EqualFold(strings.TrimSpace(l.Name), strings.TrimSpace(l.Role)),
-				profiled: p.want[domain.StageProfile] || (l.Kind != domain.InputProfileURL && (p.want[domain.StageEmail] || p.want[domain.StagePhone]))}
+				profiled: p.profiled(l.Kind)}
 			p.order = append(p.order, k)
 		}
 		return nil
@@ -223,12 +235,13 @@ func (s *Submitter) price(p *estimatePass) {
 	profileCalls, singleCalls := 0, 0
 	for _, k := range p.order {
 		in := p.inputs[k]
+		n := in.weight()
 		var (
 			stages []domain.Stage // what the vendors are asked for this input
 			lo, hi int64
 		)
 		if in.profiled && !p.cachedProfile[k] {
-			profileCalls++
+			profileCalls += n
 			stages = append(stages, domain.StageProfile)
 			lo, hi = p.book.ProfileRange(in.kind)
 		}
@@ -244,11 +257,11 @@ func (s *Submitter) price(p *estimatePass) {
 			sLo, sHi := p.book.Range(stage)
 			lo, hi = lo+sLo, hi+sHi
 			if !s.Bulk || !in.profiled || p.cachedProfile[k] {
-				singleCalls++ // bulk calls carry the later stages of the rows they look up
+				singleCalls += n // bulk calls carry the later stages of the rows they look up
 			}
 		}
 		if len(stages) == 0 {
-			p.est.Cached++
+			p.est.Cached += n
 			continue
 		}
 		if p.vendors != nil {
@@ -257,8 +270,8 @@ func (s *Submitter) price(p *estimatePass) {
 		if p.vendors == nil {
 			lo, hi = lo*p.unit, hi*p.unit
 		}
-		p.est.Credits.Min += lo
-		p.est.Credits.Max += hi
+		p.est.Credits.Min += lo * int64(n)
+		p.est.Credits.Max += hi * int64(n)
 	}
 	if s.Bulk {
 		p.est.Calls = int(math.Ceil(float64(profileCalls)/float64(enrich.MaxBulkRows))) + singleCalls

@@ -60,6 +60,9 @@ type Config struct {
 	// Vendors are the configured vendors (config.API.Vendors), shown by
 	// Vendors with what the automatic order learned of them.
 	Vendors config.Vendors
+	// Watches bound a tenant's watches (config.API.Watches); zero fields
+	// take their defaults.
+	Watches WatchLimits
 }
 
 // Service carries out a tenant's operations. It holds no state but the
@@ -77,6 +80,8 @@ type Service struct {
 	slots      *uploadSlots
 	downloads  chan struct{} // a slot per download at once (DownloadsAtOnce)
 	vendors    config.Vendors
+	// watchLimits are Config.Watches with their defaults.
+	watchLimits WatchLimits
 	// described is vendors as the order sees them (vendors.go).
 	describeOnce sync.Once
 	described    []vendororder.Vendor
@@ -100,7 +105,7 @@ func New(cfg Config) *Service {
 	return &Service{store: cfg.Store, submit: cfg.Submitter, platform: cfg.Platform, limits: cfg.Limits, now: cfg.Now,
 		statuses: newStatusCache(cfg.StatusCacheTTL, cfg.Now), uploads: cfg.Uploads.withDefaults(), spoolDir: cfg.SpoolDir,
 		erasureKey: cfg.ErasureKey, slots: newUploadSlots(cfg.UploadsPerTenant, cfg.UploadsTotal),
-		downloads: make(chan struct{}, DownloadsAtOnce), vendors: cfg.Vendors}
+		downloads: make(chan struct{}, DownloadsAtOnce), vendors: cfg.Vendors, watchLimits: cfg.Watches.WithDefaults()}
 }
 
 // Limits are the bounds an upload is parsed with.

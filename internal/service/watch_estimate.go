@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -48,5 +49,24 @@ func (s *Service) EstimateWatch(ctx context.Context, p Principal, nw NewWatch) (
 	if nw.Lookups != nil {
 		lookups = nw.Lookups
 	}
-	return s.watchEstimate(ctx, p.Tenant, inputs, lookups, every, *nw.MonthlyCapCredits)
+	return s.watchEstimate(ctx, inputClasses(inputs), lookups, every, *nw.MonthlyCapCredits)
+}
+
+// inputClasses counts a job's would-be watch inputs by class, as the store's
+// WatchInputClasses counts a watch's.
+func inputClasses(inputs []store.WatchInput) []store.WatchInputClass {
+	idx := map[store.WatchInputClass]int{}
+	var out []store.WatchInputClass
+	for _, in := range inputs {
+		c := store.WatchInputClass{Kind: in.Kind, URL: in.ProfileURL != "",
+			Role: in.Role != "" && strings.EqualFold(strings.TrimSpace(in.Name), strings.TrimSpace(in.Role))}
+		i, ok := idx[c]
+		if !ok {
+			i = len(out)
+			idx[c] = i
+			out = append(out, c)
+		}
+		out[i].Inputs++
+	}
+	return out
 }

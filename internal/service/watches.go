@@ -4,20 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/watches"
 	"github.com/enrichq/enrichq/internal/webhook"
 )
-
-// A month, for a watch's runs per month.
-const watchMonth = 30 * 24 * time.Hour
 
 // Watch paging.
 const (
@@ -133,13 +129,13 @@ type WatchList struct {
 }
 
 // ParseWatchEvery reads a period: whole days ("30d") or a Go duration;
-// at least store.MinWatchEvery.
+// at least watches.MinEvery.
 func ParseWatchEvery(v string) (time.Duration, error) {
 	d, ok := parseDays(v)
 	if !ok {
 		return 0, invalidParam("every", "every %q is not a period like 30d or 720h", clip(v))
 	}
-	if d < store.MinWatchEvery {
+	if d < watches.MinEvery {
 		return 0, invalidParam("every", "every %q is shorter than the minimum of 7d", clip(v))
 	}
 	return d, nil
@@ -172,7 +168,9 @@ func formatDays(d time.Duration) string {
 }
 
 // CreateWatch makes a watch of the distinct inputs of the tenant's
-// finished job (scope submit) and answers it with a month's estimate.
+// finished job (scope submit) and answers it with a month's estimate. Past
+// the tenant's watch limit it is a *ConflictError watch_limit_reached; past
+// its creations per hour a *TooManyRequestsError.
 func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (WatchCreated, error) {
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return WatchCreated{}, err
@@ -193,22 +191,20 @@ func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (Wa
 		}
 	}
 	w, err := s.store.CreateWatch(ctx, store.NewWatch{Tenant: p.Tenant, SourceJob: nw.JobID, Lookups: nw.Lookups, Every: every,
-		MonthlyCapCredits: *nw.MonthlyCapCredits, CallbackURL: nw.CallbackURL, Now: s.now()})
+		MonthlyCapCredits: *nw.MonthlyCapCredits, CallbackURL: nw.CallbackURL, Now: s.now(), KeyID: p.KeyID,
+		Admit: s.watchLimits.AdmitCreate})
 	if errors.Is(err, store.ErrJobNotFinished) {
 		return WatchCreated{}, &ConflictError{Code: "job_not_finished", Message: "a watch is made from a finished job: wait for it to finish"}
 	}
 	if err != nil {
-		return WatchCreated{}, err
+		return WatchCreated{}, watchRefusal(err)
 	}
-	inputs, err := s.store.WatchInputs(ctx, w.Tenant, w.ID)
+	classes, err := s.store.WatchInputClasses(ctx, w.Tenant, w.ID)
 	if err != nil {
 		return WatchCreated{}, err
 	}
-	est, err := s.watchEstimate(ctx, w.Tenant, inputs, w.Lookups, w.Every, w.MonthlyCapCredits)
+	est, err := s.watchEstimate(ctx, classes, w.Lookups, w.Every, w.MonthlyCapCredits)
 	if err != nil {
-		return WatchCreated{}, err
-	}
-	if err := s.audit(ctx, p, store.AuditWatchCreated, w.ID, w.Inputs); err != nil {
 		return WatchCreated{}, err
 	}
 	view, err := s.watchView(ctx, w)
@@ -216,36 +212,29 @@ func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (Wa
 }
 
 // watchEstimate prices a run of every input by today's estimate (the
-// vendor's learned prices, else the cost table) and a month of runs.
-func (s *Service) watchEstimate(ctx context.Context, tenant string, inputs []store.WatchInput, lookups []domain.Stage,
+// vendor's learned prices, else the cost table) and a month of runs, of
+// inputs counted by class (inside Postgres for a watch: a watch of a million
+// inputs reads a few rows).
+func (s *Service) watchEstimate(ctx context.Context, classes []store.WatchInputClass, lookups []domain.Stage,
 	every time.Duration, monthlyCap int64) (WatchEstimate, error) {
-	e, err := s.submit.Estimate(ctx, Submission{Tenant: tenant, Options: ingest.JobOptions{Lookups: lookups},
-		Feed: func(emit func(ingest.Lookup) error) error {
-			for _, in := range inputs {
-				if err := emit(ingest.Lookup{Row: in.N, Ref: in.Ref, Kind: in.Kind, ProfileURL: in.ProfileURL, Name: in.Name,
-					Company: in.Company, Domain: in.Domain, Email: in.Email, Role: in.Role}); err != nil {
-					return err
-				}
-			}
-			return nil
-		}})
+	e, err := s.submit.estimateClasses(ctx, lookups, classes)
 	if err != nil {
 		return WatchEstimate{}, err
 	}
 	var out WatchEstimate
-	out.Rows = len(inputs)
-	out.RunsPerMonth = math.Round(float64(watchMonth)/float64(every)*100) / 100
+	out.Rows = e.Rows
+	out.RunsPerMonth = watches.RunsPerMonth(every)
 	out.CreditsPerRun.Min, out.CreditsPerRun.Max = e.Credits.Min, e.Credits.Max
-	perMonth := func(c int64) int64 { return int64(math.Ceil(float64(c) * float64(watchMonth) / float64(every))) }
-	out.Month.Min, out.Month.Max = min(perMonth(e.Credits.Min), monthlyCap), min(perMonth(e.Credits.Max), monthlyCap)
-	out.CappedBy = perMonth(e.Credits.Max) > monthlyCap
+	out.Month.Min = min(watches.PerMonth(e.Credits.Min, every), monthlyCap)
+	out.Month.Max = min(watches.PerMonth(e.Credits.Max, every), monthlyCap)
+	out.CappedBy = watches.PerMonth(e.Credits.Max, every) > monthlyCap
 	return out, nil
 }
 
 // watchView is a watch with this month's credits.
 func (s *Service) watchView(ctx context.Context, w store.Watch) (Watch, error) {
 	now := s.now()
-	month := store.MonthOf(now)
+	month := watches.MonthOf(now)
 	spent, reserved, err := s.store.WatchSpend(ctx, w.ID, now)
 	if err != nil {
 		return Watch{}, err
@@ -320,7 +309,7 @@ func (s *Service) UpdateWatch(ctx context.Context, p Principal, id string, patch
 	if patch.State == nil && patch.Every == nil && patch.MonthlyCapCredits == nil {
 		return Watch{}, &InvalidError{Code: CodeInvalidOptions, Message: "nothing to change: send state, every or monthly_cap_credits"}
 	}
-	if patch.State != nil && *patch.State != store.WatchActive && *patch.State != store.WatchPaused {
+	if patch.State != nil && *patch.State != watches.Active && *patch.State != watches.Paused {
 		return Watch{}, invalidParam("state", "state %q is not active or paused", clip(*patch.State))
 	}
 	if patch.Every != nil {
@@ -358,7 +347,9 @@ func (s *Service) DeleteWatch(ctx context.Context, p Principal, id string) error
 // RunWatch starts a run of a watch of the tenant now (scope submit),
 // buying again the answers older than maxAge ("" the watch's period; "0s"
 // every row), within what is left of the month's cap. With nothing left
-// it is a *ConflictError cap_reached.
+// it is a *ConflictError cap_reached; while a run of the watch is going, or
+// sooner than the limits' RunInterval after the last run asked for now, a
+// *TooManyRequestsError.
 func (s *Service) RunWatch(ctx context.Context, p Principal, id, maxAge string) (WatchRun, error) {
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return WatchRun{}, err
@@ -379,9 +370,10 @@ func (s *Service) RunWatch(ctx context.Context, p Principal, id, maxAge string) 
 	if chunk <= 0 {
 		chunk = jobs.DefaultChunkSize
 	}
-	out, err := s.store.RunWatchNow(ctx, p.Tenant, id, age, s.now(), chunk)
+	out, err := s.store.RunWatchNow(ctx, store.RunNow{Tenant: p.Tenant, ID: id, MaxAge: age, Now: s.now(), ChunkSize: chunk,
+		Admit: s.watchLimits.AdmitRun})
 	if err != nil {
-		return WatchRun{}, err
+		return WatchRun{}, watchRefusal(err)
 	}
 	view, err := s.watchView(ctx, out.Watch)
 	if err != nil {

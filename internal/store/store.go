@@ -103,6 +103,9 @@ type Options struct {
 	// the services' privileges and no more (docs/operations.md, "Database
 	// roles").
 	MigrateURL string
+	// Tracer, when set, sees every query of the pool (pgx's QueryTracer): a
+	// counting hook for tests, a tracing one for operators.
+	Tracer pgx.QueryTracer
 }
 
 // Open connects to Postgres at url. It does not migrate: call Migrate.
@@ -133,6 +136,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 		if _, set := cfg.ConnConfig.RuntimeParams[param]; !set && d > 0 {
 			cfg.ConnConfig.RuntimeParams[param] = strconv.FormatInt(d.Milliseconds(), 10)
 		}
+	}
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -3,23 +3,20 @@ package store
 import (
 	"context"
 	"errors"
-	"hash/fnv"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/watches"
 )
 
-// Watch states.
+// Watch states (the rules are internal/watches').
 const (
-	WatchActive = "active"
-	WatchPaused = "paused"
+	WatchActive = watches.Active
+	WatchPaused = watches.Paused
 )
-
-// MinWatchEvery is the shortest period of a watch.
-const MinWatchEvery = 7 * 24 * time.Hour
 
 // ErrJobNotFinished: a watch is made from a finished job only.
 var ErrJobNotFinished = errors.New("the job has not finished")
@@ -74,40 +71,34 @@ type NewWatch struct {
 	MonthlyCapCredits int64
 	CallbackURL       string
 	Now               time.Time
-}
-
-// WatchDayOffset is where in the day (UTC) a watch's runs fall: a hash of
-// its id, so that watches made at the same moment do not all run then.
-func WatchDayOffset(id string) time.Duration {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(id))
-	return time.Duration(h.Sum64()%86400) * time.Second
-}
-
-// watchSlotAfter is the first slot of a watch at or after t: its day's
-// offset, on t's day or the day after.
-func watchSlotAfter(t time.Time, offset time.Duration) time.Time {
-	t = t.UTC()
-	day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
-	if s := day.Add(offset); !s.Before(t) {
-		return s
-	}
-	return day.AddDate(0, 0, 1).Add(offset)
+	// KeyID is the API key that makes it, for its audit line (written in
+	// the same transaction).
+	KeyID string
+	// Admit, when set, is asked under the tenant's lock (two creations of
+	// one tenant take turns) whether the watch may be made: an error
+	// refuses it, nothing stored.
+	Admit func(watches.CreateFacts) error
 }
 
 // CreateWatch stores a watch of the distinct inputs of a finished job of
 // the tenant (ErrNotFound: no such job; ErrJobNotFinished), each with the
-// job's answer as its snapshot. The first run is due a period after now,
-// at the watch's time of day.
+// job's answer as its snapshot, copied inside Postgres (INSERT … SELECT:
+// the inputs never pass through the caller), and its audit line. The first
+// run is due a period after now, at the watch's time of day.
 func (s *Store) CreateWatch(ctx context.Context, nw NewWatch) (Watch, error) {
 	if err := needTenant(nw.Tenant); err != nil {
 		return Watch{}, err
 	}
 	id := uuid.NewString()
-	offset := WatchDayOffset(id)
-	next := watchSlotAfter(nw.Now.Add(nw.Every), offset)
+	offset := watches.DayOffset(id)
+	next := watches.FirstRun(id, nw.Every, nw.Now)
 	var w Watch
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if nw.Admit != nil {
+			if err := admitWatch(ctx, tx, nw); err != nil {
+				return err
+			}
+		}
 		var state domain.JobState
 		var lookups []domain.Stage
 		var finished *time.Time
@@ -134,9 +125,37 @@ func (s *Store) CreateWatch(ctx context.Context, nw NewWatch) (Watch, error) {
 			return err
 		}
 		w, err = scanWatch(tx.QueryRow(ctx, `SELECT `+watchColumns+` FROM watches w WHERE w.id = $1`, id))
-		return err
+		if err != nil {
+			return err
+		}
+		return appendAudit(ctx, tx, AuditLine{Tenant: nw.Tenant, KeyID: nw.KeyID, Action: AuditWatchCreated, Subject: id, Rows: int64(w.Inputs)})
 	})
 	return w, err
+}
+
+// admitWatch takes the tenant's watch lock (held to the commit) and asks
+// nw.Admit with the tenant's watches and the creations of the last
+// watches.CreateWindow, counted from the audit log (deleted watches stay
+// counted there).
+func admitWatch(ctx context.Context, tx pgx.Tx, nw NewWatch) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('enrichq.watches:' || $1, 0))`, nw.Tenant); err != nil {
+		return interpretError(err)
+	}
+	f := watches.CreateFacts{Now: nw.Now}
+	var oldest *time.Time
+	var dbNow time.Time
+	err := tx.QueryRow(ctx, `
+		SELECT (SELECT count(*) FROM watches WHERE tenant = $1)::int, count(*)::int, min(at), now()
+		FROM audit_log WHERE tenant = $1 AND action = $2 AND at > now() - $3::interval`,
+		nw.Tenant, AuditWatchCreated, watches.CreateWindow).Scan(&f.Watches, &f.Created, &oldest, &dbNow)
+	if err != nil {
+		return interpretError(err)
+	}
+	if oldest != nil {
+		// The audit log's clock is the database's: the wait is measured on it.
+		f.Oldest, f.Now = *oldest, dbNow
+	}
+	return nw.Admit(f)
 }
 
 // watchInputsSQL copies the distinct inputs of a job ($2) into a watch
@@ -218,11 +237,8 @@ type WatchPatch struct {
 	Now               time.Time
 }
 
-// UpdateWatch changes a watch of the tenant. A new period moves the next
-// run to a period after the last one (or after now when none ran); a
-// resume of a watch whose next run is past sets it to its next slot from
-// now (the slots missed while paused are not run); a raised cap lifts the
-// cap's stop.
+// UpdateWatch changes a watch of the tenant: its next run as
+// watches.NextAfterPatch says; a raised cap lifts the cap's stop.
 func (s *Store) UpdateWatch(ctx context.Context, tenant, id string, p WatchPatch) (Watch, error) {
 	if err := needTenant(tenant); err != nil {
 		return Watch{}, err
@@ -233,22 +249,14 @@ func (s *Store) UpdateWatch(ctx context.Context, tenant, id string, p WatchPatch
 		if err != nil {
 			return err
 		}
-		next := old.NextRunAt
-		offset := WatchDayOffset(old.ID)
-		if p.Every != nil && *p.Every != old.Every {
-			var last *time.Time
-			if err := tx.QueryRow(ctx, `SELECT max(slot) FROM watch_runs WHERE watch_id = $1`, old.ID).Scan(&last); err != nil {
+		patch := watches.Patch{Next: old.NextRunAt, Every: p.Every, OldEvery: old.Every, Now: p.Now,
+			Resumed: p.State != nil && *p.State == WatchActive && old.State == WatchPaused}
+		if watches.PeriodChanged(p.Every, old.Every) {
+			if err := tx.QueryRow(ctx, `SELECT max(slot) FROM watch_runs WHERE watch_id = $1`, old.ID).Scan(&patch.LastSlot); err != nil {
 				return interpretError(err)
 			}
-			from := p.Now
-			if last != nil {
-				from = *last
-			}
-			next = watchSlotAfter(from.Add(*p.Every), offset)
 		}
-		if p.State != nil && *p.State == WatchActive && old.State == WatchPaused && next.Before(p.Now) {
-			next = watchSlotAfter(p.Now, offset)
-		}
+		next := watches.NextAfterPatch(old.ID, patch)
 		clearCap := p.MonthlyCapCredits != nil && *p.MonthlyCapCredits > old.MonthlyCapCredits
 		w, err = scanWatch(tx.QueryRow(ctx, `
 			UPDATE watches w SET state = coalesce(@state, state), every_seconds = coalesce(@every, every_seconds),
@@ -300,19 +308,31 @@ type WatchInput struct {
 	Role       string
 }
 
-// WatchInputs is the inputs of a watch of the tenant, in their order.
-func (s *Store) WatchInputs(ctx context.Context, tenant, id string) ([]WatchInput, error) {
+// WatchInputClass is a count of a watch's inputs an estimate prices alike:
+// of one kind, with a role title for a name or not, with a profile URL
+// given or not.
+type WatchInputClass struct {
+	Kind   domain.InputKind
+	Role   bool // the name is the role title (only a vendor with role search answers it)
+	URL    bool // a profile URL is given
+	Inputs int
+}
+
+// WatchInputClasses is a watch of the tenant's inputs counted by class,
+// inside Postgres: a few rows whatever the watch's size (none when the
+// watch is not the tenant's).
+func (s *Store) WatchInputClasses(ctx context.Context, tenant, id string) ([]WatchInputClass, error) {
 	if err := needTenant(tenant); err != nil {
 		return nil, err
 	}
 	rows, err := s.pool.Query(ctx, `
-		SELECT i.n, i.ref, i.input_kind, coalesce(i.profile_url, ''), coalesce(i.name, ''), coalesce(i.company, ''),
-			coalesce(i.domain, ''), coalesce(i.email, ''), coalesce(i.role, '')
+		SELECT i.input_kind, coalesce(i.role, '') <> '' AND lower(btrim(coalesce(i.name, ''))) = lower(btrim(i.role)),
+			coalesce(i.profile_url, '') <> '', count(*)::int
 		FROM watch_inputs i JOIN watches w ON w.id = i.watch_id
-		WHERE w.tenant = $1 AND w.id::text = $2 ORDER BY i.n`, tenant, id)
+		WHERE w.tenant = $1 AND w.id::text = $2 GROUP BY 1, 2, 3 ORDER BY 1, 2, 3`, tenant, id)
 	if err != nil {
 		return nil, interpretError(err)
 	}
-	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[WatchInput])
+	out, err := pgx.CollectRows(rows, pgx.RowToStructByPos[WatchInputClass])
 	return out, interpretError(err)
 }

@@ -3,27 +3,22 @@ package store
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/watches"
 )
 
-// Kinds of change lines.
+// Kinds of change lines and the webhook event (the rules are
+// internal/watches').
 const (
-	ChangeChanged = "changed"
-	// ChangeLeft: the person is still found, with no company any more.
-	ChangeLeft = "left"
-	// ChangeNotFoundAnyMore: a field (or, field "match", the whole person)
-	// found before is not found now. What was known is kept.
-	ChangeNotFoundAnyMore = "not_found_any_more"
+	ChangeChanged         = watches.ChangeChanged
+	ChangeLeft            = watches.ChangeLeft
+	ChangeNotFoundAnyMore = watches.ChangeNotFoundAnyMore
+	EventPersonChanged    = watches.EventPersonChanged
 )
-
-// EventPersonChanged is the webhook event of a run that found people at
-// another company.
-const EventPersonChanged = "person.changed"
 
 // WatchDiff is what comparing one run's answers with the snapshots found.
 type WatchDiff struct {
@@ -79,53 +74,6 @@ func (s *Store) DiffWatchRuns(ctx context.Context, now time.Time, limit int) ([]
 	return out, nil
 }
 
-// snapshot is an input's last known answer, or a run's new one.
-type snapshot struct {
-	matched                                *bool
-	company, role, email, phones, location string
-}
-
-func (s snapshot) field(f string) string {
-	switch f {
-	case "company":
-		return s.company
-	case "role":
-		return s.role
-	case "email":
-		return s.email
-	case "phones":
-		return s.phones
-	default:
-		return s.location
-	}
-}
-
-func (s *snapshot) set(f, v string) {
-	switch f {
-	case "company":
-		s.company = v
-	case "role":
-		s.role = v
-	case "email":
-		s.email = v
-	case "phones":
-		s.phones = v
-	default:
-		s.location = v
-	}
-}
-
-// fieldStage is the lookup that answers a field.
-func fieldStage(f string) domain.Stage {
-	switch f {
-	case "email":
-		return domain.StageEmail
-	case "phones":
-		return domain.StagePhone
-	}
-	return domain.StageProfile
-}
-
 type changeLine struct {
 	n                     int
 	ref, field, old, new_ string
@@ -140,15 +88,15 @@ type watchRun struct {
 	month                            time.Time
 }
 
-// answerPair is one input's snapshot beside the run's answer for it.
+// answerPair is one input's snapshot beside the run's answer for it, with
+// where the answer is stored.
 type answerPair struct {
-	n         int
-	ref       string
-	old, new_ snapshot
-	rowID     int64
-	profiled  bool
-	vendor    string
-	found     *string
+	watches.Answer
+	n      int
+	ref    string
+	rowID  int64
+	vendor string
+	found  *string
 }
 
 // diffWatchRun compares one run (its job, jobID); nil when another sweep
@@ -162,13 +110,15 @@ func diffWatchRun(ctx context.Context, tx pgx.Tx, jobID string, now time.Time) (
 	if err != nil {
 		return nil, err
 	}
-	fields := watchedFields(run.lookups)
+	fields := watches.Fields(run.lookups)
 	var lines []changeLine
-	snaps := make([]snapshot, len(pairs))
+	snaps := make([]watches.Snapshot, len(pairs))
 	for i, p := range pairs {
-		var pl []changeLine
-		snaps[i], pl = compareAnswer(p, fields)
-		lines = append(lines, pl...)
+		var changes []watches.Change
+		snaps[i], changes = watches.Compare(p.Answer, fields)
+		for _, c := range changes {
+			lines = append(lines, changeLine{n: p.n, ref: p.ref, field: c.Field, old: c.Old, new_: c.New, kind: c.Kind, vendor: p.vendor, rowID: p.rowID})
+		}
 	}
 	if err := updateSnapshots(ctx, tx, run, pairs, snaps, now); err != nil {
 		return nil, err
@@ -232,13 +182,13 @@ func readRunAnswers(ctx context.Context, tx pgx.Tx, run *watchRun) ([]answerPair
 	for rows.Next() {
 		var p answerPair
 		var matched bool
-		if err := rows.Scan(&p.n, &p.ref, &p.old.matched, &p.old.company, &p.old.role, &p.old.email, &p.old.phones, &p.old.location,
-			&p.rowID, &matched, &p.profiled, &p.new_.company, &p.new_.role, &p.new_.email, &p.new_.phones, &p.new_.location,
+		if err := rows.Scan(&p.n, &p.ref, &p.Old.Matched, &p.Old.Company, &p.Old.Role, &p.Old.Email, &p.Old.Phones, &p.Old.Location,
+			&p.rowID, &matched, &p.Profiled, &p.New.Company, &p.New.Role, &p.New.Email, &p.New.Phones, &p.New.Location,
 			&p.vendor, &p.found); err != nil {
 			rows.Close()
 			return nil, interpretError(err)
 		}
-		p.new_.matched = &matched
+		p.New.Matched = &matched
 		pairs = append(pairs, p)
 	}
 	rows.Close()
@@ -248,58 +198,8 @@ func readRunAnswers(ctx context.Context, tx pgx.Tx, run *watchRun) ([]answerPair
 	return pairs, nil
 }
 
-// watchedFields are the fields the watch's lookups answer, in the order
-// their changes are reported.
-func watchedFields(lookups []domain.Stage) []string {
-	fields := []string{}
-	for _, f := range []string{"company", "role", "location", "email", "phones"} {
-		if slices.Contains(lookups, fieldStage(f)) {
-			fields = append(fields, f)
-		}
-	}
-	return fields
-}
-
-// compareAnswer is the input's next snapshot and the change lines of its
-// answer: a no-match keeps what was known, a first known value is no change.
-func compareAnswer(p answerPair, fields []string) (snapshot, []changeLine) {
-	var lines []changeLine
-	snap := p.old
-	line := func(field, old, new_, kind string) {
-		lines = append(lines, changeLine{n: p.n, ref: p.ref, field: field, old: old, new_: new_, kind: kind, vendor: p.vendor, rowID: p.rowID})
-	}
-	if !*p.new_.matched {
-		if p.old.matched != nil && *p.old.matched {
-			line("match", "matched", "", ChangeNotFoundAnyMore)
-		}
-		f := false
-		snap.matched = &f
-		return snap, lines
-	}
-	for _, f := range fields {
-		o, n := p.old.field(f), p.new_.field(f)
-		switch {
-		case o == n:
-		case o == "":
-			snap.set(f, n) // first known: no change to report
-		case n == "" && f == "company" && p.profiled:
-			line(f, o, "", ChangeLeft)
-		case n == "":
-			if f != "company" && f != "role" && f != "location" || p.profiled {
-				line(f, o, "", ChangeNotFoundAnyMore)
-			}
-		default:
-			line(f, o, n, ChangeChanged)
-			snap.set(f, n)
-		}
-	}
-	t := true
-	snap.matched = &t
-	return snap, lines
-}
-
 // updateSnapshots writes each answered input's next snapshot, snaps[i] of pairs[i].
-func updateSnapshots(ctx context.Context, tx pgx.Tx, run *watchRun, pairs []answerPair, snaps []snapshot, now time.Time) error {
+func updateSnapshots(ctx context.Context, tx pgx.Tx, run *watchRun, pairs []answerPair, snaps []watches.Snapshot, now time.Time) error {
 	if len(pairs) == 0 {
 		return nil
 	}
@@ -309,7 +209,7 @@ func updateSnapshots(ctx context.Context, tx pgx.Tx, run *watchRun, pairs []answ
 		batch.Queue(`UPDATE watch_inputs SET matched = $3, snap_company = nullif($4, ''), snap_role = nullif($5, ''), snap_email = nullif($6, ''),
 			snap_phones = nullif($7, ''), snap_location = nullif($8, ''), found_profile_url = coalesce($9, found_profile_url), answered_at = $10
 			WHERE watch_id = $1 AND n = $2`,
-			run.watchID, p.n, snap.matched, snap.company, snap.role, snap.email, snap.phones, snap.location, p.found, now)
+			run.watchID, p.n, snap.Matched, snap.Company, snap.Role, snap.Email, snap.Phones, snap.Location, p.found, now)
 	}
 	if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 		return interpretError(err)
@@ -334,7 +234,7 @@ func markRunCompared(ctx context.Context, tx pgx.Tx, run *watchRun, now time.Tim
 		d.CapReached = true
 		if _, err := exec(ctx, tx, `UPDATE watches SET cap_reached_month = $2, updated_at = $4,
 				next_run_at = greatest(next_run_at, $3::timestamptz) WHERE id = $1`,
-			run.watchID, run.month, watchSlotAfter(run.month.AddDate(0, 1, 0), WatchDayOffset(run.watchID)), now); err != nil {
+			run.watchID, run.month, watches.NextMonthSlot(run.watchID, run.month), now); err != nil {
 			return err
 		}
 	}
@@ -351,10 +251,7 @@ func insertChangeLines(ctx context.Context, tx pgx.Tx, tenant, watchID, jobID st
 	}
 	batch := &pgx.Batch{}
 	for _, l := range lines {
-		stage := fieldStage(l.field)
-		if !slices.Contains(lookups, stage) && len(lookups) > 0 {
-			stage = lookups[0]
-		}
+		stage := watches.ChangeStage(l.field, lookups)
 		batch.Queue(`
 			WITH c AS (
 				INSERT INTO watch_changes (tenant, watch_id, n, ref, field, old, new, kind, vendor, job_id, row_id, at)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/enrichq/enrichq/internal/watches"
 )
 
 // WatchRun is one run of a watch: a job of its inputs.
@@ -29,11 +31,8 @@ type WatchRunOutcome struct {
 	CapReached bool
 }
 
-// MonthOf is the first day (UTC) of t's month.
-func MonthOf(t time.Time) time.Time {
-	t = t.UTC()
-	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
-}
+// MonthOf is the first day (UTC) of t's month (watches.MonthOf).
+func MonthOf(t time.Time) time.Time { return watches.MonthOf(t) }
 
 // watchMonthUsedSQL is what a watch's runs of a month ($2) took of its cap
 // ($1 the watch): a diffed run what its job spent, a run still going the
@@ -50,7 +49,7 @@ func (s *Store) WatchSpend(ctx context.Context, watchID string, month time.Time)
 	err = s.pool.QueryRow(ctx, `
 		SELECT coalesce(sum(coalesce(j.credits_spent, wr.credits)), 0)::bigint, coalesce(sum(coalesce(j.credits_reserved, 0)), 0)::bigint
 		FROM watch_runs wr LEFT JOIN jobs j ON j.id = wr.job_id
-		WHERE wr.watch_id::text = $1 AND wr.month = $2`, watchID, MonthOf(month)).Scan(&spent, &reserved)
+		WHERE wr.watch_id::text = $1 AND wr.month = $2`, watchID, watches.MonthOf(month)).Scan(&spent, &reserved)
 	return spent, reserved, interpretError(err)
 }
 
@@ -63,28 +62,64 @@ func (s *Store) TenantWatchSpend(ctx context.Context, tenant string, month time.
 	err := s.pool.QueryRow(ctx, `
 		SELECT coalesce(sum(coalesce(j.credits_spent, wr.credits)), 0)::bigint
 		FROM watch_runs wr JOIN watches w ON w.id = wr.watch_id LEFT JOIN jobs j ON j.id = wr.job_id
-		WHERE w.tenant = $1 AND wr.month = $2`, tenant, MonthOf(month)).Scan(&spent)
+		WHERE w.tenant = $1 AND wr.month = $2`, tenant, watches.MonthOf(month)).Scan(&spent)
 	return spent, interpretError(err)
 }
 
+// RunNow is a run of a watch asked for now.
+type RunNow struct {
+	Tenant, ID string
+	MaxAge     time.Duration // buy again the answers older than this (0: every row)
+	Now        time.Time
+	ChunkSize  int
+	// Admit, when set, is asked under the watch's lock whether the run may
+	// start: an error refuses it, nothing stored. It is asked before the
+	// month's cap when a run is going, after it otherwise (a cap reached is
+	// said first).
+	Admit func(watches.RunFacts) error
+}
+
 // RunWatchNow starts a run of a watch of the tenant now (ErrNotFound),
-// whatever its state, buying again the answers older than maxAge (0: every
-// row), counted against the month's cap like any run. It does not move
-// the next scheduled run.
-func (s *Store) RunWatchNow(ctx context.Context, tenant, id string, maxAge time.Duration, now time.Time, chunkSize int) (WatchRunOutcome, error) {
-	if err := needTenant(tenant); err != nil {
+// whatever its state, counted against the month's cap like any run. It
+// does not move the next scheduled run.
+func (s *Store) RunWatchNow(ctx context.Context, r RunNow) (WatchRunOutcome, error) {
+	if err := needTenant(r.Tenant); err != nil {
 		return WatchRunOutcome{}, err
 	}
 	var out WatchRunOutcome
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		w, err := scanWatch(tx.QueryRow(ctx, `SELECT `+watchColumns+` FROM watches w WHERE w.tenant = $1 AND w.id::text = $2 FOR UPDATE`, tenant, id))
+		w, err := scanWatch(tx.QueryRow(ctx, `SELECT `+watchColumns+` FROM watches w WHERE w.tenant = $1 AND w.id::text = $2 FOR UPDATE`, r.Tenant, r.ID))
 		if err != nil {
 			return err
 		}
-		out, err = startWatchRun(ctx, tx, w, now, true, maxAge, now, chunkSize)
+		var admit func() error
+		if r.Admit != nil {
+			f, err := runFacts(ctx, tx, w.ID, r.Now)
+			if err != nil {
+				return err
+			}
+			if f.InFlight { // refused before the cap: the run going holds it
+				return r.Admit(f)
+			}
+			admit = func() error { return r.Admit(f) }
+		}
+		out, err = startWatchRun(ctx, tx, w, r.Now, true, r.MaxAge, r.Now, r.ChunkSize, admit)
 		return err
 	})
 	return out, err
+}
+
+// runFacts is what RunNow.Admit is asked with about a watch whose row the
+// caller holds: is a run going (its job not finished, its answers not
+// compared yet: a run its budget stopped is compared, and ended), when did
+// the last run asked for now start.
+func runFacts(ctx context.Context, tx pgx.Tx, watchID string, now time.Time) (watches.RunFacts, error) {
+	f := watches.RunFacts{Now: now}
+	err := tx.QueryRow(ctx, `
+		SELECT EXISTS (SELECT 1 FROM watch_runs wr JOIN jobs j ON j.id = wr.job_id
+				WHERE wr.watch_id = $1 AND wr.diffed_at IS NULL AND j.finished_at IS NULL),
+			(SELECT max(created_at) FROM watch_runs WHERE watch_id = $1 AND manual)`, watchID).Scan(&f.InFlight, &f.LastManual)
+	return f, interpretError(err)
 }
 
 // SweepDueWatches starts the run of every active watch whose next slot is
@@ -109,7 +144,7 @@ func (s *Store) SweepDueWatches(ctx context.Context, now time.Time, limit, chunk
 			if err != nil {
 				return err
 			}
-			out, err := startWatchRun(ctx, tx, w, w.NextRunAt, false, w.Every, now, chunkSize)
+			out, err := startWatchRun(ctx, tx, w, w.NextRunAt, false, w.Every, now, chunkSize, nil)
 			if err != nil {
 				return fmt.Errorf("watch %s: %w", id, err)
 			}
@@ -124,26 +159,31 @@ func (s *Store) SweepDueWatches(ctx context.Context, now time.Time, limit, chunk
 // inputs with maxAge and a budget of what is left of the month's cap. With
 // nothing left, no run: the watch says the cap was reached and, for a
 // scheduled run, its next run is in the next month. A scheduled run moves
-// the next slot past now.
-func startWatchRun(ctx context.Context, tx pgx.Tx, w Watch, slot time.Time, manual bool, maxAge time.Duration, now time.Time, chunkSize int) (WatchRunOutcome, error) {
+// the next slot past now. admit (nil: none) may refuse a run the cap allows.
+func startWatchRun(ctx context.Context, tx pgx.Tx, w Watch, slot time.Time, manual bool, maxAge time.Duration, now time.Time, chunkSize int,
+	admit func() error) (WatchRunOutcome, error) {
 	if chunkSize <= 0 {
 		return WatchRunOutcome{}, fmt.Errorf("store: chunk size must be positive")
 	}
-	month := MonthOf(now)
-	offset := WatchDayOffset(w.ID)
+	month := watches.MonthOf(now)
 	var used int64
 	if err := tx.QueryRow(ctx, watchMonthUsedSQL, w.ID, month).Scan(&used); err != nil {
 		return WatchRunOutcome{}, interpretError(err)
 	}
-	left := w.MonthlyCapCredits - used
+	left := watches.Left(w.MonthlyCapCredits, used)
 	if left <= 0 {
 		next := w.NextRunAt
 		if !manual {
-			next = watchSlotAfter(month.AddDate(0, 1, 0), offset)
+			next = watches.NextMonthSlot(w.ID, month)
 		}
 		nw, err := scanWatch(tx.QueryRow(ctx, `UPDATE watches w SET cap_reached_month = $2, next_run_at = $3, updated_at = $4
 			WHERE w.id = $1 RETURNING `+watchColumns, w.ID, month, next, now))
 		return WatchRunOutcome{Watch: nw, CapReached: true}, err
+	}
+	if admit != nil {
+		if err := admit(); err != nil {
+			return WatchRunOutcome{}, err
+		}
 	}
 	jobID := uuid.NewString()
 	var inserted bool
@@ -163,10 +203,7 @@ func startWatchRun(ctx context.Context, tx pgx.Tx, w Watch, slot time.Time, manu
 	}
 	next := w.NextRunAt
 	if !manual {
-		next = slot
-		for !next.After(now) {
-			next = next.Add(w.Every)
-		}
+		next = watches.NextAfterRun(slot, w.Every, now)
 	}
 	nw, err := scanWatch(tx.QueryRow(ctx, `
 		UPDATE watches w SET next_run_at = $2, updated_at = $3,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
+	"github.com/enrichq/enrichq/internal/watches"
 )
 
 // finishedJob is a job of n distinct rows, marked completed.
@@ -61,7 +62,7 @@ func TestCreateWatch(t *testing.T) {
 	if w.Inputs != 100 || w.State != store.WatchActive {
 		t.Fatalf("watch: %+v", w)
 	}
-	want := time.Date(2026, 3, 17, 0, 0, 0, 0, time.UTC).Add(store.WatchDayOffset(w.ID))
+	want := time.Date(2026, 3, 17, 0, 0, 0, 0, time.UTC).Add(watches.DayOffset(w.ID))
 	if want.Before(watchT0.Add(w.Every)) {
 		want = want.AddDate(0, 0, 1)
 	}
@@ -150,7 +151,7 @@ func TestWatchCapHoldsPerMonth(t *testing.T) {
 	ctx := context.Background()
 	w := newWatch(t, st, finishedJob(t, st, 10), 50)
 	now := watchT0.Add(time.Hour)
-	out, err := st.RunWatchNow(ctx, "acme", w.ID, 0, now, 20)
+	out, err := st.RunWatchNow(ctx, store.RunNow{Tenant: "acme", ID: w.ID, MaxAge: 0, Now: now, ChunkSize: 20})
 	if err != nil || out.Run == nil || out.Run.Budget != 50 {
 		t.Fatalf("first run: %+v %v", out, err)
 	}
@@ -165,13 +166,13 @@ func TestWatchCapHoldsPerMonth(t *testing.T) {
 	if _, err := st.DiffWatchRuns(ctx, now, 10); err != nil {
 		t.Fatal(err)
 	}
-	out, err = st.RunWatchNow(ctx, "acme", w.ID, time.Hour, now.Add(time.Minute), 20)
+	out, err = st.RunWatchNow(ctx, store.RunNow{Tenant: "acme", ID: w.ID, MaxAge: time.Hour, Now: now.Add(time.Minute), ChunkSize: 20})
 	if err != nil || out.Run == nil || out.Run.Budget != 20 {
 		t.Fatalf("second run: %+v %v", out, err)
 	}
 	// The second is still going: it holds its whole budget.
-	out, err = st.RunWatchNow(ctx, "acme", w.ID, time.Hour, now.Add(2*time.Minute), 20)
-	if err != nil || out.Run != nil || !out.CapReached || out.Watch.CapReachedMonth == nil || !out.Watch.CapReachedMonth.Equal(store.MonthOf(now)) {
+	out, err = st.RunWatchNow(ctx, store.RunNow{Tenant: "acme", ID: w.ID, MaxAge: time.Hour, Now: now.Add(2 * time.Minute), ChunkSize: 20})
+	if err != nil || out.Run != nil || !out.CapReached || out.Watch.CapReachedMonth == nil || !out.Watch.CapReachedMonth.Equal(watches.MonthOf(now)) {
 		t.Fatalf("third run: %+v %v", out, err)
 	}
 	// A scheduled slot in a month with nothing left moves to the next month.
@@ -180,7 +181,7 @@ func TestWatchCapHoldsPerMonth(t *testing.T) {
 		t.Fatalf("sweep at the cap: %+v %v", outs, err)
 	}
 	april := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
-	if got := outs[0].Watch.NextRunAt; !got.Equal(april.Add(store.WatchDayOffset(w.ID))) {
+	if got := outs[0].Watch.NextRunAt; !got.Equal(april.Add(watches.DayOffset(w.ID))) {
 		t.Errorf("next run after the cap: %v, want the first of April at the watch's hour", got)
 	}
 	if spent, _, err := st.WatchSpend(ctx, w.ID, now); err != nil || spent != 30 {

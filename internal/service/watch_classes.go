@@ -1,0 +1,44 @@
+package service
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/jobs"
+	"github.com/enrichq/enrichq/internal/store"
+)
+
+// estimateClasses prices a run of a watch's inputs, counted by class (the
+// store's WatchInputClasses), as Estimate prices an upload's distinct
+// inputs: each class once, times its inputs. The cache is not asked: a run
+// buys again every answer older than the watch's period, which each is by
+// the time the next run comes.
+func (s *Submitter) estimateClasses(ctx context.Context, lookups []domain.Stage, classes []store.WatchInputClass) (Estimate, error) {
+	learned, err := s.Store.VendorPrices(ctx, s.Account)
+	if err != nil {
+		return Estimate{}, err
+	}
+	p := estimatePass{want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{},
+		book: enrich.NewPriceBook(s.Costs, jobs.LearnedPrices(learned))}
+	for _, l := range lookups {
+		p.want[l] = true
+	}
+	p.est.DryRun = true
+	for i, c := range classes {
+		in := &estimateInput{kind: c.Kind, role: c.Role, n: c.Inputs, profiled: p.profiled(c.Kind)}
+		if c.URL {
+			in.url = "given" // priced as known; never a cache key (no cache pass)
+		}
+		k := strconv.Itoa(i)
+		p.inputs[k] = in
+		p.order = append(p.order, k)
+		p.est.Rows += c.Inputs
+		p.est.Distinct += c.Inputs
+	}
+	p.cachedProfile = map[string]bool{}
+	p.urlCached = map[domain.Stage]map[string]bool{domain.StageEmail: {}, domain.StagePhone: {}}
+	s.price(&p)
+	return p.est, nil
+}
