@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/enrichq/enrichq/internal/config"
-	"github.com/enrichq/enrichq/internal/httpapi/apitest"
+	"github.com/enrichq/enrichq/internal/apitest"
 	"github.com/enrichq/enrichq/internal/service"
 )
 
