@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/apitest"
+	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/service"
 )
 
