@@ -21,7 +21,7 @@ func (s *Submitter) estimateClasses(ctx context.Context, lookups []domain.Stage,
 		return Estimate{}, err
 	}
 	p := estimatePass{want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{},
-		book: enrich.NewPriceBook(s.Costs, jobs.LearnedPrices(learned))}
+		book: enrich.NewPriceBook(s.Costs, jobs.LearnedPrices(learned)), unit: 1}
 	for _, l := range lookups {
 		p.want[l] = true
 	}
