@@ -132,12 +132,17 @@ func (s *Seed) Price(q Question) Price {
 // answer to q cost: each stage asked at its contract's most, or at the
 // configured price list's, whichever is more.
 func (s *Seed) MaxCharge(q Question) int64 {
-	contract := SeedContract()
 	var n int64
 	for _, st := range q.Stages {
-		n += max(contract.Worst(st), s.costs.Worst(st))
+		n += seedWorst(s.costs, st)
 	}
 	return n
+}
+
+// seedWorst is the most one lookup of stage st may cost at the seed: its
+// contract's most, or the configured price list's when that is more.
+func seedWorst(costs CostTable, st domain.Stage) int64 {
+	return max(SeedContract().Worst(st), costs.Worst(st))
 }
 
 // SeedContract is the seed's price list as its contract states it

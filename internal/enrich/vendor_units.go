@@ -25,11 +25,12 @@ func fitsInUnits(s config.VendorSpec, k Kind) error {
 }
 
 // seedMaxCallCharge is a full bulk call of rows each asking every stage at
-// the contract's most, or at the configured prices when more.
+// its most (Seed.MaxCharge of each row).
 func seedMaxCallCharge(s config.VendorSpec) int64 {
-	contract := SeedContract()
-	item := max(contract.Worst(domain.StageProfile), s.Prices["profile_by_url"], s.Prices["profile_by_search"]) +
-		max(contract.Worst(domain.StageEmail), s.Prices["email_hit"], s.Prices["email_verified"], s.Prices["email_miss"]) +
-		max(contract.Worst(domain.StagePhone), s.Prices["phone_hit"], s.Prices["phone_mobile"], s.Prices["phone_miss"])
+	costs := DefaultCosts().With(s.Prices)
+	var item int64
+	for _, st := range []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone} {
+		item += seedWorst(costs, st)
+	}
 	return item * MaxBulkRows
 }
