@@ -92,22 +92,11 @@ func (s *Submitter) Estimate(ctx context.Context, sub Submission) (Estimate, err
 // what its key's answers showed, in budget units; otherwise each row is
 // priced across the waterfall of vendors (waterfallRange).
 func (s *Submitter) estimate(ctx context.Context, sub Submission, vendors []vendororder.Vendor) (Estimate, error) {
-	table, account, unit := s.Costs, s.Account, int64(1)
-	if len(vendors) == 1 {
-		if t, ok := vendors[0].Adapter.(enrich.PriceTeacher); ok {
-			table, unit = t.Book().Table(), max(vendors[0].CreditValue, 1)
-			if vendors[0].Account != "" {
-				account = vendors[0].Account
-			}
-			vendors = nil
-		}
-	}
-	learned, err := s.Store.VendorPrices(ctx, account)
+	p, err := s.newEstimatePass(ctx, vendors)
 	if err != nil {
 		return Estimate{}, err
 	}
-	p := estimatePass{sub: sub, want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{}, vendors: vendors,
-		book: enrich.NewPriceBook(table, jobs.LearnedPrices(learned)), unit: unit}
+	p.sub = sub
 	for _, l := range sub.Options.Lookups {
 		p.want[l] = true
 	}
@@ -227,6 +216,29 @@ func (s *Submitter) askCache(ctx context.Context, p *estimatePass) error {
 		}
 	}
 	return nil
+}
+
+// newEstimatePass is an estimate's pass priced for vendors (nil: the one
+// vendor of s, by s.Costs, one unit a credit): one vendor whose answers
+// teach its prices is priced by its own book and credit_value, with what its
+// key's answers showed; several by the waterfall (waterfallRange).
+func (s *Submitter) newEstimatePass(ctx context.Context, vendors []vendororder.Vendor) (estimatePass, error) {
+	table, account, unit := s.Costs, s.Account, int64(1)
+	if len(vendors) == 1 {
+		if t, ok := vendors[0].Adapter.(enrich.PriceTeacher); ok {
+			table, unit = t.Book().Table(), max(vendors[0].CreditValue, 1)
+			if vendors[0].Account != "" {
+				account = vendors[0].Account
+			}
+			vendors = nil
+		}
+	}
+	learned, err := s.Store.VendorPrices(ctx, account)
+	if err != nil {
+		return estimatePass{}, err
+	}
+	return estimatePass{want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{}, vendors: vendors,
+		book: enrich.NewPriceBook(table, jobs.LearnedPrices(learned)), unit: unit}, nil
 }
 
 // price is the third pass: the credits and calls of what the cache does

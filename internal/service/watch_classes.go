@@ -5,8 +5,6 @@ import (
 	"strconv"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
-	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -16,12 +14,10 @@ import (
 // buys again every answer older than the watch's period, which each is by
 // the time the next run comes.
 func (s *Submitter) estimateClasses(ctx context.Context, lookups []domain.Stage, classes []store.WatchInputClass) (Estimate, error) {
-	learned, err := s.Store.VendorPrices(ctx, s.Account)
+	p, err := s.newEstimatePass(ctx, nil)
 	if err != nil {
 		return Estimate{}, err
 	}
-	p := estimatePass{want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{},
-		book: enrich.NewPriceBook(s.Costs, jobs.LearnedPrices(learned)), unit: 1}
 	for _, l := range lookups {
 		p.want[l] = true
 	}
