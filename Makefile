@@ -31,7 +31,7 @@ build: ## build the production binaries (api, worker, scheduler, enrichq) into b
 	@mkdir -p $(BIN)
 	CGO_ENABLED=$(CGO_ENABLED) $(GO) build $(BUILDFLAGS) -ldflags='$(LDFLAGS)' -o $(BIN)/ ./cmd/...
 
-dev: build ## also build the dev tools (bench, chaos, demo, fakevendor, fakepdl, fakeplatform) into bin/
+dev: build ## also build the dev tools (bench, chaos, demo, fakevendor, fakepdl, fakehunter, fakeplatform) into bin/
 	CGO_ENABLED=$(CGO_ENABLED) $(GO) build $(BUILDFLAGS) -ldflags='$(LDFLAGS)' -o $(BIN)/ ./dev/...
 
 test: services ## run all tests with the race detector, against real Postgres and Redis; then the Helm chart's (helm-check)
@@ -42,7 +42,7 @@ test-short: ## the tests without the race detector, -short skipping only the few
 	$(GO) test $(SHORTFLAGS) $(PKGS)
 
 DEMOFLAGS ?= -waterfall
-demo: services dev ## two fake vendors, one list: the waterfall's credits and matches beside each vendor alone (DEMOFLAGS= runs the one-vendor demo; DEMOFLAGS=-stay keeps it up)
+demo: services dev ## three fake vendors (seed, pdl, hunter), one list: the waterfall's credits and matches beside each vendor alone (DEMOFLAGS= runs the one-vendor demo; DEMOFLAGS=-stay keeps it up)
 	./$(BIN)/demo -bin $(BIN) $(DEMOFLAGS)
 
 BENCHFLAGS ?=

@@ -59,6 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return ledgerCommand(ctx, args[2:], getenv, stdout, stderr)
 		case "jobs":
 			return jobsCommand(ctx, args[2:], getenv, stdout)
+		case "vendors":
+			return vendorsCommand(ctx, args[2:], getenv, stdout, stderr)
 		case "migrate":
 			return migrateCommand(ctx, args[2:], getenv, stdout, stderr)
 		}

@@ -244,6 +244,11 @@ func TestEstimate(t *testing.T) {
 	if n, _ := storetest.JobsAndRows(t, s.b.Store); n != 0 {
 		t.Fatalf("an estimate stored %d jobs", n)
 	}
+	// verify with no vendor that verifies: the API's reason, exit 1.
+	r = cli(t, s.url, "estimate", file, "--roles", "VP Sales", "--lookups", "email,verify")
+	if exitCode(r.err) != 1 || !strings.Contains(r.err.Error()+r.stderr, "none of the job's vendors verifies emails") {
+		t.Fatalf("estimate with verify and no verifier:\n%v", r)
+	}
 	r = cli(t, s.url, "estimate", file, "--roles", "VP Sales", "--json")
 	var est map[string]any
 	if err := json.Unmarshal([]byte(r.stdout), &est); err != nil || est["dry_run"] != true || est["rows"] != 10.0 {

@@ -143,7 +143,7 @@ func (m *mapFlag) Set(v string) error {
 
 func (o *jobOptions) register(f *flags) {
 	f.StringVar(&o.roles, "roles", "", `role titles, comma-separated ("VP Sales,CTO"): each company-only row becomes one lookup per role`)
-	f.StringVar(&o.lookups, "lookups", "", "stages to run, comma-separated: profile, email, phone (default profile)")
+	f.StringVar(&o.lookups, "lookups", "", "stages to run, comma-separated: profile, email, phone, verify (default profile; verify checks the emails found)")
 	f.StringVar(&o.budget, "budget", "", "the job's hard cap in credits (default none)")
 	f.StringVar(&o.maxAge, "max-age", "", "reuse answers newer than this: a duration or days, 30d (default 30d; 0 never reuses)")
 	f.StringVar(&o.name, "name", "", "the job's name (default none)")
@@ -300,7 +300,7 @@ func storedJob(id string, q url.Values) ([]byte, error) {
 }
 
 func runSubmit(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "submit", "submit FILE.csv|FILE.tsv|FILE.xlsx|--upload ID [--map field=Header]... [--roles R1,R2] [--lookups profile,email,phone] [--budget N] [--max-age 30d] [--name NAME] [--callback-url URL] [--idempotency-key K] [--wait] [--json]")
+	f := newFlags(e, "submit", "submit FILE.csv|FILE.tsv|FILE.xlsx|--upload ID [--map field=Header]... [--roles R1,R2] [--lookups profile,email,phone,verify] [--budget N] [--max-age 30d] [--name NAME] [--callback-url URL] [--idempotency-key K] [--wait] [--json]")
 	var opts jobOptions
 	opts.register(f)
 	idemKey := f.String("idempotency-key", "", "submitting again with the same key returns the first job instead of a new one")
@@ -470,7 +470,7 @@ func summary(st jobStatus, now time.Time) string {
 }
 
 func runEstimate(ctx context.Context, e *env, args []string) error {
-	f := newFlags(e, "estimate", "estimate FILE.csv|FILE.tsv|FILE.xlsx|--upload ID [--map field=Header]... [--roles R1,R2] [--lookups profile,email,phone] [--budget N] [--max-age 30d] [--json]")
+	f := newFlags(e, "estimate", "estimate FILE.csv|FILE.tsv|FILE.xlsx|--upload ID [--map field=Header]... [--roles R1,R2] [--lookups profile,email,phone,verify] [--budget N] [--max-age 30d] [--json]")
 	var opts jobOptions
 	opts.register(f)
 	asJSON := f.Bool("json", false, "print the API's answer as JSON")
@@ -512,7 +512,9 @@ func runEstimate(ctx context.Context, e *env, args []string) error {
 		// Suppressed rows are of erased people: skipped, never looked up.
 		Suppressed int `json:"suppressed"`
 		Calls      int `json:"calls"`
-		Credits    struct {
+		// Verifications are the email checks at most (lookups with verify).
+		Verifications int `json:"verifications"`
+		Credits       struct {
 			Min int64 `json:"min"`
 			Max int64 `json:"max"`
 		} `json:"credits"`
@@ -554,7 +556,11 @@ func runEstimate(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(w, ", %d of erased people (skipped, never looked up)", est.Suppressed)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "credits:  %d to %d\n", est.Credits.Min, est.Credits.Max)
+	fmt.Fprintf(w, "credits:  %d to %d", est.Credits.Min, est.Credits.Max)
+	if est.Verifications > 0 {
+		fmt.Fprintf(w, " (%d email verifications at most)", est.Verifications)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "time:     about %s at the vendor's rate", (time.Duration(est.Seconds * float64(time.Second))).Round(time.Second))
 	if est.Calls > 0 {
 		fmt.Fprintf(w, " (%d vendor calls at most)", est.Calls)

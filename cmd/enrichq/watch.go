@@ -119,7 +119,7 @@ func watchCreate(ctx context.Context, e *env, args []string) error {
 	f := newFlags(e, "watch create", "watch create JOB --every 30d --cap N [--lookups profile,email] [--callback URL] [--json]")
 	every := f.String("every", "30d", "how often the inputs are enriched again (at least 7d)")
 	capCredits := f.Int64("cap", -1, "the monthly cap in credits (required)")
-	lookups := f.String("lookups", "", "profile, email, phone, comma-separated (default: the job's)")
+	lookups := f.String("lookups", "", "profile, email, phone, verify, comma-separated (default: the job's)")
 	callback := f.String("callback", "", "where person.changed webhooks go")
 	asJSON := f.Bool("json", false, "print the API's answer")
 	pos, err := f.parse(args, 1)

@@ -96,6 +96,9 @@ func serve(ctx context.Context, cfg config.Worker, stdout, stderr io.Writer) err
 	}, log)
 	mux := asynq.NewServeMux()
 	mux.HandleFunc(jobs.TypeChunk, proc.HandleChunk)
+	wctx, stopWitness := context.WithCancel(ctx)
+	defer stopWitness()
+	go witnessKeys(wctx, proc, log.With("component", "key_witness"))
 	if cfg.Platform.Enabled() { // member sync jobs (platform:sync), same queue and workers
 		p, err := platform.Open(st, nil, platformSettings(cfg), log.With("component", "platform"))
 		if err != nil {

@@ -17,6 +17,9 @@ type noRates struct{}
 
 func (noRates) AddVendorRates(context.Context, []store.VendorRate) error { return nil }
 func (noRates) VendorRates(context.Context) ([]store.VendorRate, error)  { return nil, nil }
+func (noRates) TenantVendorRates(context.Context, string) ([]store.VendorRate, error) {
+	return nil, nil
+}
 
 // order auto (no list) is the learned order; a list is that list.
 func TestVendorOrderOfTheFile(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/upstream"
 )
 
 // The vendors file's prices are what the worker reserves before a call, as
@@ -39,7 +40,7 @@ func TestVendorFilePricesReachTheReservations(t *testing.T) {
 		spec config.VendorSpec
 		want int64 // reserved per single profile search, in budget units
 	}{
-		{config.VendorSpec{Name: "acme", Kind: config.VendorSeed, URL: seedSrv.URL, Key: enrichtest.DefaultSeedOptions().APIKeys[0],
+		{config.VendorSpec{Name: "acme", Kind: config.VendorSeed, URL: seedSrv.URL, Key: upstream.Secret(enrichtest.DefaultSeedOptions().APIKeys[0]),
 			Rate: 1000, Burst: 100, CreditValue: 2, Prices: map[string]int64{"profile_by_search": 7, "profile_by_url": 3}}, 14},
 		{config.VendorSpec{Name: "people", Kind: config.VendorPDL, URL: pdlSrv.URL, Key: "pdl-key", Rate: 1000, Burst: 100, CreditValue: 1,
 			Prices: map[string]int64{"match": 4}}, 4},

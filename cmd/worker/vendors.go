@@ -25,7 +25,7 @@ func vendorConfigs(vs config.Vendors, rdb *redis.Client, log *slog.Logger) ([]jo
 	out := make([]jobs.VendorConfig, 0, len(vs.List))
 	for _, s := range vs.List {
 		limiter, err := ratelimit.New(rdb, ratelimit.Options{
-			Key:     ratelimit.KeyPrefix(s.Key),
+			Key:     ratelimit.KeyPrefix(string(s.Key)),
 			Rate:    s.Rate,
 			Burst:   max(s.Burst, 1),
 			MaxWait: 20 * time.Second,

@@ -8,8 +8,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/enrichq/enrichq/internal/config"
-	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/pdl"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
 )
 
@@ -34,7 +34,7 @@ func TestVendorConfigs(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d vendors", len(got))
 	}
-	if s, ok := got[0].Vendor.(*enrich.Seed); !ok || s.Name() != "acme" || s.Book() == nil || got[0].NoBulk || got[0].Account != vs.List[0].Account() {
+	if s, ok := got[0].Vendor.(*seed.Vendor); !ok || s.Name() != "acme" || s.Book() == nil || got[0].NoBulk || got[0].Account != vs.List[0].Account() {
 		t.Errorf("the seed vendor: %+v", got[0])
 	}
 	if p, ok := got[1].Vendor.(*pdl.Vendor); !ok || p.Name() != "people" || got[1].CreditValue != 3 || !got[1].NoBulk ||

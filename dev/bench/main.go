@@ -23,10 +23,10 @@
 //	manyjobs  50 small jobs submitted while a 100,000-row job runs: each one's
 //	          submit to finish
 //	waterfall 600 people (name+domain and email at .com, .fr, .de) against two fake
-//	          vendors whose truth differs by segment, profile stage: units per matched
-//	          row of auto (after a warm-up job) ÷ that of the best order per segment
-//	          computed from the fakes' truth; beside them each static order's and
-//	          auto's cold (waterfall.go)
+//	          vendors whose finds differ by segment, profile and email, bulk on and
+//	          off: units per matched row of auto (right after one learning job) ÷
+//	          that of the best order per segment and of the best fixed order, each
+//	          measured (waterfall.go)
 //	growth    one tenant grown through the pipeline to each of -growth-sizes rows
 //	          (100,000 and 1,000,000): status and feed p99, a fresh upload and its
 //	          download right after it finished, an erasure, another tenant's
@@ -93,6 +93,7 @@ type options struct {
 	ingestFormats []string
 	xlsxMemLimit  string
 	ingestCSV     bool
+	ingestAtOnce  int
 	// growthSizes are the rows the growth scenario grows its tenant to, in
 	// order (scaled).
 	growthSizes []int
@@ -126,6 +127,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.IntVar(&o.smallRows, "small-rows", 100, "manyjobs scenario: rows of each small job")
 	formats := fs.String("ingest-formats", strings.Join(ingestFormats, ","), "ingest scenario: formats uploaded after the CSV, comma-separated: "+strings.Join(ingestFormats, ", ")+` ("" for none)`)
 	fs.BoolVar(&o.ingestCSV, "ingest-csv", true, "ingest scenario: upload the plain CSV (false: only -ingest-formats)")
+	fs.IntVar(&o.ingestAtOnce, "ingest-at-once", 4, "ingest scenario: after the .xlsx alone, the same file uploaded this many times at once by up to three tenants (1 to 8; 1: not at once): the API's peak RSS under concurrent uploads")
 	fs.StringVar(&o.xlsxMemLimit, "xlsx-memlimit", "", `ingest scenario: a GOMEMLIMIT for the API in the .xlsx run, e.g. 150MiB ("": Go's defaults, as enrichq runs unless told)`)
 	sizes := fs.String("growth-sizes", "100000,1000000", "growth scenario: the rows its tenant is grown to, in order, comma-separated (scaled)")
 	fs.StringVar(&o.psql, "psql", "psql", "psql binary for the ingest baseline (\\copy)")
@@ -151,6 +153,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return fmt.Errorf("-ingest-formats: unknown %q (want %s)", f, strings.Join(ingestFormats, ", "))
 		}
 		o.ingestFormats = append(o.ingestFormats, f)
+	}
+	if o.ingestAtOnce < 1 || o.ingestAtOnce > 8 {
+		return fmt.Errorf("-ingest-at-once: %d, want 1 to 8", o.ingestAtOnce)
 	}
 	for _, f := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))

@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,33 +98,24 @@ func TestFormat(t *testing.T) {
 	}
 }
 
-// The best order per segment puts first the vendor with the least expected
-// units per matched row: a per-call vendor that finds most rows of a segment
-// before a per-match one that finds few, and after it where it finds many.
-func TestBestOrdersFromTruth(t *testing.T) {
-	seed := vendorTruth{name: "seed", rates: map[string]float64{"com": 0.85, "fr": 0.25}, perAsk: 2}
-	pdl := vendorTruth{name: "pdl", rates: map[string]float64{"com": 0.1, "fr": 0.8}, perMatch: 3}
-	// com: [seed pdl] 2 + 0.15·0.1·3 = 2.045 units for 0.865 found;
-	// [pdl seed] 0.3 + 0.9·2 = 2.1 for the same: seed first.
-	// fr: [seed pdl] 2 + 0.75·2.4 = 3.8; [pdl seed] 2.4 + 0.2·2 = 2.8: pdl first.
-	units, found := orderCost([]vendorTruth{seed, pdl}, "com")
-	if math.Abs(units-2.045) > 1e-9 || math.Abs(found-0.865) > 1e-9 {
-		t.Fatalf("[seed pdl] on com: %g units, %g found; want 2.045, 0.865", units, found)
+// The best order per segment takes, segment by segment, the fixed order
+// that spent least per matched row there; the best fixed order is the
+// cheapest over the whole list, never cheaper than the best per segment.
+func TestBestOrdersMeasured(t *testing.T) {
+	perSeg := map[string][]wfResult{
+		"seed,pdl": {{units: 200, matched: 100, rows: 120}, {units: 400, matched: 100, rows: 120}, {units: 380, matched: 100, rows: 120}},
+		"pdl,seed": {{units: 240, matched: 100, rows: 120}, {units: 300, matched: 100, rows: 120}, {units: 290, matched: 100, rows: 120}},
 	}
-	got := bestOrders([]vendorTruth{pdl, seed}, []string{"com", "fr", "xx"})
-	want := map[string][]string{"com": {"seed", "pdl"}, "fr": {"pdl", "seed"}}
-	for _, seg := range []string{"com", "fr"} {
-		if !slices.Equal(got[seg], want[seg]) {
-			t.Errorf("segment %s: best order %v, want %v", seg, got[seg], want[seg])
-		}
+	best, orders := wfBestPerSegment(perSeg)
+	if best.units != 200+300+290 || best.matched != 300 || orders["com"] != "seed,pdl" || orders["fr"] != "pdl,seed" || orders["de"] != "pdl,seed" {
+		t.Errorf("best per segment %+v by %v; want 790 units, com by [seed pdl], fr and de by [pdl seed]", best, orders)
 	}
-	if got["xx"] != nil { // nobody finds anyone there: no order is best
-		t.Errorf("segment xx, found by none: %v, want none", got["xx"])
+	fixed := map[string]wfResult{
+		"seed,pdl": {units: 980, matched: 300, rows: 360},
+		"pdl,seed": {units: 830, matched: 300, rows: 360},
 	}
-	// A dearer per-match price turns fr around: [pdl seed] 0.8·10 + 0.2·2 = 8.4
-	// against [seed pdl] 2 + 0.75·8 = 8.
-	pdl.perMatch = 10
-	if got := bestOrders([]vendorTruth{pdl, seed}, []string{"fr"}); !slices.Equal(got["fr"], []string{"seed", "pdl"}) {
-		t.Errorf("fr with pdl at 10 a match: %v, want [seed pdl]", got["fr"])
+	bf, key := wfBestFixed(fixed)
+	if key != "pdl,seed" || bf.units != 830 || best.ratio(bf) >= 1 {
+		t.Errorf("best fixed %s %+v; best per segment ÷ it %v, want below 1", key, bf, best.ratio(bf))
 	}
 }

@@ -7,16 +7,16 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
+	"github.com/enrichq/enrichq/internal/upstream"
 )
 
 // Seed run: 200 companies x 1 role, profile + email, the vendor at 300 ms
@@ -103,7 +103,7 @@ type loopResult struct {
 // then that profile's email, one call at a time, never faster than rps,
 // waiting out a 429's Retry-After.
 func seedLoop(ctx context.Context, st *stack, n int, rps float64) (loopResult, error) {
-	client, err := enrich.NewClient(enrich.Config{BaseURL: st.vendorURL, APIKey: st.vendorKey, HTTPClient: &http.Client{Timeout: 30 * time.Second},
+	client, err := seed.NewClient(seed.Config{BaseURL: st.vendorURL, APIKey: upstream.Secret(st.vendorKey), HTTPClient: &http.Client{Timeout: 30 * time.Second},
 		UserAgent: "bench-loop"})
 	if err != nil {
 		return loopResult{}, err
@@ -250,203 +250,6 @@ func (b *bench) ceiling(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// Ingest: a 1,000,000-row CSV uploaded to the API (streaming into COPY);
-// the time to its 201, and the API's peak RSS. The baseline is psql's \copy
-// of the same file into a table of its three columns.
-func (b *bench) ingest(ctx context.Context) error {
-	n := b.scaled(1_000_000, 1000)
-	path := filepath.Join(b.opts.logDir, fmt.Sprintf("ingest-%d.csv", n))
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if err := companiesCSV(f, n, ""); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	defer os.Remove(path)
-	fi, _ := os.Stat(path)
-	for rep := range b.opts.repeat {
-		if !b.opts.ingestCSV {
-			break
-		}
-		ctx, cancel := context.WithTimeout(ctx, b.opts.timeout)
-		err := func() error {
-			// The API alone: the upload is the API's and Postgres's work.
-			// With -profile, the last run's API is profiled (CPU) over its
-			// upload.
-			profile := b.opts.profileDir != "" && rep == b.opts.repeat-1
-			spec := stackSpec{name: "ingest"}
-			if profile {
-				spec.apiEnv = []string{"ENRICHQ_METRICS_ADDR=127.0.0.1:0"}
-			}
-			st, err := b.startStack(ctx, spec)
-			if err != nil {
-				return err
-			}
-			defer b.report.rss("ingest", st)
-			defer st.stop()
-			b.logf("ingest %d/%d: %d rows, %.1f MB", rep+1, b.opts.repeat, n, float64(fi.Size())/1e6)
-			rssBefore := peakRSS(st.pid("api"))
-			var profiled <-chan error
-			if profile {
-				profiled = b.profileAPI(ctx, st, "api.ingest.cpu.pprof")
-			}
-			cpuBefore := cpuTime(st.pid("api"))
-			start := time.Now()
-			job, err := st.submitFile(ctx, jobQuery("ingest"), path)
-			if err != nil {
-				return err
-			}
-			took := time.Since(start)
-			cpu := cpuTime(st.pid("api")) - cpuBefore
-			if profiled != nil {
-				if err := <-profiled; err != nil {
-					b.logf("ingest: api profile: %v", err)
-				}
-			}
-			if job.Rows["total"] != n {
-				return fmt.Errorf("job has %d rows, want %d", job.Rows["total"], n)
-			}
-			rss := peakRSS(st.pid("api"))
-			// The baseline: psql \copy of the same file, in the same database.
-			copyTook, cerr := b.psqlCopy(ctx, st.dbURL, path)
-			baseText := "psql \\copy: "
-			if cerr != nil {
-				baseText += "not measured (" + cerr.Error() + ")"
-				b.logf("ingest: psql baseline: %v", cerr)
-			} else {
-				baseText += fmt.Sprintf("%.2f s (%s rows/s)", copyTook.Seconds(), groupThousands(int64(float64(n)/copyTook.Seconds())))
-			}
-			b.report.add("ingest.time", sample{Value: took.Seconds(),
-				Detail: fmt.Sprintf("%s rows/s, %.0f MB; API CPU %.2f s", groupThousands(int64(float64(n)/took.Seconds())),
-					float64(fi.Size())/1e6, cpu.Seconds()),
-				Baseline: copyTook.Seconds(), BaseText: baseText})
-			b.report.add("ingest.rss", sample{Value: float64(rss) / 1024,
-				Detail: fmt.Sprintf("%.0f MB before the upload", float64(rssBefore)/1024)})
-			b.logf("ingest: 201 after %.2f s (API CPU %.2f s), api peak RSS %.0f MB; psql \\copy %.2f s (%.2f of the upload's time)",
-				took.Seconds(), cpu.Seconds(), float64(rss)/1024, copyTook.Seconds(), copyTook.Seconds()/took.Seconds())
-			return nil
-		}()
-		cancel()
-		if err != nil {
-			return err
-		}
-	}
-	for _, format := range b.opts.ingestFormats {
-		if err := b.ingestFormat(ctx, format, n); err != nil {
-			return fmt.Errorf("ingest %s: %w", format, err)
-		}
-	}
-	return nil
-}
-
-// ingestFormats are the ingest scenario's formats besides the plain CSV.
-var ingestFormats = []string{"windows-1252", "xlsx"}
-
-// ingestFormat uploads the same n companies as a CRM export in format
-// (windows-1252: a semicolon CSV as Excel saves it in Germany; xlsx: an Excel
-// workbook with shared strings), each run on a fresh API so its peak RSS is
-// its own. Every row names a website: n domain lookups.
-func (b *bench) ingestFormat(ctx context.Context, format string, n int) error {
-	path := filepath.Join(b.opts.logDir, fmt.Sprintf("ingest-%d.%s", n, format))
-	contentType := "text/csv"
-	switch format {
-	case "windows-1252":
-		f, err := os.Create(path)
-		if err != nil {
-			return err
-		}
-		if err := windows1252CSV(f, n); err != nil {
-			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
-			return err
-		}
-	case "xlsx":
-		contentType = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-		if err := writeXLSX(path, n); err != nil {
-			return err
-		}
-	default:
-		return fmt.Errorf("unknown format %q (want %s)", format, strings.Join(ingestFormats, ", "))
-	}
-	defer os.Remove(path)
-	fi, _ := os.Stat(path)
-	// -xlsx-memlimit gives the API a soft memory limit, unless GOMEMLIMIT
-	// is set (the .xlsx reader keeps its shared strings on disk, so it
-	// should not need one).
-	var apiEnv []string
-	memNote := ""
-	if limit := b.opts.xlsxMemLimit; format == "xlsx" && limit != "" && os.Getenv("GOMEMLIMIT") == "" {
-		apiEnv = []string{"GOMEMLIMIT=" + limit}
-		memNote = ", GOMEMLIMIT=" + limit
-	}
-	for rep := range b.opts.repeat {
-		ctx, cancel := context.WithTimeout(ctx, b.opts.timeout)
-		err := func() error {
-			st, err := b.startStack(ctx, stackSpec{name: "ingest", apiEnv: apiEnv})
-			if err != nil {
-				return err
-			}
-			defer b.report.rss("ingest", st)
-			defer st.stop()
-			b.logf("ingest %s %d/%d: %d rows, %.1f MB", format, rep+1, b.opts.repeat, n, float64(fi.Size())/1e6)
-			rssBefore := peakRSS(st.pid("api"))
-			cpuBefore := cpuTime(st.pid("api"))
-			start := time.Now()
-			job, err := st.submitFileAs(ctx, jobQuery("ingest-"+format), path, contentType)
-			if err != nil {
-				return err
-			}
-			took := time.Since(start)
-			cpu := cpuTime(st.pid("api")) - cpuBefore
-			if job.Rows["total"] != n {
-				return fmt.Errorf("job has %d rows, want %d", job.Rows["total"], n)
-			}
-			rss := peakRSS(st.pid("api"))
-			b.report.add("ingest."+format+".time", sample{Value: took.Seconds(),
-				Detail: fmt.Sprintf("%s rows/s, %.0f MB; API CPU %.2f s", groupThousands(int64(float64(n)/took.Seconds())),
-					float64(fi.Size())/1e6, cpu.Seconds())})
-			b.report.add("ingest."+format+".rss", sample{Value: float64(rss) / 1024,
-				Detail: fmt.Sprintf("%.0f MB before the upload%s", float64(rssBefore)/1024, memNote)})
-			b.logf("ingest %s: 201 after %.2f s (API CPU %.2f s), api peak RSS %.0f MB", format, took.Seconds(), cpu.Seconds(), float64(rss)/1024)
-			return nil
-		}()
-		cancel()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// psqlCopy times `psql -c '\copy ...'` of the CSV into a fresh table.
-func (b *bench) psqlCopy(ctx context.Context, dbURL, path string) (time.Duration, error) {
-	if _, err := exec.LookPath(b.opts.psql); err != nil {
-		return 0, fmt.Errorf("%s not found", b.opts.psql)
-	}
-	create := exec.CommandContext(ctx, b.opts.psql, dbURL, "-q", "-v", "ON_ERROR_STOP=1", "-c",
-		"CREATE TABLE bench_ingest_copy (ref text, company text, crm_owner text)")
-	if out, err := create.CombinedOutput(); err != nil {
-		return 0, fmt.Errorf("psql: %v: %s", err, out)
-	}
-	abs, _ := filepath.Abs(path)
-	cp := exec.CommandContext(ctx, b.opts.psql, dbURL, "-q", "-v", "ON_ERROR_STOP=1", "-c",
-		fmt.Sprintf(`\copy bench_ingest_copy FROM '%s' WITH (FORMAT csv, HEADER true)`, abs))
-	start := time.Now()
-	out, err := cp.CombinedOutput()
-	took := time.Since(start)
-	if err != nil {
-		return 0, fmt.Errorf("psql \\copy: %v: %s", err, out)
-	}
-	return took, nil
 }
 
 // Polling under load: 200 status polls a second, open loop (a poll is sent

@@ -7,93 +7,26 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 )
 
-// The waterfall scenario: two fake vendors whose truth differs by segment
+// The waterfall scenario: two fake vendors whose finds differ by segment
 // (the seed's finds people at .com domains, the PDL-shaped one at .fr and
-// .de), one list mixing the segments, profile stage; the units per matched
-// row of auto (cold: its priors; warm: after a worker restart, ordering by
-// what the cold job taught it), of each static order, and of the best order
-// per segment computed from the fakes' truth (each segment's rows run with
-// that order). Every case has a stack and a tenant of its own: nothing is
-// answered from another case's cache.
+// .de, its credits worth 3 of the seed's), one list mixing the segments,
+// asking profile and email, with bulk calls on and then off. For each: the
+// units per matched row of auto after one learning job (the measured job
+// runs right after it, on the same worker, with no wait), of each fixed
+// order, and of the best order per segment (each segment's rows run with
+// each fixed order, the cheaper kept). Every case has a stack and a tenant
+// of its own: nothing is answered from another case's cache.
 
-// vendorTruth is what a fake finds and how it bills, in budget units.
-type vendorTruth struct {
-	name     string
-	rates    map[string]float64 // hit rate by segment (the input's TLD)
-	perAsk   float64            // units per ask, hit or miss
-	perMatch float64            // units per match
-}
-
-// orderCost is one row of segment seg asked in order until a vendor finds
-// it: its expected units and the probability it is found (the vendors'
-// truths are independent).
-func orderCost(order []vendorTruth, seg string) (units, found float64) {
-	miss := 1.0
-	for _, v := range order {
-		p := v.rates[seg]
-		units += miss * (v.perAsk + p*v.perMatch)
-		miss *= 1 - p
-	}
-	return units, 1 - miss
-}
-
-// bestOrders is, per segment, the order of vendors with the least expected
-// units per matched row; on a tie, the first in permutation order.
-func bestOrders(vendors []vendorTruth, segments []string) map[string][]string {
-	out := map[string][]string{}
-	for _, seg := range segments {
-		best, bestPer := []string(nil), 0.0
-		for _, order := range permutations(vendors) {
-			units, found := orderCost(order, seg)
-			if found == 0 {
-				continue
-			}
-			if per := units / found; best == nil || per < bestPer {
-				best, bestPer = names(order), per
-			}
-		}
-		out[seg] = best
-	}
-	return out
-}
-
-func permutations(vs []vendorTruth) [][]vendorTruth {
-	if len(vs) <= 1 {
-		return [][]vendorTruth{slices.Clone(vs)}
-	}
-	var out [][]vendorTruth
-	for i := range vs {
-		rest := append(slices.Clone(vs[:i]), vs[i+1:]...)
-		for _, p := range permutations(rest) {
-			out = append(out, append([]vendorTruth{vs[i]}, p...))
-		}
-	}
-	return out
-}
-
-func names(vs []vendorTruth) []string {
-	out := make([]string, len(vs))
-	for i, v := range vs {
-		out[i] = v.name
-	}
-	return out
-}
-
-// The fakes of the scenario, as the flags of fakevendor and fakepdl say and
-// as vendorTruth says for bestOrders.
+// The fakes of the scenario, as the flags of fakevendor and fakepdl say.
 var (
 	wfSeedRates = map[string]float64{"com": 0.85, "fr": 0.25, "de": 0.25}
 	wfPDLRates  = map[string]float64{"com": 0.1, "fr": 0.8, "de": 0.8}
-	wfTruth     = []vendorTruth{
-		{name: "seed", rates: wfSeedRates, perAsk: 2}, // 2 credits a profile search, hit or miss; credit_value 1
-		{name: "pdl", rates: wfPDLRates, perMatch: 3}, // 1 credit a match, credit_value 3
-	}
-	wfSegments = []string{"com", "fr", "de"}
+	wfSegments  = []string{"com", "fr", "de"}
+	wfOrders    = [][]string{{"seed", "pdl"}, {"pdl", "seed"}}
 )
 
 func rateFlag(m map[string]float64) string {
@@ -104,8 +37,9 @@ func rateFlag(m map[string]float64) string {
 	return strings.Join(parts, ",")
 }
 
-// wfVendorsFile: both fakes with the given order (nil: auto).
-func wfVendorsFile(seedURL, pdlURL string, order []string) string {
+// wfVendorsFile: both fakes with the given order (nil: auto), their bulk
+// endpoints on or off.
+func wfVendorsFile(seedURL, pdlURL string, order []string, bulk bool) string {
 	o := "auto"
 	if order != nil {
 		o = "[" + strings.Join(order, ", ") + "]"
@@ -113,20 +47,22 @@ func wfVendorsFile(seedURL, pdlURL string, order []string) string {
 	return fmt.Sprintf(`vendors:
   - name: seed
     kind: seed
-    url: %s
+    url: %[1]s
     key_env: BENCH_SEED_KEY
     rate: 1000
     burst: 50
+    bulk: %[4]v
   - name: pdl
     kind: pdl
-    url: %s
+    url: %[2]s
     key_env: BENCH_PDL_KEY
     rate: 1000
     burst: 50
+    bulk: %[4]v
     credit_value: 3
-order: %s
+order: %[3]s
 explore: 0.05
-`, seedURL, pdlURL, o)
+`, seedURL, pdlURL, o, bulk)
 }
 
 // wfRow is one person of the list and its segment.
@@ -175,44 +111,97 @@ func (r wfResult) String() string {
 	return fmt.Sprintf("%.2f units/match (%d units, %d of %d matched)", r.perMatch(), r.units, r.matched, r.rows)
 }
 
+func (r wfResult) plus(o wfResult) wfResult {
+	return wfResult{units: r.units + o.units, matched: r.matched + o.matched, rows: r.rows + o.rows}
+}
+
+// ratio is r's units per matched row ÷ base's (0 when either matched none).
+func (r wfResult) ratio(base wfResult) float64 {
+	if r.perMatch() == 0 || base.perMatch() == 0 {
+		return 0
+	}
+	return r.perMatch() / base.perMatch()
+}
+
+// wfBestPerSegment is, of each fixed order's results segment by segment
+// (perSeg[order][i] for wfSegments[i]), the least units per matched row of
+// each segment, summed, and the order that gave it per segment.
+func wfBestPerSegment(perSeg map[string][]wfResult) (wfResult, map[string]string) {
+	var best wfResult
+	orders := map[string]string{}
+	for i, seg := range wfSegments {
+		var pick wfResult
+		for j, order := range wfOrders {
+			k := strings.Join(order, ",")
+			if i >= len(perSeg[k]) {
+				continue
+			}
+			if r := perSeg[k][i]; j == 0 || r.perMatch() < pick.perMatch() {
+				pick, orders[seg] = r, k
+			}
+		}
+		best = best.plus(pick)
+	}
+	return best, orders
+}
+
+// wfBestFixed is the fixed order of least units per matched row over the
+// whole list, and its name.
+func wfBestFixed(fixed map[string]wfResult) (wfResult, string) {
+	var best wfResult
+	key := ""
+	for _, order := range wfOrders {
+		k := strings.Join(order, ",")
+		if key == "" || fixed[k].perMatch() < best.perMatch() {
+			best, key = fixed[k], k
+		}
+	}
+	return best, key
+}
+
 func (b *bench) waterfall(ctx context.Context) error {
 	n := b.scaled(600, 30)
 	for rep := range b.opts.repeat {
-		ctx, cancel := context.WithTimeout(ctx, b.opts.timeout)
-		err := b.waterfallOnce(ctx, n, rep)
-		cancel()
-		if err != nil {
-			return err
+		for _, bulk := range []bool{true, false} {
+			ctx, cancel := context.WithTimeout(ctx, b.opts.timeout)
+			err := b.waterfallOnce(ctx, n, rep, bulk)
+			cancel()
+			if err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-func (b *bench) waterfallOnce(ctx context.Context, n, rep int) error {
-	fakes := &stack{b: b, logDir: filepath.Join(b.opts.logDir, fmt.Sprintf("waterfall-fakes-%d", rep)), rss: map[string]int64{}}
+func (b *bench) waterfallOnce(ctx context.Context, n, rep int, bulk bool) error {
+	mode := map[bool]string{true: "bulk", false: "single"}[bulk]
+	fakes := &stack{b: b, logDir: filepath.Join(b.opts.logDir, fmt.Sprintf("waterfall-%s-fakes-%d", mode, rep)), rss: map[string]int64{}}
 	if err := os.MkdirAll(fakes.logDir, 0o755); err != nil {
 		return err
 	}
 	defer fakes.stop()
 	seedURL, err := fakes.start(ctx, "fakevendor", os.Environ(), "fakevendor listening on ",
-		"-addr", "127.0.0.1:0", "-keys", "bench-seed-key", "-profile-hit-rates", rateFlag(wfSeedRates), "-log-level", "warn")
+		"-addr", "127.0.0.1:0", "-keys", "bench-seed-key", "-profile-hit-rates", rateFlag(wfSeedRates), "-email-hit-rate", "0.6",
+		"-log-level", "warn")
 	if err != nil {
 		return err
 	}
 	pdlURL, err := fakes.start(ctx, "fakepdl", os.Environ(), "fakepdl listening on ",
-		"-addr", "127.0.0.1:0", "-keys", "bench-pdl-key", "-segment-hit-rates", rateFlag(wfPDLRates), "-no-profile-rate", "0")
+		"-addr", "127.0.0.1:0", "-keys", "bench-pdl-key", "-segment-hit-rates", rateFlag(wfPDLRates), "-no-profile-rate", "0",
+		"-work-email-rate", "0.7")
 	if err != nil {
 		return err
 	}
 	keys := []string{"BENCH_SEED_KEY=bench-seed-key", "BENCH_PDL_KEY=bench-pdl-key"}
 	list := wfList(n, "")
 	file := func(name string, order []string) string {
-		return writeTemp(fakes.logDir, name+".yaml", []byte(wfVendorsFile(seedURL, pdlURL, order)))
+		return writeTemp(fakes.logDir, name+".yaml", []byte(wfVendorsFile(seedURL, pdlURL, order, bulk)))
 	}
-	// run starts a stack with a vendors file, runs each list in turn (the
-	// worker restarted between them), and stops it.
+	// run starts a stack with a vendors file, runs each list in turn on
+	// the same worker, one job after the other, and stops it.
 	run := func(name string, order []string, lists ...[]wfRow) ([]wfResult, error) {
-		st, err := b.startStack(ctx, stackSpec{name: "waterfall-" + name, worker: true, scheduler: true,
+		st, err := b.startStack(ctx, stackSpec{name: "waterfall-" + mode + "-" + name, worker: true, scheduler: true,
 			vendorsFile: file(name, order), env: keys})
 		if err != nil {
 			return nil, err
@@ -220,14 +209,9 @@ func (b *bench) waterfallOnce(ctx context.Context, n, rep int) error {
 		defer b.report.rss("waterfall", st)
 		defer st.stop()
 		var out []wfResult
-		for i, rows := range lists {
-			if i > 0 {
-				if err := st.restartWorker(ctx); err != nil {
-					return nil, err
-				}
-			}
+		for _, rows := range lists {
 			q := jobQuery("waterfall " + name)
-			q.Set("lookups", "profile")
+			q.Set("lookups", "profile,email")
 			q.Del("roles")
 			job, err := st.submitCSV(ctx, q, bytes.NewReader(wfCSV(rows)), -1)
 			if err != nil {
@@ -241,63 +225,92 @@ func (b *bench) waterfallOnce(ctx context.Context, n, rep int) error {
 				return nil, fmt.Errorf("job %s ended %s", done.ID, done.State)
 			}
 			out = append(out, wfResult{units: done.Credits.Spent, matched: int64(done.Rows["matched"]), rows: int64(done.Rows["total"])})
+			if order == nil {
+				b.logVendors(ctx, st, filepath.Join(fakes.logDir, fmt.Sprintf("vendors-after-job-%d.json", len(out))))
+			}
 		}
 		return out, nil
 	}
 
-	// auto: cold on a warm-up list of the same mix, then warm on the list.
-	autoRes, err := run("auto", nil, wfList(n, "warm"), list)
+	// auto: a learning job on another list of the same mix, then the list.
+	autoRes, err := run("auto", nil, wfList(n, "learn"), list)
 	if err != nil {
 		return fmt.Errorf("auto: %w", err)
 	}
-	cold, warm := autoRes[0], autoRes[1]
-	static := map[string]wfResult{}
-	for _, order := range [][]string{{"seed", "pdl"}, {"pdl", "seed"}} {
+	learn, auto := autoRes[0], autoRes[1]
+	// Each fixed order, segment by segment (one job each): the order's
+	// total, and per segment the cheaper order's.
+	bySeg := map[string][]wfRow{}
+	for _, r := range list {
+		bySeg[r.seg] = append(bySeg[r.seg], r)
+	}
+	segLists := make([][]wfRow, len(wfSegments))
+	for i, seg := range wfSegments {
+		segLists[i] = bySeg[seg]
+	}
+	fixed := map[string]wfResult{}
+	perSeg := map[string][]wfResult{}
+	for _, order := range wfOrders {
 		key := strings.Join(order, ",")
-		r, err := run("static-"+strings.Join(order, "-"), order, list)
+		res, err := run("fixed-"+strings.Join(order, "-"), order, segLists...)
 		if err != nil {
 			return fmt.Errorf("[%s]: %w", key, err)
 		}
-		static[key] = r[0]
-	}
-	// The best order per segment: each segment's rows with its order, the
-	// segments sharing an order in one job.
-	best := bestOrders(wfTruth, wfSegments)
-	byOrder := map[string][]wfRow{}
-	for _, r := range list {
-		k := strings.Join(best[r.seg], ",")
-		byOrder[k] = append(byOrder[k], r)
-	}
-	var bestRes wfResult
-	for _, k := range slices.Sorted(mapKeys(byOrder)) {
-		r, err := run("best-"+strings.ReplaceAll(k, ",", "-"), strings.Split(k, ","), byOrder[k])
-		if err != nil {
-			return fmt.Errorf("best [%s]: %w", k, err)
+		perSeg[key] = res
+		for _, r := range res {
+			fixed[key] = fixed[key].plus(r)
 		}
-		bestRes.units += r[0].units
-		bestRes.matched += r[0].matched
-		bestRes.rows += r[0].rows
 	}
-	bestText, _ := json.Marshal(best)
-	ratio := 0.0
-	if bp := bestRes.perMatch(); bp > 0 {
-		ratio = warm.perMatch() / bp
-	}
-	b.logf("waterfall: auto warm %s, cold %s; [seed,pdl] %s; [pdl,seed] %s; best per segment %s %s",
-		warm, cold, static["seed,pdl"], static["pdl,seed"], bestText, bestRes)
-	b.report.add("waterfall.ratio", sample{Value: ratio,
-		Detail: fmt.Sprintf("%d rows (name+domain and email at .com, .fr, .de); auto after a warm-up job: %s; cold (priors): %s; [seed, pdl]: %s; [pdl, seed]: %s",
-			n, warm, cold, static["seed,pdl"], static["pdl,seed"]),
-		Baseline: bestRes.perMatch(), BaseText: fmt.Sprintf("best order per segment from the fakes' truth %s: %s", bestText, bestRes)})
+	best, bestOrders := wfBestPerSegment(perSeg)
+	bestFixed, bestFixedKey := wfBestFixed(fixed)
+	bestText, _ := json.Marshal(bestOrders)
+	b.logf("waterfall (%s, profile+email): auto %s (learning job %s); [seed,pdl] %s; [pdl,seed] %s; best per segment %s %s; "+
+		"auto ÷ best per segment %.3f, ÷ best fixed [%s] %.3f",
+		mode, auto, learn, fixed["seed,pdl"], fixed["pdl,seed"], bestText, best, auto.ratio(best), bestFixedKey, auto.ratio(bestFixed))
+	detail := fmt.Sprintf("%d rows (name+domain and email at .com, .fr, .de), profile and email, bulk %v; auto after one learning job, no wait: %s; "+
+		"learning job: %s; [seed, pdl]: %s; [pdl, seed]: %s", n, bulk, auto, learn, fixed["seed,pdl"], fixed["pdl,seed"])
+	b.report.add("waterfall."+mode+".ratio", sample{Value: auto.ratio(best), Detail: detail,
+		Baseline: best.perMatch(), BaseText: fmt.Sprintf("best order per segment (measured) %s: %s", bestText, best)})
+	b.report.add("waterfall."+mode+".fixed", sample{Value: auto.ratio(bestFixed), Detail: detail,
+		Baseline: bestFixed.perMatch(), BaseText: fmt.Sprintf("best fixed order [%s]: %s", bestFixedKey, bestFixed)})
 	return nil
 }
 
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
+// logVendors writes what GET /v1/vendors shows the tenant to path, and
+// logs the order auto takes for profile and email per segment.
+func (b *bench) logVendors(ctx context.Context, st *stack, path string) {
+	resp, err := st.get(ctx, "/v1/vendors")
+	if err != nil {
+		b.logf("waterfall: GET /v1/vendors: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	var body bytes.Buffer
+	if _, err := body.ReadFrom(resp.Body); err != nil {
+		return
+	}
+	_ = os.WriteFile(path, body.Bytes(), 0o644)
+	var v struct {
+		Segments []struct {
+			Segment string `json:"segment"`
+			Asked   int64  `json:"asked"`
+			Orders  []struct {
+				Stages         []string `json:"stages"`
+				Order          []string `json:"order"`
+				ExpectedCharge float64  `json:"expected_charge"`
+			} `json:"orders"`
+		} `json:"segments"`
+	}
+	if json.Unmarshal(body.Bytes(), &v) != nil {
+		return
+	}
+	var parts []string
+	for _, sg := range v.Segments {
+		for _, o := range sg.Orders {
+			if strings.Join(o.Stages, ",") == "profile,email" {
+				parts = append(parts, fmt.Sprintf("%s (%d asks) %v %.2f", sg.Segment, sg.Asked, o.Order, o.ExpectedCharge))
 			}
 		}
 	}
+	b.logf("waterfall: GET /v1/vendors, profile+email orders: %s (%s)", strings.Join(parts, "; "), path)
 }

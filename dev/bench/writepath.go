@@ -15,8 +15,10 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/upstream"
 )
 
 // The ceiling's baseline: the write path alone. The same rows are stored
@@ -157,7 +159,7 @@ func answers(ctx context.Context, n, chunkSize int) ([]store.Outcome, [][]store.
 	fv := enrichtest.NewSeed(enrichtest.DefaultSeedOptions())
 	srv := httptest.NewServer(fv)
 	defer srv.Close()
-	client, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: enrichtest.DefaultSeedOptions().APIKeys[0],
+	client, err := seed.NewClient(seed.Config{BaseURL: srv.URL, APIKey: upstream.Secret(enrichtest.DefaultSeedOptions().APIKeys[0]),
 		HTTPClient: &http.Client{Timeout: 30 * time.Second}})
 	if err != nil {
 		return nil, nil, err

@@ -1,7 +1,7 @@
 // Command demo runs enrichq end to end on this machine: it starts the fake
 // vendor, the API, a worker and the scheduler (from -bin), uploads a list of
 // companies with a role, shows progress while it polls, and prints a
-// summary. With -waterfall it runs two fake vendors instead and prints what
+// summary. With -waterfall it runs three fake vendors instead and prints what
 // the waterfall spent and matched beside each vendor alone (waterfall.go). With -api it drives an already running stack instead (the
 // docker-compose "demo" service does that).
 package main
@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs.StringVar(&o.logDir, "logs", ".data/demo", "where the processes' logs and the results go")
 	fs.BoolVar(&o.miniredis, "miniredis", true, "when REDIS_URL does not answer, run an in-process Redis (miniredis)")
 	fs.BoolVar(&o.stay, "stay", false, "after the summary, keep everything running for the web page until interrupted")
-	fs.BoolVar(&o.waterfall, "waterfall", false, "run two fake vendors and print what the waterfall (auto) spent and matched beside each vendor alone (-rows people)")
+	fs.BoolVar(&o.waterfall, "waterfall", false, "run three fake vendors (seed, pdl, hunter) and print what the waterfall (auto) spent and matched beside each vendor alone (-rows people)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

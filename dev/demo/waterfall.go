@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -19,33 +20,42 @@ import (
 	"github.com/enrichq/enrichq/internal/store/storetest"
 )
 
-// The waterfall demo (-waterfall): two fake vendors whose truth differs by
-// segment, one list, and the credits and matches of the waterfall (auto)
-// beside each vendor alone. Every case is its own stack (api, worker,
-// scheduler) with its own vendors file and tenant, on one fresh database:
-// a worker reads the rates learned so far when it starts, so the warm-up's
-// answers are what the measured auto run orders by.
+// The waterfall demo (-waterfall): three fake vendors whose truth differs
+// by segment, one list asking profile and email, and the credits and matches
+// of the waterfall (auto) beside each vendor alone. The third is an email
+// finder (Hunter-shaped): no profile, an email from a name and a domain.
+// Every case is its own stack (api, worker, scheduler) with its own vendors
+// file, on one fresh database; the warm-up and the waterfall share a tenant
+// (the learned rates are per tenant), so the warm-up's answers are what the
+// measured auto run orders by; each vendor alone has a tenant of its own.
 
 // The fakes' truth and prices: the seed's vendor finds most people at .com
 // domains and few at .fr and .de, billing 2 credits per profile search, hit
 // or miss; the PDL-shaped one the other way round, billing 1 credit per
-// match, a credit worth 3 budget units.
+// match, a credit worth 3 budget units; the finder finds most emails at
+// .de and .com, one search (worth 2 units) per email found, a miss free.
 const (
-	demoSeedRates = "com=0.85,fr=0.25,de=0.25"
-	demoPDLRates  = "com=0.1,fr=0.8,de=0.8"
-	demoPDLValue  = 3
+	demoSeedRates   = "com=0.85,fr=0.25,de=0.25"
+	demoPDLRates    = "com=0.1,fr=0.8,de=0.8"
+	demoHunterRates = "com=0.6,fr=0.3,de=0.9"
+	demoPDLValue    = 3
+	demoHunterValue = 2
+	demoVerifyValue = 1 // a verification's worth, verify_credit_value
 )
 
-// demoVendorsFile is the vendors file of a case: both vendors with order
+// demoVendorsFile is the vendors file of a case: every vendor with order
 // auto, or one of them alone.
-func demoVendorsFile(seedURL, pdlURL string, only string) string {
+func demoVendorsFile(seedURL, pdlURL, hunterURL string, only string, bulk bool) string {
 	var b strings.Builder
 	b.WriteString("vendors:\n")
-	if only != "pdl" {
-		fmt.Fprintf(&b, "  - name: seed\n    kind: seed\n    url: %s\n    key_env: DEMO_SEED_KEY\n    rate: 200\n    burst: 20\n", seedURL)
+	if only == "" || only == "seed" {
+		fmt.Fprintf(&b, "  - name: seed\n    kind: seed\n    url: %s\n    key_env: DEMO_SEED_KEY\n    rate: 200\n    burst: 20\n    bulk: %v\n", seedURL, bulk)
 	}
-	if only != "seed" {
-		fmt.Fprintf(&b, "  - name: pdl\n    kind: pdl\n    url: %s\n    key_env: DEMO_PDL_KEY\n    rate: 200\n    burst: 20\n    credit_value: %d\n", pdlURL, demoPDLValue)
+	if only == "" || only == "pdl" {
+		fmt.Fprintf(&b, "  - name: pdl\n    kind: pdl\n    url: %s\n    key_env: DEMO_PDL_KEY\n    rate: 200\n    burst: 20\n    bulk: %v\n    credit_value: %d\n", pdlURL, bulk, demoPDLValue)
+	}
+	if only == "" || only == "hunter" {
+		fmt.Fprintf(&b, "  - name: hunter\n    kind: hunter\n    url: %s\n    key_env: DEMO_HUNTER_KEY\n    rate: 15\n    burst: 5\n    credit_value: %d\n    verify_credit_value: %d\n", hunterURL, demoHunterValue, demoVerifyValue)
 	}
 	if only == "" {
 		b.WriteString("order: auto\nexplore: 0.05\n")
@@ -57,10 +67,18 @@ func demoVendorsFile(seedURL, pdlURL string, only string) string {
 type waterfallCase struct {
 	label, only, salt string
 	warmUp            bool
-	job               jobStatus
-	seedBilled        int64 // the fakes' bills during the run, in their credits
-	pdlBilled         int64
-	took              time.Duration
+	// tenant numbers the case's tenant: the warm-up's is the waterfall's,
+	// whose rows order by what the warm-up's taught (rates are per tenant).
+	tenant         int
+	job            jobStatus
+	seedBilled     int64 // the fakes' bills during the run, in their credits
+	pdlBilled      int64
+	hunterSearches int64 // the finder's searches billed (emails found)
+	hunterVerifies int64 // its verifications billed
+	// statuses counts the delivered emails by their verdict (email_status),
+	// in a case with a verifier (the finder's verify stage).
+	statuses map[string]int
+	took     time.Duration
 }
 
 func runWaterfall(ctx context.Context, o options, getenv func(string) string, stdout io.Writer) error {
@@ -106,49 +124,56 @@ func runWaterfall(ctx context.Context, o options, getenv func(string) string, st
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "fakes: seed %s (profile hit rate by TLD %s; 2 credits a search, hit or miss), pdl %s (%s; 1 credit a match, worth %d units)\n",
-		seedURL, demoSeedRates, pdlURL, demoPDLRates, demoPDLValue)
+	hunterURL, err := fakes.start(ctx, o.bin, "fakehunter", os.Environ(), "fakehunter listening on ",
+		"-addr", "127.0.0.1:0", "-keys", "demo-hunter-key", "-segment-hit-rates", demoHunterRates)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "fakes: seed %s (profile hit rate by TLD %s; 2 credits a search, hit or miss), pdl %s (%s; 1 credit a match, worth %d units), hunter %s (emails by TLD %s; 1 search per email found, worth %d units)\n",
+		seedURL, demoSeedRates, pdlURL, demoPDLRates, demoPDLValue, hunterURL, demoHunterRates, demoHunterValue)
 
 	base := []string{"DATABASE_URL=" + dbURL, "REDIS_URL=" + redisURL, "ENRICHQ_LOG_FORMAT=json",
-		"DEMO_SEED_KEY=demo-seed-key", "DEMO_PDL_KEY=demo-pdl-key", "ENRICHQ_API_ADDR=127.0.0.1:0"}
+		"DEMO_SEED_KEY=demo-seed-key", "DEMO_PDL_KEY=demo-pdl-key", "DEMO_HUNTER_KEY=demo-hunter-key", "ENRICHQ_API_ADDR=127.0.0.1:0"}
 	for _, kv := range os.Environ() { // the vendors file names every vendor: no ENRICHQ_VENDOR_*
 		if !strings.HasPrefix(kv, "ENRICHQ_VENDOR_") && !strings.HasPrefix(kv, "DATABASE_URL=") && !strings.HasPrefix(kv, "REDIS_URL=") {
 			base = append(base, kv)
 		}
 	}
 	cases := []*waterfallCase{
-		{label: "auto, warm-up", salt: "warm", warmUp: true},
-		{label: "waterfall (auto)"},
-		{label: "seed alone", only: "seed"},
-		{label: "pdl alone", only: "pdl"},
+		{label: "auto, warm-up", salt: "warm", warmUp: true, tenant: 1},
+		{label: "waterfall (auto)", tenant: 1},
+		{label: "seed alone", only: "seed", tenant: 2},
+		{label: "pdl alone", only: "pdl", tenant: 3},
+		{label: "hunter alone", only: "hunter", tenant: 4},
 	}
-	fmt.Fprintf(stdout, "list: %d rows, profile stage, by segment: %s\n", o.rows, segmentMix(o.rows))
+	fmt.Fprintf(stdout, "list: %d rows, profile and email (and verify where the finder is), bulk %v, by segment: %s\n", o.rows, o.bulk, segmentMix(o.rows))
 	for i, c := range cases {
 		file := filepath.Join(o.logDir, fmt.Sprintf("vendors-%d.yaml", i))
-		if err := os.WriteFile(file, []byte(demoVendorsFile(seedURL, pdlURL, c.only)), 0o644); err != nil {
+		if err := os.WriteFile(file, []byte(demoVendorsFile(seedURL, pdlURL, hunterURL, c.only, o.bulk)), 0o644); err != nil {
 			return err
 		}
-		if err := runCase(ctx, o, c, i, base, file, seedURL, pdlURL, run); err != nil {
+		if err := runCase(ctx, o, c, i, base, file, [3]string{seedURL, pdlURL, hunterURL}, run); err != nil {
 			return fmt.Errorf("%s: %w", c.label, err)
 		}
 		fmt.Fprintf(stdout, "  %-17s job %s %s in %.1fs: %d matched of %d, %d units spent\n", c.label, c.job.ID, c.job.State,
 			c.took.Seconds(), c.job.Rows["matched"], c.job.Rows["total"], c.job.Credits.Spent)
 	}
-	fmt.Fprintf(stdout, "\nvendors file of the waterfall (%s):\n%s\n", filepath.Join(o.logDir, "vendors-1.yaml"), demoVendorsFile(seedURL, pdlURL, ""))
+	fmt.Fprintf(stdout, "\nvendors file of the waterfall (%s):\n%s\n", filepath.Join(o.logDir, "vendors-1.yaml"), demoVendorsFile(seedURL, pdlURL, hunterURL, "", o.bulk))
 	printWaterfallTable(stdout, cases[1:])
 	return nil
 }
 
 // runCase starts a stack for c, runs the list, and stops the stack (the
 // worker writes what it learned as it stops).
-func runCase(ctx context.Context, o options, c *waterfallCase, i int, base []string, vendorsFile, seedURL, pdlURL string, run int64) error {
+func runCase(ctx context.Context, o options, c *waterfallCase, i int, base []string, vendorsFile string, fakeURLs [3]string, run int64) error {
+	seedURL, pdlURL, hunterURL := fakeURLs[0], fakeURLs[1], fakeURLs[2]
 	s := &stack{apiKey: fmt.Sprintf("demo-waterfall-key-%d", i), logDir: filepath.Join(o.logDir, fmt.Sprintf("case-%d", i))}
 	if err := os.MkdirAll(s.logDir, 0o755); err != nil {
 		return err
 	}
 	env := append(append([]string(nil), base...), "ENRICHQ_VENDORS_FILE="+vendorsFile,
 		fmt.Sprintf("ENRICHQ_QUEUE=enrichq-demo-waterfall-%d-%d", run, i),
-		fmt.Sprintf("ENRICHQ_API_KEYS=demo-waterfall-%d-%d:%s", run, i, s.apiKey))
+		fmt.Sprintf("ENRICHQ_API_KEYS=demo-waterfall-%d-%d:%s", run, c.tenant, s.apiKey))
 	apiURL, err := s.start(ctx, o.bin, "api", env, "api listening on ")
 	if err != nil {
 		s.stop(io.Discard)
@@ -168,8 +193,13 @@ func runCase(ctx context.Context, o options, c *waterfallCase, i int, base []str
 	}
 	seed0, _, _ := fakeBilled(ctx, seedURL)
 	pdl0, _, _ := fakeBilled(ctx, pdlURL)
+	hunter0, verify0, _ := hunterBilled(ctx, hunterURL)
 	start := time.Now()
-	q := url.Values{"name": {"Waterfall demo: " + c.label}, "lookups": {"profile"}, "budget_credits": {"1000000"}}
+	lookups := "profile,email"
+	if c.verifies() {
+		lookups += ",verify"
+	}
+	q := url.Values{"name": {"Waterfall demo: " + c.label}, "lookups": {lookups}, "budget_credits": {"1000000"}}
 	var st jobStatus
 	if err := call(ctx, co, http.MethodPost, "/v1/jobs?"+q.Encode(), "text/csv", waterfallCSV(o.rows, c.salt), &st); err != nil {
 		return fmt.Errorf("submit: %w", err)
@@ -189,30 +219,86 @@ func runCase(ctx context.Context, o options, c *waterfallCase, i int, base []str
 	c.took, c.job = time.Since(start), st
 	seed1, _, _ := fakeBilled(ctx, seedURL)
 	pdl1, _, _ := fakeBilled(ctx, pdlURL)
-	c.seedBilled, c.pdlBilled = seed1-seed0, pdl1-pdl0
+	hunter1, verify1, _ := hunterBilled(ctx, hunterURL)
+	c.seedBilled, c.pdlBilled, c.hunterSearches, c.hunterVerifies = seed1-seed0, pdl1-pdl0, hunter1-hunter0, verify1-verify0
 	if st.State != "completed" {
 		return fmt.Errorf("job %s ended %s%s", st.ID, st.State, reason(st.StateReason))
 	}
+	if c.verifies() {
+		var err error
+		if c.statuses, err = emailStatuses(ctx, co, st.ID); err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+	}
 	return nil
+}
+
+// verifies says whether the case's vendors sell verification (the finder
+// does): its job asks the verify stage too.
+func (c *waterfallCase) verifies() bool { return c.only == "" || c.only == "hunter" }
+
+// emailStatuses counts a finished job's delivered emails by email_status,
+// from its results download.
+func emailStatuses(ctx context.Context, o options, jobID string) (map[string]int, error) {
+	var b bytes.Buffer
+	if err := callRaw(ctx, o, http.MethodGet, "/v1/jobs/"+jobID+"/results?format=ndjson", &b); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	dec := json.NewDecoder(&b)
+	for dec.More() {
+		var r struct {
+			Email       *string `json:"email"`
+			EmailStatus *string `json:"email_status"`
+		}
+		if err := dec.Decode(&r); err != nil {
+			return nil, err
+		}
+		switch {
+		case r.Email == nil:
+		case r.EmailStatus == nil:
+			out["unverified"]++
+		default:
+			out[*r.EmailStatus]++
+		}
+	}
+	return out, nil
+}
+
+// statusText is a case's email statuses, "valid 40, accept_all 3, ...".
+func (c *waterfallCase) statusText() string {
+	if c.statuses == nil {
+		return "-"
+	}
+	keys := make([]string, 0, len(c.statuses))
+	for k := range c.statuses {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, c.statuses[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // printWaterfallTable prints the cases side by side: units spent, rows
 // matched, units per matched row, and the fakes' own bills.
 func printWaterfallTable(w io.Writer, cases []*waterfallCase) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "\tunits spent\trows matched\tunits per matched row\tseed billed (credits)\tpdl billed (credits × 3)\tledger = bills\t")
+	fmt.Fprintln(tw, "\tunits spent\trows matched\tunits per matched row\tseed billed (credits)\tpdl billed (credits × 3)\thunter billed (searches × 2 + verifications × 1)\tledger = bills\temails by status\t")
 	for _, c := range cases {
 		per := "-"
 		if m := c.job.Rows["matched"]; m > 0 {
 			per = fmt.Sprintf("%.2f", float64(c.job.Credits.Spent)/float64(m))
 		}
-		billed := c.seedBilled + demoPDLValue*c.pdlBilled
+		billed := c.seedBilled + demoPDLValue*c.pdlBilled + demoHunterValue*c.hunterSearches + demoVerifyValue*c.hunterVerifies
 		eq := "yes"
 		if billed != c.job.Credits.Spent {
 			eq = fmt.Sprintf("NO (%d)", billed)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d of %d\t%s\t%d\t%d × 3\t%s\t\n", c.label, c.job.Credits.Spent, c.job.Rows["matched"],
-			c.job.Rows["total"], per, c.seedBilled, c.pdlBilled, eq)
+		fmt.Fprintf(tw, "%s\t%d\t%d of %d\t%s\t%d\t%d × 3\t%d × 2 + %d\t%s\t%s\t\n", c.label, c.job.Credits.Spent, c.job.Rows["matched"],
+			c.job.Rows["total"], per, c.seedBilled, c.pdlBilled, c.hunterSearches, c.hunterVerifies, eq, c.statusText())
 	}
 	tw.Flush()
 }
@@ -258,6 +344,17 @@ func waterfallCSV(n int, salt string) []byte {
 	return b.Bytes()
 }
 
+// hunterBilled reads the finder fake's /_fake/ledger: its searches and
+// verifications billed so far.
+func hunterBilled(ctx context.Context, fakeURL string) (searches, verifications int64, err error) {
+	var v struct {
+		Searches      int64 `json:"searches"`
+		Verifications int64 `json:"verifications"`
+	}
+	err = fakeLedger(ctx, fakeURL, &v)
+	return v.Searches, v.Verifications, err
+}
+
 // withDatabase is the admin URL (database postgres) and the URL of
 // database name, on DATABASE_URL's server.
 func withDatabase(raw, name string) (admin, db string, err error) {
@@ -273,19 +370,24 @@ func withDatabase(raw, name string) (admin, db string, err error) {
 
 // fakeBilled reads a fake's /_fake/ledger: its credits billed so far.
 func fakeBilled(ctx context.Context, fakeURL string) (credits, calls int64, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fakeURL+"/_fake/ledger", nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
 	var v struct {
 		TotalCredits int64 `json:"total_credits"`
 		BilledCalls  int64 `json:"billed_calls"`
 	}
-	err = json.NewDecoder(resp.Body).Decode(&v)
+	err = fakeLedger(ctx, fakeURL, &v)
 	return v.TotalCredits, v.BilledCalls, err
+}
+
+// fakeLedger decodes a fake's GET /_fake/ledger into v.
+func fakeLedger(ctx context.Context, fakeURL string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fakeURL+"/_fake/ledger", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(v)
 }

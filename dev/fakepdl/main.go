@@ -2,6 +2,11 @@
 // (enrichtest.PDL) for demos and benchmarks.
 //
 //	fakepdl -addr 127.0.0.1:0 -keys pdl-key -hit-rate 0.5 -segment-hit-rates fr=0.8,de=0.8,com=0.1
+//	fakepdl -wrong-person-rate 0.6 -wrong-strong-rate 0.05 -free-plan -overage-credits 100
+//
+// It answers as the real vendor does: rate-limit headers as per-window
+// dicts, the balance split into purchased and overage credits, weak
+// matches of namesakes when asked, contact fields as booleans on a Free plan.
 //
 // It prints one line "fakepdl listening on http://ADDR" on stdout when it is
 // ready, logs to stderr, and shuts down gracefully on SIGINT or SIGTERM.
@@ -17,26 +22,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
+	"github.com/enrichq/enrichq/dev/internal/fakecmd"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "fakepdl:", err)
-		os.Exit(1)
-	}
-}
+func main() { fakecmd.Main("fakepdl", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts := enrichtest.DefaultPDLOptions()
@@ -51,6 +44,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	segRates := fs.String("segment-hit-rates", "", "hit rates by the lookup's top-level domain (company, else email), overriding -hit-rate: fr=0.8,com=0.1")
 	fs.Float64Var(&opts.WorkEmailRate, "work-email-rate", opts.WorkEmailRate, "share of known persons with a work email")
 	fs.Float64Var(&opts.NoProfileRate, "no-profile-rate", opts.NoProfileRate, "share of known persons without a profile URL")
+	fs.Float64Var(&opts.WrongPersonRate, "wrong-person-rate", 0, "share of unknown lookups by name at a company answered with a namesake who once worked there (billed)")
+	fs.IntVar(&opts.WrongLikelihood, "wrong-likelihood", opts.WrongLikelihood, "likelihood of those namesakes (the vendor's default floor is 2)")
+	fs.Float64Var(&opts.WrongStrongRate, "wrong-strong-rate", 0, "share of those namesakes scored 7, above the usual floors")
+	fs.BoolVar(&opts.FreePlan, "free-plan", false, "answer contact fields as true/false, as on a Free plan")
+	fs.Int64Var(&opts.OverageCredits, "overage-credits", 0, "overage credits each key may spend past its purchased ones")
 	fs.Float64Var(&opts.FailRate, "fail-rate", 0, "share of calls answered 503")
 	fs.Int64Var(&opts.Seed, "seed", opts.Seed, "seed of who is known, faults and bulk order")
 	if err := fs.Parse(args); err != nil {
@@ -60,18 +58,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	var err error
-	if opts.SegmentHitRates, err = parseRates(*segRates); err != nil {
+	if opts.SegmentHitRates, err = fakecmd.Rates(*segRates); err != nil {
 		return fmt.Errorf("-segment-hit-rates: %w", err)
 	}
-	if opts.APIKeys = splitList(*keys); len(opts.APIKeys) == 0 {
+	if opts.APIKeys = fakecmd.List(*keys); len(opts.APIKeys) == 0 {
 		return errors.New("-keys: at least one key is needed")
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	pdl := enrichtest.NewPDL(opts)
 	mux := http.NewServeMux()
 	mux.Handle("/v5/", pdl)
@@ -93,52 +87,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(v)
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "fakepdl listening on %s\n", url)
-	log.Info("fakepdl started", "url", url, "keys", len(opts.APIKeys), "hit_rate", opts.HitRate,
-		"segment_hit_rates", opts.SegmentHitRates, "rpm", opts.RPM, "seed", opts.Seed)
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := fakecmd.Serve(ctx, "fakepdl", *addr, mux, log, stdout, "keys", len(opts.APIKeys), "hit_rate", opts.HitRate,
+		"segment_hit_rates", opts.SegmentHitRates, "rpm", opts.RPM, "seed", opts.Seed); err != nil {
 		return err
 	}
 	log.Info("fakepdl stopped", "total_credits", pdl.TotalBilled())
 	return nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// parseRates reads "fr=0.8,com=0.1" (rates from 0 to 1 by segment).
-func parseRates(s string) (map[string]float64, error) {
-	out := map[string]float64{}
-	for _, kv := range splitList(s) {
-		k, v, ok := strings.Cut(kv, "=")
-		r, err := strconv.ParseFloat(v, 64)
-		if !ok || k == "" || err != nil || r < 0 || r > 1 {
-			return nil, fmt.Errorf("%q: want segment=rate, the rate from 0 to 1", kv)
-		}
-		out[strings.ToLower(k)] = r
-	}
-	return out, nil
 }

@@ -17,25 +17,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
+	"log/slog"
 	"net/http"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
-	"time"
 
+	"github.com/enrichq/enrichq/dev/internal/fakecmd"
 	"github.com/enrichq/enrichq/internal/platform/platformtest"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "fakeplatform:", err)
-		os.Exit(1)
-	}
-}
+func main() { fakecmd.Main("fakeplatform", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	opts := platformtest.DefaultOptions()
@@ -57,16 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	for _, v := range strings.Split(*retired, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			opts.RetiredVersions = append(opts.RetiredVersions, v)
-		}
-	}
-	for _, u := range strings.Split(*redirects, ",") {
-		if u = strings.TrimSpace(u); u != "" {
-			opts.RedirectURLs = append(opts.RedirectURLs, u)
-		}
-	}
+	opts.RetiredVersions = fakecmd.List(*retired)
+	opts.RedirectURLs = fakecmd.List(*redirects)
 	fp := platformtest.New(opts)
 	names := []string{"Ann Lee", "Bob Roe", "Cat Kim", "Dan Fox", "Eve Ng", "Fay Oh"}
 	for i := 1; i <= *members; i++ {
@@ -88,22 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "%s\n", mustJSON(fp.Stats()))
 	})
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(stdout, "fakeplatform listening on http://%s\n", ln.Addr())
-	select {
-	case err := <-served:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	return srv.Shutdown(sctx)
+	return fakecmd.Serve(ctx, "fakeplatform", *addr, mux, slog.New(slog.NewJSONHandler(stderr, nil)), stdout, "members", *members)
 }
 
 func mustJSON(v any) []byte {

@@ -16,26 +16,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/enrichq/enrichq/dev/internal/fakecmd"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "fakevendor:", err)
-		os.Exit(1)
-	}
-}
+func main() { fakecmd.Main("fakevendor", run) }
 
 // run serves the fake until ctx is done, then shuts down gracefully.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -82,11 +71,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("-prices %q: want default or charged-misses", *prices)
 	}
-	if opts.ProfileHitRates, err = parseRates(*tldRates); err != nil {
+	if opts.ProfileHitRates, err = fakecmd.Rates(*tldRates); err != nil {
 		return fmt.Errorf("-profile-hit-rates: %w", err)
 	}
-	opts.APIKeys = splitList(*keys)
-	opts.NoPlanKeys = splitList(*noPlanKeys)
+	opts.APIKeys = fakecmd.List(*keys)
+	opts.NoPlanKeys = fakecmd.List(*noPlanKeys)
 	if len(opts.APIKeys) == 0 && len(opts.NoPlanKeys) == 0 {
 		return errors.New("-keys: at least one key is needed")
 	}
@@ -101,50 +90,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	vendor := enrichtest.NewSeed(opts)
-	srv := &http.Server{
-		Handler:           logRequests(log, vendor),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "fakevendor listening on %s\n", url)
-	log.Info("fakevendor started", "url", url, "keys", len(opts.APIKeys), "rps", opts.RPS, "burst", opts.Burst,
-		"fail_rate", opts.FailRate, "malformed_rate", opts.MalformedRate, "reset_rate", opts.ResetRate, "seed", opts.Seed, "no_replay_header", opts.NoReplayHeader, "prices", *prices)
-
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	log.Info("fakevendor shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := fakecmd.Serve(ctx, "fakevendor", *addr, logRequests(log, vendor), log, stdout, "keys", len(opts.APIKeys),
+		"rps", opts.RPS, "burst", opts.Burst, "fail_rate", opts.FailRate, "malformed_rate", opts.MalformedRate,
+		"reset_rate", opts.ResetRate, "seed", opts.Seed, "no_replay_header", opts.NoReplayHeader, "prices", *prices); err != nil {
 		return err
 	}
 	s := vendor.Summary()
 	log.Info("fakevendor stopped", "billed_calls", s.BilledCalls, "total_credits", s.TotalCredits)
 	return nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // logRequests logs each request at debug level (never its Authorization header).
@@ -177,17 +131,3 @@ func (w *statusWriter) WriteHeader(code int) {
 
 // Unwrap lets http.ResponseController reach Hijack (the fake's connection resets).
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// parseRates reads "com=0.85,fr=0.25" (rates from 0 to 1 by segment).
-func parseRates(s string) (map[string]float64, error) {
-	out := map[string]float64{}
-	for _, kv := range splitList(s) {
-		k, v, ok := strings.Cut(kv, "=")
-		r, err := strconv.ParseFloat(v, 64)
-		if !ok || k == "" || err != nil || r < 0 || r > 1 {
-			return nil, fmt.Errorf("%q: want segment=rate, the rate from 0 to 1", kv)
-		}
-		out[strings.ToLower(k)] = r
-	}
-	return out, nil
-}

@@ -11,7 +11,7 @@ import (
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func vendorEnv() map[string]string {
-	return map[string]string{"ENRICHQ_VENDOR_URL": "http://v.example/", "ENRICHQ_VENDOR_KEY": "s3cret"}
+	return map[string]string{"ENRICHQ_VENDOR_URL": "https://v.example/", "ENRICHQ_VENDOR_KEY": "s3cret"}
 }
 
 func TestDefaults(t *testing.T) {
@@ -33,7 +33,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	if w.Vendor.RPS != 10 || w.Vendor.Burst != 1 || !w.Vendor.Bulk || w.Vendor.HonoursKeys != domain.HonoursKeysAuto || w.Vendor.Timeout != 30*time.Second ||
-		w.Vendor.Allowance() != nil || w.Concurrency != 10 || w.Vendor.URL != "http://v.example" || w.MetricsAddr != "" {
+		w.Vendor.Allowance() != nil || w.Concurrency != 10 || w.Vendor.URL != "https://v.example" || w.MetricsAddr != "" {
 		t.Fatalf("worker defaults = %+v", w)
 	}
 	s, err := SchedulerFromEnv(env(nil))
@@ -169,5 +169,33 @@ func TestUploadSlotsFromEnv(t *testing.T) {
 	_, err = APIFromEnv(env(e))
 	if err == nil || !strings.Contains(err.Error(), "ENRICHQ_UPLOADS_TOTAL") || !strings.Contains(err.Error(), "ENRICHQ_UPLOADS_PER_TENANT") {
 		t.Fatalf("bad values: %v", err)
+	}
+}
+
+// The legacy vendor URL is held to https as a vendors file's is: http only
+// on loopback, or anywhere with the operator's explicit ENRICHQ_VENDOR_ALLOW_HTTP.
+func TestLegacyVendorURLWantsHTTPS(t *testing.T) {
+	for _, c := range []struct {
+		url, allow string
+		ok         bool
+	}{
+		{"https://vendor.example", "", true},
+		{"http://127.0.0.1:9090", "", true},
+		{"http://localhost:9090", "", true},
+		{"http://fakevendor:9090", "", false},
+		{"http://fakevendor:9090", "true", true},
+		{"ftp://vendor.example", "true", false},
+	} {
+		e := map[string]string{"ENRICHQ_VENDOR_URL": c.url, "ENRICHQ_VENDOR_KEY": "s3cret"}
+		if c.allow != "" {
+			e["ENRICHQ_VENDOR_ALLOW_HTTP"] = c.allow
+		}
+		_, err := WorkerFromEnv(env(e))
+		if c.ok != (err == nil) {
+			t.Errorf("%s (allow %q): err = %v, want ok %v", c.url, c.allow, err, c.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "ENRICHQ_VENDOR_URL") {
+			t.Errorf("%s: the error does not name the variable: %v", c.url, err)
+		}
 	}
 }

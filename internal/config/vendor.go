@@ -31,6 +31,12 @@ type Vendor struct {
 	// billed (ENRICHQ_VENDOR_HONOURS_KEYS: auto, learned from the first
 	// replay seen; true; false).
 	HonoursKeys domain.HonoursKeys
+	// AllowHTTP takes an http URL on any host (ENRICHQ_VENDOR_ALLOW_HTTP,
+	// default false): only for a fake vendor on a private network, such as
+	// docker-compose's. Without it the URL must be https, or http on a
+	// loopback address: over http anyone in the middle reads the key and
+	// writes the charge headers.
+	AllowHTTP bool
 	// Timeout bounds one vendor call (ENRICHQ_VENDOR_TIMEOUT, default 30s).
 	Timeout time.Duration
 	// MonthlyCredits caps the credits of the key per calendar month (UTC),
@@ -49,6 +55,7 @@ func (v *Vendor) read(r *reader) {
 	r.float("ENRICHQ_VENDOR_RPS", &v.RPS)
 	r.int("ENRICHQ_VENDOR_BURST", &v.Burst)
 	r.bool("ENRICHQ_VENDOR_BULK", &v.Bulk)
+	r.bool("ENRICHQ_VENDOR_ALLOW_HTTP", &v.AllowHTTP)
 	var hk string
 	r.str("ENRICHQ_VENDOR_HONOURS_KEYS", &hk)
 	if hk != "" {
@@ -70,6 +77,8 @@ func (v Vendor) validate() error {
 	}
 	if v.URL == "" || v.Key == "" {
 		errs = append(errs, errors.New("ENRICHQ_VENDOR_URL and ENRICHQ_VENDOR_KEY are required"))
+	} else if msg := checkVendorURL(v.URL, v.AllowHTTP); msg != "" {
+		errs = append(errs, errors.New("ENRICHQ_VENDOR_URL "+msg+" (ENRICHQ_VENDOR_ALLOW_HTTP=true takes http for a fake on a private network)"))
 	}
 	return errors.Join(errs...)
 }

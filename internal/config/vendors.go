@@ -17,6 +17,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/upstream"
 )
 
 // VendorKind is the adapter a vendor is spoken to through.
@@ -28,7 +29,13 @@ const (
 	VendorSeed VendorKind = "seed"
 	// VendorPDL is a vendor shaped like People Data Labs v5 (internal/enrich/pdl).
 	VendorPDL VendorKind = "pdl"
+	// VendorHunter is an email finder and verifier shaped like Hunter v2
+	// (internal/enrich/hunter).
+	VendorHunter VendorKind = "hunter"
 )
+
+// vendorKinds are the kinds the vendors file takes.
+var vendorKinds = []VendorKind{VendorSeed, VendorPDL, VendorHunter}
 
 // Defaults of the vendors file.
 const (
@@ -51,16 +58,16 @@ type VendorSpec struct {
 	// Name names the vendor in results, the ledger and idempotency keys
 	// (name; [a-z0-9_-], 1 to 32 characters, unique).
 	Name string
-	// Kind is its adapter (kind: seed or pdl).
+	// Kind is its adapter (kind: seed, pdl or hunter).
 	Kind VendorKind
 	// URL is its base URL (url; https, or http on a loopback address only;
 	// without credentials, query or fragment; without the version path).
 	URL string
 	// KeyEnv is the variable holding its API key (key_env).
 	KeyEnv string
-	// Key is the API key read from KeyEnv. A secret: never logged, stored
-	// only as its Account.
-	Key string
+	// Key is the API key read from KeyEnv: never printed nor logged,
+	// stored only as its Account.
+	Key upstream.Secret
 	// Rate is its rate limit for this key, requests per second, shared by
 	// every worker (rate; 0.01 to 100000; a per-minute limit of 1,000 is
 	// 16.6).
@@ -90,20 +97,34 @@ type VendorSpec struct {
 	Prices map[string]int64
 	// Timeout bounds one call to it (timeout; default 30s).
 	Timeout time.Duration
-	// MinLikelihood (pdl only; min_likelihood, 1 to 10; 0: the vendor's
-	// default): weaker matches are no-matches, free.
-	MinLikelihood int
-	// Required (pdl only; required, a field expression such as work_email):
-	// a match lacking it is a no-match, free.
-	Required string
+	// MinLikelihood (pdl only; min_likelihood: one floor from 1 to 10 for
+	// every input kind, or a mapping of input kind to floor): weaker matches
+	// are no-matches, free. A kind not given keeps the adapter's floor.
+	MinLikelihood map[domain.InputKind]int
+	// Required (pdl only; required: one field expression such as work_email
+	// for every stage, or a mapping of stage to expression, "" for none): a
+	// match lacking it is a no-match, free. A stage not given keeps the
+	// adapter's expression.
+	Required map[domain.Stage]string
 	// BatchSize (pdl only; batch_size, 1 to 100, default 80): the questions
 	// per bulk call.
 	BatchSize int
+	// VerifyCreditValue (hunter only; verify_credit_value, 1 to 1,000,000,
+	// default 1) is what one verification is worth in budget units, as
+	// credit_value is one search's. The vendor bills two quotas; the ledger
+	// has one credit per vendor, so a hunter vendor's credit is the largest
+	// unit both values are whole multiples of (CreditValue, their greatest
+	// common divisor), and a search costs SearchCredits of them, a
+	// verification VerifyCredits (both 1 when the two values are equal).
+	VerifyCreditValue int64
+	// SearchCredits and VerifyCredits (hunter only): a search's and a
+	// verification's price in the vendor's credits, as above.
+	SearchCredits, VerifyCredits int64
 }
 
 // String prints the spec without its key.
 func (v VendorSpec) String() string {
-	return fmt.Sprintf("config.VendorSpec{Name: %q, Kind: %s, URL: %q, KeyEnv: %s, Key: %s}", v.Name, v.Kind, v.URL, v.KeyEnv, redacted(v.Key))
+	return fmt.Sprintf("config.VendorSpec{Name: %q, Kind: %s, URL: %q, KeyEnv: %s, Key: %s}", v.Name, v.Kind, v.URL, v.KeyEnv, v.Key)
 }
 
 // GoString is String, so that %#v does not print the key either.
@@ -115,15 +136,8 @@ func (v VendorSpec) LogValue() slog.Value {
 		slog.String("key_env", v.KeyEnv), slog.Float64("rate", v.Rate), slog.Int64("credit_value", v.CreditValue))
 }
 
-func redacted(k string) string {
-	if k == "" {
-		return "(none)"
-	}
-	return "[REDACTED]"
-}
-
 // Account is the key's id in the ledger and account_usage.
-func (v VendorSpec) Account() string { return VendorAccount(v.Key) }
+func (v VendorSpec) Account() string { return VendorAccount(string(v.Key)) }
 
 // Allowance is MonthlyCredits as the money path takes it: nil for no cap.
 func (v VendorSpec) Allowance() *int64 {
@@ -168,7 +182,7 @@ func (v Vendors) ByName(name string) (VendorSpec, bool) {
 // fallbackVendors is the one seed vendor of the ENRICHQ_VENDOR_* variables.
 func fallbackVendors(v Vendor) Vendors {
 	return Vendors{
-		List: []VendorSpec{{Name: FallbackVendorName, Kind: VendorSeed, URL: v.URL, KeyEnv: "ENRICHQ_VENDOR_KEY", Key: v.Key,
+		List: []VendorSpec{{Name: FallbackVendorName, Kind: VendorSeed, URL: v.URL, KeyEnv: "ENRICHQ_VENDOR_KEY", Key: upstream.Secret(v.Key),
 			Rate: v.RPS, Burst: v.Burst, CreditValue: DefaultCreditValue, Bulk: v.Bulk, MonthlyCredits: v.MonthlyCredits,
 			HonoursKeys: v.HonoursKeys, PriorHitRate: DefaultPriorHitRate, Timeout: v.Timeout}},
 		Explore: DefaultExplore,
@@ -299,10 +313,7 @@ func (p *vendorsParser) order(n yaml.Node, list []VendorSpec) []string {
 
 // vendorFields are the keys of an entry, in the order docs/vendors.md lists them.
 var vendorFields = []string{"name", "kind", "url", "key_env", "rate", "burst", "credit_value", "bulk", "monthly_credits",
-	"honours_keys", "prior_hit_rate", "prices", "timeout", "min_likelihood", "required", "batch_size"}
-
-// pdlOnly are the fields only a pdl vendor takes.
-var pdlOnly = []string{"min_likelihood", "required", "batch_size"}
+	"honours_keys", "prior_hit_rate", "prices", "timeout", "min_likelihood", "required", "batch_size", "verify_credit_value"}
 
 // priceClasses are the classes of the prices field, per kind.
 var priceClasses = map[VendorKind][]string{
@@ -436,15 +447,15 @@ func (r *entryReader) identity(s *VendorSpec, before []VendorSpec) {
 	}
 	if f, ok := r.scalar("kind"); ok {
 		s.Kind = VendorKind(f.Value)
-		if s.Kind != VendorSeed && s.Kind != VendorPDL {
-			r.bad("kind", f, "%q: want seed or pdl", f.Value)
+		if !slices.Contains(vendorKinds, s.Kind) {
+			r.bad("kind", f, "%q: want seed, pdl or hunter", f.Value)
 		}
 	} else if r.fields["kind"] == nil {
-		r.bad("kind", nil, "required: seed or pdl")
+		r.bad("kind", nil, "required: seed, pdl or hunter")
 	}
 	if f, ok := r.scalar("url"); ok {
 		s.URL = strings.TrimRight(strings.TrimSpace(f.Value), "/")
-		if msg := checkVendorURL(s.URL); msg != "" {
+		if msg := checkVendorURL(s.URL, false); msg != "" {
 			r.bad("url", f, "%s", msg)
 		}
 	} else if r.fields["url"] == nil {
@@ -467,7 +478,7 @@ func (r *entryReader) key(s *VendorSpec) {
 		r.bad("key_env", f, "%q is not a variable name", s.KeyEnv)
 		return
 	}
-	s.Key = strings.TrimSpace(r.p.getenv(s.KeyEnv))
+	s.Key = upstream.Secret(strings.TrimSpace(r.p.getenv(s.KeyEnv)))
 	if s.Key == "" && r.p.needKeys {
 		r.bad("key_env", f, "%s is not set: it holds the vendor's API key", s.KeyEnv)
 	}
@@ -497,7 +508,8 @@ func (r *entryReader) money(s *VendorSpec) {
 	}
 	r.whole("monthly_credits", &s.MonthlyCredits, 0, 1<<50, "")
 	s.HonoursKeys = domain.HonoursKeysAuto
-	if s.Kind == VendorPDL {
+	keyless := s.Kind == VendorPDL || s.Kind == VendorHunter
+	if keyless {
 		s.HonoursKeys = domain.HonoursKeysFalse
 	}
 	if f, ok := r.scalar("honours_keys"); ok {
@@ -505,8 +517,8 @@ func (r *entryReader) money(s *VendorSpec) {
 		switch {
 		case !h.Valid():
 			r.bad("honours_keys", f, "%q: want auto, true or false", f.Value)
-		case s.Kind == VendorPDL && h != domain.HonoursKeysFalse:
-			r.bad("honours_keys", f, "%q: a pdl vendor takes no idempotency keys: leave it out, or say false", f.Value)
+		case keyless && h != domain.HonoursKeysFalse:
+			r.bad("honours_keys", f, "%q: a %s vendor takes no idempotency keys: leave it out, or say false", f.Value, s.Kind)
 		default:
 			s.HonoursKeys = h
 		}
@@ -522,6 +534,10 @@ func (r *entryReader) prices(s *VendorSpec) {
 	}
 	if f.Kind != yaml.MappingNode {
 		r.bad("prices", f, "want a mapping of class: credits")
+		return
+	}
+	if s.Kind == VendorHunter {
+		r.bad("prices", f, "a hunter vendor has no price classes: a search is worth credit_value, a verification verify_credit_value")
 		return
 	}
 	s.Prices = map[string]int64{}
@@ -550,33 +566,8 @@ func (r *entryReader) timeout(s *VendorSpec) {
 	}
 }
 
-// kindSpecific reads the pdl-only fields of a pdl vendor, and reports them
-// on any other kind.
-func (r *entryReader) kindSpecific(s *VendorSpec) {
-	switch s.Kind {
-	case "":
-	case VendorPDL:
-		s.BatchSize = DefaultPDLBatchSize
-		var ml, bs int64 = 0, DefaultPDLBatchSize
-		r.whole("min_likelihood", &ml, 1, 10, "")
-		r.whole("batch_size", &bs, 1, 100, " (the vendor advises at most 80)")
-		s.MinLikelihood, s.BatchSize = int(ml), int(bs)
-		if f, ok := r.scalar("required"); ok {
-			if s.Required = strings.TrimSpace(f.Value); s.Required == "" {
-				r.bad("required", f, "want a field expression such as work_email")
-			}
-		}
-	default:
-		for _, k := range pdlOnly {
-			if f := r.fields[k]; f != nil {
-				r.bad(k, f, "only for kind pdl")
-			}
-		}
-	}
-}
-
 // legacy is the seed spec as the worker's Vendor of today.
 func (v VendorSpec) legacy() Vendor {
-	return Vendor{URL: v.URL, Key: v.Key, RPS: v.Rate, Burst: v.Burst, Bulk: v.Bulk, HonoursKeys: v.HonoursKeys,
+	return Vendor{URL: v.URL, Key: string(v.Key), RPS: v.Rate, Burst: v.Burst, Bulk: v.Bulk, HonoursKeys: v.HonoursKeys,
 		Timeout: v.Timeout, MonthlyCredits: v.MonthlyCredits}
 }

@@ -39,8 +39,8 @@ vendors:
     bulk: false
     prior_hit_rate: 0.7
     timeout: 10s
-    min_likelihood: 6
-    required: work_email
+    min_likelihood: {name_company: 7, email: 5}
+    required: {email: work_email, phone: ""}
     batch_size: 50
     honours_keys: false
     prices: {match: 1}
@@ -66,12 +66,13 @@ func TestVendorsFile(t *testing.T) {
 		t.Fatalf("acme = %+v", a)
 	}
 	if p.Kind != VendorPDL || p.Key != "pdl-secret" || p.Rate != 16.6 || p.Burst != 5 || p.CreditValue != 3 || p.Bulk || p.PriorHitRate != 0.7 ||
-		p.Timeout != 10*time.Second || p.MinLikelihood != 6 || p.Required != "work_email" || p.BatchSize != 50 ||
+		p.Timeout != 10*time.Second || len(p.MinLikelihood) != 2 || p.MinLikelihood[domain.InputNameCompany] != 7 ||
+		p.MinLikelihood[domain.InputEmail] != 5 || len(p.Required) != 2 || p.Required[domain.StageEmail] != "work_email" || p.Required[domain.StagePhone] != "" || p.BatchSize != 50 ||
 		p.HonoursKeys != domain.HonoursKeysFalse || p.Prices["match"] != 1 || p.Allowance() != nil {
 		t.Fatalf("pdl = %+v", p)
 	}
 	// Until the waterfall, the worker calls the first seed vendor.
-	if w.Vendor.URL != a.URL || w.Vendor.Key != a.Key || w.Vendor.RPS != 10 || w.Vendor.MonthlyCredits != 50000 || !w.Vendor.Bulk {
+	if w.Vendor.URL != a.URL || w.Vendor.Key != string(a.Key) || w.Vendor.RPS != 10 || w.Vendor.MonthlyCredits != 50000 || !w.Vendor.Bulk {
 		t.Fatalf("worker vendor = %+v", w.Vendor)
 	}
 	if s := a.String() + p.GoString(); strings.Contains(s, "secret") {
@@ -84,10 +85,18 @@ func TestVendorsFile(t *testing.T) {
 		t.Fatalf("API: %+v, %v", api.Vendors, err)
 	}
 
+	// One floor and one expression stand for every input kind and stage.
+	one := writeFile(t, "vendors:\n  - {name: p, kind: pdl, url: 'http://127.0.0.1:9', key_env: K, rate: 1, min_likelihood: 8, required: mobile_phone}\n")
+	w, err = WorkerFromEnv(env(map[string]string{"ENRICHQ_VENDORS_FILE": one, "K": "k"}))
+	if err != nil || len(w.Vendors.List[0].MinLikelihood) != 4 || w.Vendors.List[0].MinLikelihood[domain.InputProfileURL] != 8 ||
+		len(w.Vendors.List[0].Required) != 3 || w.Vendors.List[0].Required[domain.StageProfile] != "mobile_phone" {
+		t.Fatalf("one floor: %+v, %v", w.Vendors.List, err)
+	}
+
 	// Defaults: order auto, explore 0.05, a pdl vendor's batch 80.
 	min := writeFile(t, "vendors:\n  - {name: p, kind: pdl, url: 'http://127.0.0.1:9', key_env: K, rate: 1}\n  - {name: s, kind: seed, url: 'http://127.0.0.1:8', key_env: K, rate: 1}\norder: auto\n")
 	w, err = WorkerFromEnv(env(map[string]string{"ENRICHQ_VENDORS_FILE": min, "K": "k"}))
-	if err != nil || w.Vendors.Order != nil || w.Vendors.Explore != 0.05 || w.Vendors.List[0].BatchSize != 80 || w.Vendors.List[0].MinLikelihood != 0 ||
+	if err != nil || w.Vendors.Order != nil || w.Vendors.Explore != 0.05 || w.Vendors.List[0].BatchSize != 80 || w.Vendors.List[0].MinLikelihood != nil ||
 		w.Vendor.URL != "http://127.0.0.1:8" {
 		t.Fatalf("defaults: %+v, %v", w.Vendors, err)
 	}
@@ -108,7 +117,7 @@ func TestVendorsFallback(t *testing.T) {
 		t.Fatalf("vendors = %+v", w.Vendors)
 	}
 	s := w.Vendors.List[0]
-	want := VendorSpec{Name: "vendor", Kind: VendorSeed, URL: "http://v.example", KeyEnv: "ENRICHQ_VENDOR_KEY", Key: "s3cret", Rate: 2.5, Burst: 3,
+	want := VendorSpec{Name: "vendor", Kind: VendorSeed, URL: "https://v.example", KeyEnv: "ENRICHQ_VENDOR_KEY", Key: "s3cret", Rate: 2.5, Burst: 3,
 		CreditValue: 1, Bulk: false, MonthlyCredits: 700, HonoursKeys: domain.HonoursKeysTrue, PriorHitRate: 0.5, Timeout: 5 * time.Second}
 	if s.String() != want.String() || s.Rate != want.Rate || s.Burst != want.Burst || s.CreditValue != 1 || s.Bulk || s.MonthlyCredits != 700 ||
 		s.HonoursKeys != want.HonoursKeys || s.Timeout != want.Timeout || s.Key != "s3cret" || s.Account() != w.Vendor.Account() {
@@ -175,7 +184,7 @@ explore: 0.9
 		"vendors[1] (acme): timeout (line 20)",
 		"vendors[1] (acme): min_likelihood (line 21): \"11\": want a whole number from 1 to 10",
 		"vendors[2] (Bad Name): name (line 22): \"Bad Name\": want 1 to 32 of a-z",
-		"vendors[2] (Bad Name): kind (line 23): \"clearbit\": want seed or pdl",
+		"vendors[2] (Bad Name): kind (line 23): \"clearbit\": want seed, pdl or hunter",
 		"vendors[2] (Bad Name): key_env (line 24): \"9X\" is not a variable name",
 		"vendors[2] (Bad Name): bulk (line 25): \"maybe\": want true or false",
 		"vendors[2] (Bad Name): url (line 22): required",
@@ -205,6 +214,14 @@ func TestVendorsFileShape(t *testing.T) {
 		{"no vendors", "vendors: []\n", "vendors: want a list of at least one vendor"},
 		{"not YAML", "vendors: [\n", "line 1: did not find expected node content"},
 		{"order of another shape", "vendors:\n  - {name: a, kind: seed, url: 'http://x', key_env: K, rate: 1}\norder: {a: 1}\n", "order (line 3): want auto or a list"},
+		{"a floor of an unknown kind", "vendors:\n  - name: p\n    kind: pdl\n    url: 'http://127.0.0.1:9'\n    key_env: K\n    rate: 1\n    min_likelihood: {title: 5}\n",
+			`vendors[0] (p): min_likelihood (line 7): unknown input kind "title"; the kinds are profile_url, email, name_company, name_domain`},
+		{"a floor out of range", "vendors:\n  - name: p\n    kind: pdl\n    url: 'http://127.0.0.1:9'\n    key_env: K\n    rate: 1\n    min_likelihood: {email: 0}\n",
+			`vendors[0] (p): min_likelihood (line 7): email: "0": want a whole number from 1 to 10`},
+		{"required of an unknown stage", "vendors:\n  - name: p\n    kind: pdl\n    url: 'http://127.0.0.1:9'\n    key_env: K\n    rate: 1\n    required: {verify: emails}\n",
+			`vendors[0] (p): required (line 7): unknown stage "verify"; the stages are profile, email, phone`},
+		{"required of another shape", "vendors:\n  - name: p\n    kind: pdl\n    url: 'http://127.0.0.1:9'\n    key_env: K\n    rate: 1\n    required: [emails]\n",
+			`vendors[0] (p): required (line 7): want a field expression such as work_email, or a mapping of stage`},
 	} {
 		f := writeFile(t, tc.body)
 		_, err := WorkerFromEnv(env(map[string]string{"ENRICHQ_VENDORS_FILE": f, "K": "k"}))

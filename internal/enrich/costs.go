@@ -139,9 +139,9 @@ func (t CostTable) BulkWorst(rows []ProfileQuery, include []domain.Stage) int64 
 	return c
 }
 
-// rowPrice is what one answered bulk row costs by prices: a row with a
+// BulkRowPrice is what one answered bulk row costs by prices: a row with a
 // permanent error costs nothing, one whose outcome is unknown its worst case.
-func rowPrice(prices Prices, table CostTable, q ProfileQuery, include []domain.Stage, it BulkItem) int64 {
+func BulkRowPrice(prices Prices, table CostTable, q ProfileQuery, include []domain.Stage, it BulkItem) int64 {
 	if it.Err != nil {
 		if !it.Err.OutcomeUnknown {
 			return 0

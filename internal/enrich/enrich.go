@@ -2,17 +2,17 @@
 // every vendor's adapter answers (what it can answer, how it bills, its
 // questions and answers); the shared words live here too: the query
 // ([ProfileQuery]), the answers ([Profile], [Email], [Phones]), what a call
-// cost ([Charge]), the classes of failed calls ([Error], [Class]) and the
-// seed's cost table.
+// cost ([Charge]), the classes of failed calls ([Error], [Class]), the
+// price classes and books ([CostTable], [PriceBook]), the records an
+// answer is kept as (records.go), and the registry of kinds ([Kind]).
 //
-// [Client] is the client of the seed's vendor, and [Seed] its adapter. Its
-// wire format (paths, parameters, headers, JSON shapes, status codes) is
-// assumed in one file, vendor_wire.go, so adapting to a real vendor is a
-// change of that file; other vendors have a package each (internal/enrich/pdl)
-// with a wire file of their own. Every adapter makes exactly one HTTP call
-// per method call and never retries: retries, backoff and rate limiting
-// belong to the caller, which decides with [Error.Class], [Error.RetryAfter]
-// and [Error.OutcomeUnknown].
+// Each vendor's adapter is a package of its own, with its wire in a file of
+// its own: internal/enrich/seed, internal/enrich/pdl, internal/enrich/hunter;
+// internal/enrich/vendors registers them. Every adapter makes exactly one
+// HTTP call per method call, through the upstream call kit
+// (internal/upstream), and never retries: retries, backoff and rate
+// limiting belong to the caller, which decides with [Error.Class],
+// [Error.RetryAfter] and [Error.OutcomeUnknown].
 package enrich
 
 import (
@@ -108,9 +108,26 @@ type Email struct {
 	Address    string
 	Confidence float64 // 0.0 to 1.0 as the vendor said; 0 when absent
 	Verified   bool
+	// Status is a verifier's verdict on Address (the verify stage's answer);
+	// "" when the address was not verified.
+	Status EmailStatus
 	// Raw is the answer exactly as received, unknown fields included.
 	Raw json.RawMessage
 }
+
+// EmailStatus is a verifier's verdict on an address.
+type EmailStatus string
+
+// The verdicts. Only StatusInvalid is known not to be deliverable; the
+// others are delivered with their status for the buyer to weigh.
+const (
+	StatusValid      EmailStatus = "valid"
+	StatusInvalid    EmailStatus = "invalid"
+	StatusAcceptAll  EmailStatus = "accept_all" // a catch-all domain: the address cannot be proven
+	StatusWebmail    EmailStatus = "webmail"
+	StatusDisposable EmailStatus = "disposable"
+	StatusUnknown    EmailStatus = "unknown"
+)
 
 // Phone is one phone number of a profile.
 type Phone struct {
@@ -162,7 +179,35 @@ type Charge struct {
 	Estimate int64
 	// Class is the answer's price class (single lookups; zero for bulk).
 	Class PriceClass
+	// Overage is how the balance splits into purchased credits and the
+	// overage allowance, where the vendor says so (pdl's
+	// X-TotalLimit-Purchased-Remaining and X-TotalLimit-Overages-Remaining);
+	// nil when it does not.
+	Overage *Overage
 }
+
+// Or is the charge the vendor reported, else estimate (the answer's price
+// by the adapter's list); Estimate is set to estimate either way.
+func (c Charge) Or(estimate int64) Charge {
+	c.Estimate = estimate
+	if !c.Reported {
+		c.Credits = estimate
+	}
+	return c
+}
+
+// Overage is a key's balance split as the vendor reports it: credits still
+// bought and paid for, and overage credits (billed afterwards, at the
+// overage rate) still allowed. Purchased at 0 means what the key is
+// charged now is overage.
+type Overage struct {
+	PurchasedRemaining int64
+	OveragesRemaining  int64
+}
+
+// InOverage reports whether the key's purchased credits are spent, so that
+// what it is charged now is overage.
+func (o *Overage) InOverage() bool { return o != nil && o.PurchasedRemaining <= 0 }
 
 // RateLimit is what the vendor said of its rate limit in X-RateLimit-*
 // headers. Absent headers leave their field at -1.
@@ -170,31 +215,14 @@ type RateLimit struct {
 	Limit     int64 // X-RateLimit-Limit
 	Remaining int64 // X-RateLimit-Remaining
 	ResetIn   int64 // X-RateLimit-Reset: seconds until the window resets
+	// Window is the length in seconds of the fixed window Limit and
+	// Remaining count (pdl: a minute): at Remaining 0 no call passes until
+	// it ends. 0: not a fixed window (a token bucket refills call by call),
+	// or not known.
+	Window int64
 }
 
-// ProfileResult answers [Client.Profile]. Profile is nil when there was no
-// match (a result, not an error: the search is still charged).
-type ProfileResult struct {
-	Profile   *Profile
-	Charge    Charge
-	RateLimit *RateLimit // nil when no X-RateLimit-* header was sent
-}
-
-// EmailResult answers [Client.Email]. Email is nil when there was no match.
-type EmailResult struct {
-	Email     *Email
-	Charge    Charge
-	RateLimit *RateLimit
-}
-
-// PhoneResult answers [Client.Phone]. Phones is nil when there was no match.
-type PhoneResult struct {
-	Phones    *Phones
-	Charge    Charge
-	RateLimit *RateLimit
-}
-
-// BulkItem answers one row of a [Client.Bulk] call.
+// BulkItem answers one row of a bulk call (a [BulkAnswer]'s Items).
 type BulkItem struct {
 	Profile *Profile // nil = no match, or Err is set
 	Email   *Email   // nil = not asked, no profile, or no match
@@ -211,14 +239,8 @@ type BulkItem struct {
 	Missed []domain.Stage
 	// EstimatedCredits is this row's price (learned, else the cost table's;
 	// the worst case when Err.OutcomeUnknown). The vendor reports only the call's total, so this
-	// is the way to share BulkResult.Charge among rows.
+	// is the way to share the call's Charge among rows.
 	EstimatedCredits int64
-}
-
-// BulkResult answers [Client.Bulk]: Items[i] answers rows[i] (matched by the
-// vendor's "index", never by position in its answer).
-type BulkResult struct {
-	Items     []BulkItem
-	Charge    Charge
-	RateLimit *RateLimit
+	// WrongPerson: as Answer's, for this row.
+	WrongPerson bool
 }

@@ -12,8 +12,8 @@ import (
 type Class int
 
 // The classes of failed calls. Which answer falls in which class is decided
-// in one place per vendor: classify in vendor_wire.go for the seed, in its
-// wire file for every other adapter.
+// in one place per vendor: classify in the wire file of each adapter's
+// package (seed/wire.go, pdl/wire.go, hunter/wire.go).
 const (
 	// ClassTransient: 5xx, timeouts, connection resets, malformed answers.
 	// Retry with backoff, a bounded number of times.
@@ -33,6 +33,15 @@ const (
 	// No call with this key can succeed until someone buys credits: take
 	// the vendor out for the tenant.
 	ClassOutOfCredits
+	// ClassPending: the vendor took the question but has no answer yet (a
+	// verifier's 202 "still checking", its 222 "the mail server did not
+	// answer"): nothing billed; ask the same question again later, from the
+	// scheduler, not by a worker waiting. RetryAfter, when set, says when.
+	ClassPending
+	// ClassSuppressed: the vendor says the person asked it to stop
+	// processing their data (a 451): store nothing of theirs from this
+	// vendor and never ask it about them again. Not retried.
+	ClassSuppressed
 )
 
 // String is the class's name, as used in logs and stored reasons.
@@ -50,6 +59,10 @@ func (c Class) String() string {
 		return "forbidden"
 	case ClassOutOfCredits:
 		return "out_of_credits"
+	case ClassPending:
+		return "pending"
+	case ClassSuppressed:
+		return "suppressed"
 	}
 	return fmt.Sprintf("class(%d)", int(c))
 }

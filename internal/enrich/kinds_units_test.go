@@ -7,6 +7,7 @@ import (
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/pdl"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	_ "github.com/enrichq/enrichq/internal/enrich/vendors"
 )
 
@@ -21,8 +22,8 @@ func TestBuildRefusesUnitsThatCouldOverflow(t *testing.T) {
 		spec config.VendorSpec
 		want int64
 	}{
-		{enrich.SeedKind, config.VendorSpec{Kind: config.VendorSeed}, 3700},
-		{enrich.SeedKind, config.VendorSpec{Kind: config.VendorSeed, Prices: map[string]int64{"phone_mobile": 40}}, 5200},
+		{seed.Kind, config.VendorSpec{Kind: config.VendorSeed}, 3700},
+		{seed.Kind, config.VendorSpec{Kind: config.VendorSeed, Prices: map[string]int64{"phone_mobile": 40}}, 5200},
 		{pdl.Kind, config.VendorSpec{Kind: config.VendorPDL, BatchSize: 80}, 80},
 		{pdl.Kind, config.VendorSpec{Kind: config.VendorPDL, BatchSize: 80, Prices: map[string]int64{"match": 3}}, 240},
 	} {

@@ -204,10 +204,10 @@ type pendingPrice struct {
 }
 
 // Most is the most the contract lets an answer of class c cost: its
-// stage's worst by the seed's contract, or by the book's table when that
-// is more. A learned price, and the highest, stay within [0, Most].
+// stage's worst by the contract's price list (DefaultCosts), or by the
+// book's table when that is more. A learned price, and the highest, stay within [0, Most].
 func (b *PriceBook) Most(c PriceClass) int64 {
-	return max(SeedContract().Worst(c.Stage), b.table.Worst(c.Stage))
+	return max(DefaultCosts().Worst(c.Stage), b.table.Worst(c.Stage))
 }
 
 // Load replaces what the book knows with learned (the shared list, read

@@ -221,7 +221,7 @@ func (b *PriceBook) BulkPrice(rows []ProfileQuery, include []domain.Stage, items
 	var c int64
 	for i, it := range items {
 		if i < len(rows) {
-			c += rowPrice(b, b.table, rows[i], include, it)
+			c += BulkRowPrice(b, b.table, rows[i], include, it)
 		}
 	}
 	return c

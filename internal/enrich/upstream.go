@@ -1,6 +1,7 @@
 package enrich
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/enrichq/enrichq/internal/upstream"
@@ -25,22 +26,41 @@ func ParseBaseURL(s, pkg, version string) (string, error) {
 // NoRedirects returns a copy of hc that follows no redirect (upstream.NoRedirects).
 func NoRedirects(hc *http.Client) *http.Client { return upstream.NoRedirects(hc) }
 
-// TransportError is a call that got no (complete) answer: a timeout, a
-// reset, a refused connection, a canceled context. Its outcome is unknown
-// when the request was written (sent). key is redacted from its text.
-func TransportError(key, endpoint string, status int, err error, sent bool) *Error {
-	e := &Error{Class: ClassTransient, Endpoint: endpoint, Status: status, Code: upstream.TransportCode(err), Message: ErrText(err),
-		OutcomeUnknown: sent, Err: err}
+// CallError is the *Error of a call the upstream kit could not complete
+// (err from [upstream.Caller.Do]): a request that could not be built is
+// permanent; a call with no complete answer, or a whole answer too long,
+// is transient, of unknown outcome once the request was written.
+func CallError(endpoint string, err error) *Error {
+	var ue *upstream.Error
+	if !errors.As(err, &ue) {
+		ue = &upstream.Error{Code: upstream.TransportCode(err), Message: ErrText(err), Err: err}
+	}
+	e := &Error{Class: ClassTransient, Endpoint: endpoint, Status: ue.Status, Code: ue.Code, Message: ue.Message,
+		OutcomeUnknown: ue.Sent, Err: ue.Err}
+	if ue.Code == upstream.CodeInvalidRequest {
+		e.Class = ClassPermanent
+	}
+	return e
+}
+
+// CallFailed completes the *Error of a call the vendor answered: with what
+// its headers said it cost (ErrorCharge) and of its rate limit, of unknown
+// outcome when the request was sent twice (ch.Resent: the first send may be
+// the one billed), the key redacted.
+func CallFailed(e *Error, key string, ch Charge, rl *RateLimit) *Error {
+	if ch.Resent {
+		e.OutcomeUnknown = true
+	}
+	e.Charge = ErrorCharge(ch, e)
+	e.RateLimit = rl
 	return e.Redacted(key)
 }
 
 // MalformedError is a 2xx answer whose body does not parse: the vendor did
 // the work (and may have billed it, as ch says), its result is lost.
 func MalformedError(key, endpoint string, status int, ch Charge, rl *RateLimit, err error) *Error {
-	e := &Error{Class: ClassTransient, Endpoint: endpoint, Status: status, Code: "malformed_response", Message: ErrText(err),
-		OutcomeUnknown: true, RateLimit: rl, Err: err}
-	e.Charge = ErrorCharge(ch, e)
-	return e.Redacted(key)
+	return CallFailed(&Error{Class: ClassTransient, Endpoint: endpoint, Status: status, Code: "malformed_response", Message: ErrText(err),
+		OutcomeUnknown: true, Err: err}, key, ch, rl)
 }
 
 // ErrorCharge is what an error answer says it cost: nil when it said

@@ -11,7 +11,7 @@ import (
 // its wire (paths, headers, JSON shapes, status codes, how it pairs bulk
 // answers), only questions, answers, charges and classed errors.
 //
-// Like [Client], an adapter makes exactly one HTTP call per method call (or
+// An adapter makes exactly one HTTP call per method call (or
 // none, when it refuses the input before the call) and never retries:
 // retries, backoff, rate limiting, reservations and the choice of the next
 // vendor belong to the caller. Its errors are [*Error] with their [Class].
@@ -185,6 +185,15 @@ type Answer struct {
 	Charge Charge
 	// RateLimit is what the vendor said of its rate limit; nil when nothing.
 	RateLimit *RateLimit
+	// ContactsHidden: the match held contact fields the key's plan hides
+	// (a Free plan's true/false in place of an email or a phone). They are
+	// not answers: the email and phone stages fall through to the next
+	// vendor, and the caller warns that the key's plan hides contact data.
+	ContactsHidden bool
+	// WrongPerson: the vendor matched (and billed) someone who is not the
+	// person asked for (WorksAt: a former employee, a namesake); nothing
+	// of theirs is in the answer.
+	WrongPerson bool
 }
 
 // Found reports whether the answer holds anything.
@@ -197,6 +206,9 @@ type BulkAnswer struct {
 	Items     []BulkItem
 	Charge    Charge
 	RateLimit *RateLimit
+	// ContactsHidden: some item's match held contact fields the key's plan
+	// hides (see [Answer].ContactsHidden).
+	ContactsHidden bool
 }
 
 // The optional capabilities of an adapter. The caller finds them by
@@ -226,6 +238,11 @@ type BulkBill struct {
 	// Split is Estimate by the stage each part of it bought: the ledger's
 	// "what did the job cost, by stage" of a call that bought several.
 	Split map[domain.Stage]int64
+	// Items is Split item by item (Items[i] prices qs[i]; nil for an item
+	// not billed): what each stage of each row cost, so that the learned
+	// order prices each stage by what it bought (a profile search is not
+	// charged the emails bought in the same call).
+	Items []map[domain.Stage]int64
 	// Classes counts the price classes the items were billed for, to learn
 	// prices from the call's total; nil when an item's outcome is unknown.
 	Classes map[PriceClass]int64
@@ -255,3 +272,19 @@ type Endpoints interface {
 type Records interface {
 	Kind() string
 }
+
+// BalanceReader is an adapter whose answers carry no balance header
+// (Billing.BalanceHeader empty) but whose vendor tells a key's usage on a
+// call of its own (the third vendor's GET /v2/account, free): that reading
+// is its balance witness. Balance makes that one call; it bills nothing.
+type BalanceReader interface {
+	// Balance is the key's balance as the vendor counts it now:
+	// Charge.Remaining in the adapter's credits (RemainingReported set), the
+	// same credits its answers are priced in.
+	Balance(ctx context.Context) (Charge, error)
+}
+
+// MaxBulkRows is the most rows one bulk call takes at any vendor (the
+// seed's /v1/bulk, assumed): a kind's Caps.MaxBulk is at most it, and the
+// processor's bulk size is bounded by it.
+const MaxBulkRows = 100

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/enrichq/enrichq/internal/config"
-	"github.com/enrichq/enrichq/internal/domain"
 )
 
 // fitsInUnits refuses an entry whose largest contract charge of one call,
@@ -22,15 +21,4 @@ func fitsInUnits(s config.VendorSpec, k Kind) error {
 			s.Name, s.CreditValue, most, int64(config.MaxUnits))
 	}
 	return nil
-}
-
-// seedMaxCallCharge is a full bulk call of rows each asking every stage at
-// its most (Seed.MaxCharge of each row).
-func seedMaxCallCharge(s config.VendorSpec) int64 {
-	costs := DefaultCosts().With(s.Prices)
-	var item int64
-	for _, st := range []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone} {
-		item += seedWorst(costs, st)
-	}
-	return item * MaxBulkRows
 }

@@ -276,6 +276,7 @@ var resultColumns = []string{
 	"row", "ref", "profile_url", "name", "company", "input_email", "role", "state", "reason",
 	"found_profile_url", "full_name", "headline", "current_company", "current_role", "location", "company_size", "industry",
 	"technographics", "email", "email_confidence", "email_verified", "phones", "no_match", "domain",
+	"email_status",
 }
 
 type resultsCSV struct {
@@ -319,7 +320,7 @@ func (c *resultsCSV) write(res service.Result) {
 		strconv.Itoa(l.Row), l.Ref, l.ProfileURL, l.Name, l.Company, l.InputEmail, l.Role, string(l.State), l.Reason,
 		deref(l.FoundProfileURL), deref(l.FullName), deref(l.Headline), deref(l.CurrentCompany), deref(l.CurrentRole),
 		deref(l.Location), deref(l.CompanySize), deref(l.Industry), strings.Join(l.Technographics, ";"),
-		deref(l.Email), conf, verified, phoneNumbers(l.Phones), joinStages(l.NoMatch, ";"), l.Domain)
+		deref(l.Email), conf, verified, phoneNumbers(l.Phones), joinStages(l.NoMatch, ";"), l.Domain, deref(l.EmailStatus))
 	for _, k := range c.extra {
 		rec = append(rec, l.Extra[k])
 	}

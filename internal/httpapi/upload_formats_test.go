@@ -80,7 +80,7 @@ func TestSubmitCRMExport(t *testing.T) {
 		t.Fatalf("row 2: %+v", r)
 	}
 	resp, data = b.call(t, http.MethodGet, "/v1/jobs/"+st.ID+"/results?format=csv", keyA, nil)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(data), ",no_match,domain,Industry\n") || !strings.Contains(string(data), ",acme.de,Software\n") {
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(data), ",no_match,domain,email_status,Industry\n") || !strings.Contains(string(data), ",acme.de,,Software\n") {
 		t.Fatalf("results CSV: %d %s", resp.StatusCode, data)
 	}
 }

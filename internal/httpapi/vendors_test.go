@@ -12,9 +12,11 @@ import (
 	"github.com/enrichq/enrichq/internal/store"
 )
 
-// GET /v1/vendors lists the configured vendors, the rates observed per
-// segment and stage with p, E and E ÷ p, and the automatic order of each
-// segment: a strong on fr, b on us, each first where it is strong.
+// GET /v1/vendors lists the configured vendors, the rates the calling
+// tenant's rows taught per segment and stage with p, E and E ÷ p, and the
+// automatic order of each segment: a strong on fr, b on us, each first
+// where it is strong. Another tenant's answers, the opposite and more of
+// them, show in no count and pull the rates by a bounded amount only.
 func TestVendorsRoute(t *testing.T) {
 	t.Parallel()
 	vendors := config.Vendors{Explore: 0.05, List: []config.VendorSpec{
@@ -24,11 +26,15 @@ func TestVendorsRoute(t *testing.T) {
 	b := setup(t, func(d *deps) { d.svc.Vendors = vendors })
 	fr := domain.Segment{Kind: domain.InputNameDomain, Country: "fr"}
 	us := domain.Segment{Kind: domain.InputNameDomain, Country: "us"}
+	de := domain.Segment{Kind: domain.InputNameDomain, Country: "de"}
 	if err := b.Store.AddVendorRates(context.Background(), []store.VendorRate{
-		{Vendor: "a", Segment: fr, Stage: domain.StageProfile, Asked: 300, Found: 240, Credits: 600},
-		{Vendor: "b", Segment: fr, Stage: domain.StageProfile, Asked: 100, Found: 10, Credits: 200},
-		{Vendor: "a", Segment: us, Stage: domain.StageProfile, Asked: 100, Found: 10, Credits: 200},
-		{Vendor: "b", Segment: us, Stage: domain.StageProfile, Asked: 100, Found: 90, Credits: 200},
+		{Tenant: tenantA, Vendor: "a", Segment: fr, Stage: domain.StageProfile, Asked: 300, Found: 240, Credits: 600},
+		{Tenant: tenantA, Vendor: "b", Segment: fr, Stage: domain.StageProfile, Asked: 100, Found: 10, Credits: 200},
+		{Tenant: tenantA, Vendor: "a", Segment: us, Stage: domain.StageProfile, Asked: 100, Found: 10, Credits: 200},
+		{Tenant: tenantA, Vendor: "b", Segment: us, Stage: domain.StageProfile, Asked: 100, Found: 90, Credits: 200},
+		{Tenant: "stranger", Vendor: "a", Segment: fr, Stage: domain.StageProfile, Asked: 5000, Found: 0, Credits: 10000},
+		{Tenant: "stranger", Vendor: "b", Segment: fr, Stage: domain.StageProfile, Asked: 5000, Found: 5000, Credits: 10000},
+		{Tenant: "stranger", Vendor: "a", Segment: de, Stage: domain.StageProfile, Asked: 79, Found: 10, Credits: 158},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -53,13 +59,19 @@ func TestVendorsRoute(t *testing.T) {
 	if _, ok := seg["email/"]; !ok {
 		t.Errorf("segments %v lack email/ (each kind's without a country)", seg)
 	}
+	if _, ok := seg["name_domain/de"]; ok || v.PoolWeight != 20 {
+		t.Errorf("segments %v show the stranger's name_domain/de; pool_weight %v", seg, v.PoolWeight)
+	}
 	var aFR *service.VendorRate
 	for i, r := range seg["name_domain/fr"].Rates {
 		if r.Vendor == "a" && r.Stage == domain.StageProfile {
 			aFR = &seg["name_domain/fr"].Rates[i]
 		}
 	}
-	if aFR == nil || aFR.Asked != 300 || aFR.Found != 240 || aFR.Credits != 600 || aFR.P < 0.7 || aFR.P > 0.8 ||
+	// p = (240 + 20·0 + 20·p₀) ÷ (300 + 20 + 20), p₀ = a's other segments
+	// (us: 10 of 100) blended with its prior 0.5, 1/6: the stranger's 5000
+	// misses count as 20 asks.
+	if aFR == nil || aFR.Asked != 300 || aFR.Found != 240 || aFR.Credits != 600 || aFR.P < 0.71 || aFR.P > 0.72 ||
 		aFR.ExpectedCharge != 2 || aFR.ChargePerAnswer == nil || *aFR.ChargePerAnswer < 2.5 || *aFR.ChargePerAnswer > 2.9 {
 		t.Errorf("a on fr, profile = %+v", aFR)
 	}

@@ -46,7 +46,7 @@ const DefaultMaxAge = 720 * time.Hour
 // of a CSV upload, validated.
 type JobOptions struct {
 	Name          string            // trimmed, at most 200 characters; "" when not given
-	Lookups       []domain.Stage    // a subset of domain.Stages, in their order; default [profile]
+	Lookups       []domain.Stage    // a subset of domain.Lookups, in their order; default [profile]
 	Roles         []string          // trimmed, deduplicated (case-insensitively, first spelling kept), at most Limits.MaxRoles
 	BudgetCredits *int64            // >= 0; nil: the job has no budget of its own
 	MaxAge        time.Duration     // reuse results newer than this; default DefaultMaxAge
@@ -221,13 +221,17 @@ func (in *optionsIn) validate(lim Limits, errs []FieldError) (JobOptions, error)
 	want := map[domain.Stage]bool{}
 	for _, it := range in.lookups {
 		v := domain.Stage(strings.ToLower(strings.TrimSpace(it.v)))
-		if !v.Valid() {
-			bad("lookups", fmt.Sprintf("%s: unknown lookup %q (use profile, email or phone)", it.place, clip(it.v)))
+		if !v.Lookup() {
+			bad("lookups", fmt.Sprintf("%s: unknown lookup %q (use profile, email, phone or verify)", it.place, clip(it.v)))
 			continue
 		}
 		want[v] = true
 	}
-	for _, l := range domain.Stages {
+	if want[domain.StageVerify] && !want[domain.StageEmail] {
+		// verify checks the emails the job finds: alone it has nothing to check.
+		bad("lookups", "lookups: verify checks the emails the job finds: ask email too")
+	}
+	for _, l := range domain.Lookups {
 		if want[l] {
 			o.Lookups = append(o.Lookups, l)
 		}

@@ -51,6 +51,10 @@ func TestParseOptions(t *testing.T) {
 		{name: "max_age a Go duration", query: "max_age=1h30m", want: with(func(o *JobOptions) { o.MaxAge = 90 * time.Minute })},
 		{name: "name trimmed", query: "name=%20Q4%20DACH%20", want: with(func(o *JobOptions) { o.Name = "Q4 DACH" })},
 		{name: "unknown lookup", query: "lookups=profile,sms", details: []at{{0, "lookups", `lookups item 2: unknown lookup "sms"`}}},
+		{name: "verify after the row stages", query: "lookups=verify,email", want: with(func(o *JobOptions) {
+			o.Lookups = []domain.Stage{domain.StageEmail, domain.StageVerify}
+		})},
+		{name: "verify without email", query: "lookups=profile,verify", details: []at{{0, "lookups", "verify checks the emails the job finds: ask email too"}}},
 		{name: "empty role", query: "roles=a,,b", details: []at{{0, "roles", "roles item 2 is empty"}}},
 		{name: "too many roles", query: "roles=a,b,c", lim: Limits{MaxRoles: 2}, details: []at{{0, "roles", "3 roles; the limit is 2"}}},
 		{name: "role too long", query: "roles=" + strings.Repeat("é", 201), details: []at{{0, "roles", "201 characters; the limit is 200"}}},

@@ -109,14 +109,16 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 		idem = idempotencyKey(l.name, stage, idem)
 	}
 	var res enrich.BulkAnswer
+	var bill enrich.BulkBill
 	again := false
 	for _, k := range keys {
 		for _, w := range groups[k] {
 			again = again || w.row.Attempts > 0
 		}
 	}
+	chunk := groups[keys[0]][0].row.Chunk // a run's rows are one chunk's
 	err := c.call(ctx, l, store.Reservation{RowCount: len(keys), Stage: domain.StageBulk, Endpoint: l.endpoint(domain.StageBulk), IdempotencyKey: idem,
-		Credits: reserve}, again, func(ctx context.Context) (answered, error) {
+		Credits: reserve, Chunk: &chunk}, again, func(ctx context.Context) (answered, error) {
 		var err error
 		res, err = l.Vendor.AskBulk(ctx, qs, idem)
 		if err != nil {
@@ -124,14 +126,14 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 		}
 		ch := res.Charge
 		if l.teacher == nil {
-			return answered{charge: ch, bound: bound}, nil
+			return answered{charge: ch, bound: bound, hidden: res.ContactsHidden, rateLimit: res.RateLimit}, nil
 		}
-		bill := l.teacher.BulkBill(l.Prices, qs, res.Items)
+		bill = l.teacher.BulkBill(l.Prices, qs, res.Items)
 		ch.Estimate = bill.Estimate
 		if !ch.Reported {
 			ch.Credits = ch.Estimate
 		}
-		return answered{charge: ch, split: l.inUnits(bill.Split), classes: bill.Classes, bound: bound}, nil
+		return answered{charge: ch, split: l.inUnits(bill.Split), classes: bill.Classes, bound: bound, hidden: res.ContactsHidden, rateLimit: res.RateLimit}, nil
 	})
 	var ve *enrich.Error
 	if err != nil && errors.As(err, &ve) && ve.Class == enrich.ClassPermanent && len(keys) > 1 {
@@ -160,6 +162,9 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 			continue
 		}
 		item := res.Items[i]
+		if item.WrongPerson {
+			c.p.cfg.Metrics.WrongPerson(l.name)
+		}
 		if item.Err != nil {
 			c.settleRows(ctx, l, rows, item.Err, nil)
 			continue
@@ -175,6 +180,19 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 				}
 			}
 		})
-		c.observe(l, rows[0].row, qs[i], a, item.EstimatedCredits)
+		c.observe(l, rows[0].row, qs[i], a, itemCredits(bill, i, stage, item), func(s domain.Stage) bool {
+			return a.matched(s) || slices.Contains(item.Missed, s) || !slices.Contains(include, s)
+		})
 	}
+}
+
+// itemCredits is what bulk item i cost by stage: the bill's split of it
+// where the adapter prices its items stage by stage, else the item's whole
+// price on the stage asked (a vendor that bills one charge for every stage
+// a record fills).
+func itemCredits(bill enrich.BulkBill, i int, stage domain.Stage, item enrich.BulkItem) map[domain.Stage]int64 {
+	if i < len(bill.Items) && bill.Items[i] != nil {
+		return bill.Items[i]
+	}
+	return map[domain.Stage]int64{stage: item.EstimatedCredits}
 }

@@ -46,7 +46,9 @@ func (c *chunkRun) fromCache(ctx context.Context, stage domain.Stage, todo []*ro
 	for i, w := range todo {
 		hit, ok := hits[keys[i]]
 		if ok && hit.Matched {
-			if ans, err := decodeCached(stage, hit); err == nil {
+			// With verify asked, an answer from a vendor whose address the
+			// row rejected as invalid is not served again.
+			if ans, err := decodeCached(stage, hit); err == nil && !(c.verifies() && w.tried[stage][sourceOf(ans.vendor)]) {
 				w.out.Prov = store.Provenance{Source: sourceOf(ans.vendor), FromCache: true, FetchedAt: hit.FetchedAt}
 				c.apply(w, stage, ans, false)
 				continue

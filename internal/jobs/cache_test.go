@@ -8,6 +8,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -15,7 +16,7 @@ import (
 // the vendor's raw record included (unknown fields, odd types). An entry
 // that is not in the raw form cannot be read: a miss, bought again.
 func TestCachedAnswersRoundTrip(t *testing.T) {
-	profile, err := enrich.ParseProfileRaw([]byte(`{"profile_url": "https://p.example/in/jane", "name": "Jane \u00e9", ` +
+	profile, err := seed.ParseProfileRaw([]byte(`{"profile_url": "https://p.example/in/jane", "name": "Jane \u00e9", ` +
 		`"headline": 7, "technographics": ["AWS", 3], "vendor_score": 0.93}`))
 	if err != nil {
 		t.Fatal(err)

@@ -31,6 +31,10 @@ type answered struct {
 	// credits (enrich.Vendor.MaxCharge of its question, summed over a bulk
 	// call's): a charge beyond it is disputed (withinContract).
 	bound int64
+	// hidden: the answer showed contact data the key's plan hides.
+	hidden bool
+	// rateLimit is what the answer said of the vendor's rate window.
+	rateLimit *enrich.RateLimit
 }
 
 // call makes one vendor call under a credit reservation and the rate limit.
@@ -53,6 +57,7 @@ func (c *chunkRun) call(ctx context.Context, l *lane, res store.Reservation, aga
 		a := l.units(*l.Allowance) // the account's usage is counted in budget units
 		res.Allowance = &a
 	}
+	c.readBefore(ctx, l)
 	id, err := c.reserve(ctx, res)
 	if err != nil {
 		return err
@@ -70,6 +75,7 @@ func (c *chunkRun) call(ctx context.Context, l *lane, res store.Reservation, aga
 	if err := c.settleCall(ctx, sctx, l, res, id, again, a, callErr); err != nil {
 		c.p.log.Error("ledger update failed", "ledger_id", id, "err", err)
 	}
+	c.witnessCall(l, id, res, a, callErr)
 	return callErr
 }
 
@@ -185,6 +191,8 @@ func (c *chunkRun) settleCall(ctx, sctx context.Context, l *lane, res store.Rese
 // a fresh answer.
 func (c *chunkRun) settleAnswer(ctx, sctx context.Context, l *lane, res store.Reservation, id int64, again bool, a answered) error {
 	l.Limiter.Succeeded(ctx)
+	c.windowSpent(ctx, l, a.rateLimit)
+	c.noteKey(sctx, l, a.charge.Overage, a.hidden)
 	charge, disputed := c.withinContract(l, id, a.charge, a.bound)
 	st := l.settlement(charge, "")
 	st.StageCredits = a.split
@@ -389,8 +397,32 @@ func outcome(ve *enrich.Error) string {
 		return "unauthorized"
 	case enrich.ClassForbidden:
 		return "forbidden"
+	case enrich.ClassOutOfCredits:
+		return "out_of_credits"
+	case enrich.ClassSuppressed:
+		return "suppressed"
+	case enrich.ClassPending:
+		return "pending"
 	default:
 		return "transient"
+	}
+}
+
+// windowSpent pauses every worker on the key until the vendor's fixed
+// rate window ends when an answer says the window has no call left (its
+// X-RateLimit-Remaining at 0): the next call would only be refused, 429.
+// A token bucket's 0 (no Window) refills call by call: the pacing is the
+// limiter's.
+func (c *chunkRun) windowSpent(ctx context.Context, l *lane, rl *enrich.RateLimit) {
+	if rl == nil || rl.Window <= 0 {
+		return
+	}
+	c.aboveLimit(l, rl)
+	if rl.Remaining != 0 || rl.ResetIn <= 0 {
+		return
+	}
+	if err := l.Limiter.Throttled(ctx, time.Duration(rl.ResetIn)*time.Second); err != nil {
+		c.p.log.Warn("shared cool-down not recorded", "err", err)
 	}
 }
 
@@ -461,7 +493,7 @@ func (c *chunkRun) halt(ctx context.Context, err error) {
 	case errors.As(err, &ve) && ve.Class == enrich.ClassForbidden:
 		c.stop = errStopJob
 		c.pause(ctx, domain.PausedByVendorAccess, "the vendor refused access (403 "+ve.Code+"): the plan has no API access; once it has, resume the job (POST /v1/jobs/{id}/resume); "+ve.Message)
-	case errors.Is(err, errAllVendorsOut):
+	case errors.Is(err, errAllVendorsOut), errors.Is(err, errNoVerifier):
 		c.stop = errStopJob
 		c.pause(ctx, domain.PausedByVendorAccess, err.Error()+": once one is back (credits bought, its key fixed), resume the job (POST /v1/jobs/{id}/resume)")
 	default:

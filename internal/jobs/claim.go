@@ -24,11 +24,26 @@ func (c *chunkRun) claimLookups(ctx context.Context, stage domain.Stage, todo []
 	if c.job.MaxAge <= 0 || len(todo) == 0 {
 		return todo // no reuse asked: every row buys its own answer
 	}
-	keys := make([]string, len(todo))
+	mine, ok := c.claimKeys(ctx, stage, todo, func(w *rowWork) string { return cacheKey(stage, w.rowWithFound()) },
+		"waiting for another worker's lookup of the same "+string(stage)+" input")
+	if !ok {
+		return todo
+	}
+	// An answer saved between our cache check and our claim is served now.
+	return c.fromCache(ctx, stage, mine)
+}
+
+// claimKeys claims the keys (key of each row) of rows under stage for this
+// run, and returns the rows whose key it won. The others leave the run,
+// waiting (why) for the worker that holds their key: they come back a
+// moment later. ok is false when the claims failed: nothing was claimed,
+// and the caller goes on without them.
+func (c *chunkRun) claimKeys(ctx context.Context, stage domain.Stage, rows []*rowWork, key func(*rowWork) string, why string) (mine []*rowWork, ok bool) {
+	keys := make([]string, len(rows))
 	seen := map[string]bool{}
 	var distinct []string
-	for i, w := range todo {
-		keys[i] = cacheKey(stage, w.rowWithFound())
+	for i, w := range rows {
+		keys[i] = key(w)
 		if !seen[keys[i]] {
 			seen[keys[i]] = true
 			distinct = append(distinct, keys[i])
@@ -38,27 +53,27 @@ func (c *chunkRun) claimLookups(ctx context.Context, stage domain.Stage, todo []
 	// it), so when a lost worker's rows are taken over its claims are gone.
 	won, err := c.p.store.ClaimLookups(ctx, c.job.Tenant, stage, distinct, c.token, claimTTL(c.p.cfg.Lease))
 	if err != nil {
-		c.p.log.Warn("lookup claims failed; looking up without them", "err", err)
-		return todo
+		c.p.log.Warn("claims failed; going on without them", "stage", stage, "err", err)
+		return nil, false
 	}
 	c.claimed = true
 	wonSet := make(map[string]bool, len(won))
 	for _, k := range won {
 		wonSet[k] = true
 	}
-	var mine []*rowWork
 	// One due time for every waiting row: they come back together (and a
 	// bulk call of them is the same call, under the same Idempotency-Key).
 	due := c.p.cfg.Now().Add(time.Second + time.Duration(c.p.cfg.Rand()*float64(time.Second)))
-	for i, w := range todo {
+	c.rowsMu.Lock()
+	defer c.rowsMu.Unlock()
+	for i, w := range rows {
 		if wonSet[keys[i]] {
 			mine = append(mine, w)
 			continue
 		}
 		w.leave(domain.RowRetryWait)
-		w.out.LastError = "waiting for another worker's lookup of the same " + string(stage) + " input"
+		w.out.LastError = why
 		w.out.NextAttemptAt = due
 	}
-	// An answer saved between our cache check and our claim is served now.
-	return c.fromCache(ctx, stage, mine)
+	return mine, true
 }

@@ -13,7 +13,7 @@ func toStoreProfile(p *enrich.Profile) *store.ProfileResult {
 }
 
 func toStoreEmail(profileURL string, e *enrich.Email) *store.EmailResult {
-	return &store.EmailResult{ProfileURL: profileURL, Email: e.Address, Confidence: e.Confidence, Verified: e.Verified, Raw: rawOr(e.Raw, e)}
+	return &store.EmailResult{ProfileURL: profileURL, Email: e.Address, Confidence: e.Confidence, Verified: e.Verified, Status: string(e.Status), Raw: rawOr(e.Raw, e)}
 }
 
 func toStorePhone(profileURL string, p *enrich.Phones) *store.PhoneResult {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -25,7 +26,7 @@ type holdingVendor struct {
 	release  chan struct{}
 }
 
-func (v *holdingVendor) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, key string) (enrich.BulkResult, error) {
+func (v *holdingVendor) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, key string) (seed.BulkResult, error) {
 	res, err := v.Vendor.Bulk(ctx, rows, include, key)
 	v.once.Do(func() {
 		var found *enrich.Profile
@@ -38,7 +39,7 @@ func (v *holdingVendor) Bulk(ctx context.Context, rows []enrich.ProfileQuery, in
 	return res, err
 }
 
-func (v *holdingVendor) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+func (v *holdingVendor) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (seed.ProfileResult, error) {
 	res, err := v.Vendor.Profile(ctx, q, key)
 	v.once.Do(func() {
 		v.answered <- res.Profile

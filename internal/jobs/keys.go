@@ -32,9 +32,11 @@ func profileQuery(r store.Row) enrich.ProfileQuery {
 // cacheKey is the normalised input of a lookup: the same key means the same
 // question to the vendor, whose answer we never buy twice.
 func cacheKey(stage domain.Stage, r store.Row) string {
-	if stage != domain.StageProfile {
+	if stage != domain.StageProfile && r.FoundProfileURL != "" {
 		return "url:" + r.FoundProfileURL
 	}
+	// The profile stage, or a later one asked of the row's own input (by a
+	// vendor that needs no profile, the row's profile not found).
 	switch r.Kind {
 	case domain.InputProfileURL:
 		return "url:" + r.ProfileURL

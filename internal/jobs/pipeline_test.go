@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -235,4 +235,4 @@ func (noLimit) Throttled(context.Context, time.Duration) error { return nil }
 func (noLimit) Succeeded(context.Context)                      {}
 
 // Vendor is the seed vendor's calls, as a test wraps them.
-type Vendor = enrich.SeedAPI
+type Vendor = seed.API

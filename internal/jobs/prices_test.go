@@ -12,6 +12,7 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -35,18 +36,18 @@ func (v *billedAndLost) first(key string) bool {
 	return f
 }
 
-func (v *billedAndLost) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+func (v *billedAndLost) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (seed.ProfileResult, error) {
 	if v.first(key) {
 		_, _ = v.Vendor.Profile(ctx, q, key)
-		return enrich.ProfileResult{}, errLost
+		return seed.ProfileResult{}, errLost
 	}
 	return v.Vendor.Profile(ctx, q, key)
 }
 
-func (v *billedAndLost) Email(ctx context.Context, profileURL, key string) (enrich.EmailResult, error) {
+func (v *billedAndLost) Email(ctx context.Context, profileURL, key string) (seed.EmailResult, error) {
 	if v.first(key) {
 		_, _ = v.Vendor.Email(ctx, profileURL, key)
-		return enrich.EmailResult{}, errLost
+		return seed.EmailResult{}, errLost
 	}
 	return v.Vendor.Email(ctx, profileURL, key)
 }
@@ -265,14 +266,14 @@ type losesOnce struct {
 	seen map[string]bool
 }
 
-func (v *losesOnce) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+func (v *losesOnce) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (seed.ProfileResult, error) {
 	v.mu.Lock()
 	first := !v.seen[key]
 	v.seen[key] = true
 	v.mu.Unlock()
 	if first && v.lose(q) {
 		_, _ = v.Vendor.Profile(ctx, q, key)
-		return enrich.ProfileResult{}, errLost
+		return seed.ProfileResult{}, errLost
 	}
 	return v.Vendor.Profile(ctx, q, key)
 }

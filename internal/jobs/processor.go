@@ -199,12 +199,22 @@ type chunkRun struct {
 	skips map[string]int64
 	obsMu sync.Mutex
 	obs   []Observation
+	// rejectedEmails are finders' emails a verifier found invalid before
+	// their call was observed (unobserveEmail); guarded by obsMu.
+	rejectedEmails map[rowVendor]bool
+
+	// The verify stage's verdicts of the run (verify.go).
+	verdicts verdictBook
 
 	// Where the run's time went, for the "chunk processed" log line.
 	tCache, tClaims, tVendor, tSave time.Duration
 	// Of tVendor: the credit ledger (reservations and settlements) and the
 	// vendor's answers, summed over the calls (single lookups overlap).
 	nsLedger, nsVendor atomic.Int64
+
+	// The usage witness's readings and calls, by vendor (guarded by usageMu).
+	usageMu sync.Mutex
+	usages  map[string]*usageWitness
 }
 
 func (c *chunkRun) stopped() bool {
@@ -278,6 +288,7 @@ func (p *Processor) ProcessChunk(ctx context.Context, ref store.ChunkRef) (time.
 func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) error {
 	c := &chunkRun{p: p, job: job, token: claim.Token, want: map[domain.Stage]bool{}, skips: map[string]int64{}}
 	c.loadOutages(ctx)
+	c.syncOrder(ctx)
 	for _, l := range job.Lookups {
 		c.want[l] = true
 	}
@@ -303,9 +314,20 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 		}
 		todo = c.askable(ctx, stage, todo)
 		t0 := time.Now()
+		asked := todo
 		todo = c.fromCache(ctx, stage, todo)
+		if c.verifies() {
+			// A cached email is verified too; one known invalid sends its
+			// row on to the finders.
+			c.verifyHeld(ctx, asked)
+			todo = c.toAsk(stage, asked)
+		}
 		t1 := time.Now()
 		todo = c.claimLookups(ctx, stage, todo)
+		if c.verifies() {
+			c.verifyHeld(ctx, asked) // what the claims' second look at the cache served
+			todo = c.toAsk(stage, asked)
+		}
 		t2 := time.Now()
 		if len(todo) > 0 {
 			c.waterfall(ctx, stage, todo)
@@ -322,13 +344,16 @@ func (p *Processor) run(ctx context.Context, job store.Job, claim store.Claim) e
 	}
 	c.tSave += time.Since(t)
 	c.flushWaterfall(ctx)
+	c.settleByUsage(ctx)
 	counts := map[domain.RowState]int{}
+	rejected := 0 // found addresses a verifier called invalid
 	for _, w := range c.rows {
 		counts[w.end]++
+		rejected += w.rejected
 	}
 	p.log.Info("chunk processed", "job_id", job.ID, "chunk", claim.Rows[0].Chunk, "rows", len(c.rows),
 		"matched", counts[domain.RowMatched], "no_match", counts[domain.RowNoMatch], "failed", counts[domain.RowFailed],
-		"retry_wait", counts[domain.RowRetryWait], "released", counts[domain.RowPending], "duration", p.cfg.Now().Sub(start),
+		"retry_wait", counts[domain.RowRetryWait], "released", counts[domain.RowPending], "emails_invalid", rejected, "duration", p.cfg.Now().Sub(start),
 		// cache lookups, lookup claims, vendor calls (with their reservations and settlements), saves
 		"cache", c.tCache, "claims", c.tClaims, "calls", c.tVendor, "saves", c.tSave,
 		"calls_ledger", time.Duration(c.nsLedger.Load()), "calls_vendor", time.Duration(c.nsVendor.Load()))

@@ -10,6 +10,7 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -38,22 +39,22 @@ func (v *losingVendor) first(key string) bool {
 
 var errLost = &enrich.Error{Class: enrich.ClassTransient, Code: "timeout", Message: "answer lost", OutcomeUnknown: true}
 
-func (v *losingVendor) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, key string) (enrich.BulkResult, error) {
+func (v *losingVendor) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, key string) (seed.BulkResult, error) {
 	if v.first(key) {
 		if v.billed {
 			_, _ = v.Vendor.Bulk(ctx, rows, include, key)
 		}
-		return enrich.BulkResult{}, errLost
+		return seed.BulkResult{}, errLost
 	}
 	return v.Vendor.Bulk(ctx, rows, include, key)
 }
 
-func (v *losingVendor) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+func (v *losingVendor) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (seed.ProfileResult, error) {
 	if v.first(key) {
 		if v.billed {
 			_, _ = v.Vendor.Profile(ctx, q, key)
 		}
-		return enrich.ProfileResult{}, errLost
+		return seed.ProfileResult{}, errLost
 	}
 	return v.Vendor.Profile(ctx, q, key)
 }

@@ -52,8 +52,12 @@ func vendorError(ve *enrich.Error) string {
 			return "vendor rejected the input (" + code + ")"
 		}
 		return "vendor rejected the input"
+	case ve.Class == enrich.ClassRateLimited && ve.Status != 0:
+		return fmt.Sprintf("vendor rate limited (%d)", ve.Status) // 429, or the third vendor's 403
+	case ve.Class == enrich.ClassPending:
+		return "vendor still checking: asked again later"
 	case ve.Class == enrich.ClassRateLimited:
-		return "vendor rate limited (429)"
+		return "vendor rate limited"
 	case ve.Class == enrich.ClassUnauthorized:
 		return "vendor refused the API key (401)"
 	case ve.Class == enrich.ClassForbidden:

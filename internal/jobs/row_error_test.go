@@ -7,6 +7,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -20,9 +21,9 @@ type failingVendor struct {
 	errs map[string]error
 }
 
-func (v *failingVendor) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+func (v *failingVendor) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (seed.ProfileResult, error) {
 	if err, ok := v.errs[q.Company]; ok {
-		return enrich.ProfileResult{}, err
+		return seed.ProfileResult{}, err
 	}
 	return v.Vendor.Profile(ctx, q, key)
 }

@@ -36,6 +36,11 @@ type rowWork struct {
 	lastNo  map[domain.Stage]string
 	filled  map[string]bool
 	skipped []string
+
+	// The verify stage's (verify.go): a found email waiting for its
+	// verdict, and how many found addresses were rejected as invalid.
+	held     *answer
+	rejected int
 }
 
 // skip records that the row did not ask vendor because it was out of the
@@ -82,7 +87,7 @@ func (c *chunkRun) needs(w *rowWork, stage domain.Stage) bool {
 	case domain.StageProfile:
 		return c.want[domain.StageProfile] || (w.found == "" && (c.want[domain.StageEmail] || c.want[domain.StagePhone]))
 	default:
-		return c.want[stage] && w.found != ""
+		return c.want[stage] && (w.found != "" || w.done[domain.StageProfile] && c.askableWithoutProfile(w, stage))
 	}
 }
 
@@ -112,6 +117,12 @@ func (a answer) matched(stage domain.Stage) bool {
 
 // apply records a stage's answer on a row; remember adds it to the cache.
 func (c *chunkRun) apply(w *rowWork, stage domain.Stage, a answer, remember bool) {
+	if stage == domain.StageEmail && a.matched(stage) && c.verifies() {
+		if !c.gateEmail(w, &a, remember) {
+			return // held for its verdict, or rejected as invalid
+		}
+		remember = false // gateEmail did
+	}
 	w.done[stage] = true
 	w.dirty = true
 	now := c.p.cfg.Now()
@@ -190,6 +201,19 @@ func (w *rowWork) savedState() (domain.RowState, error) {
 func (c *chunkRun) fail(w *rowWork, err error) {
 	class := rowError(err)
 	var ve *enrich.Error
+	if errors.As(err, &ve) && ve.Class == enrich.ClassPending {
+		// The vendor is still at it (a verifier's 202, 222): nothing was
+		// billed and nothing failed. The row waits, without an attempt, and
+		// the scheduler brings it back; no worker waits for the answer.
+		wait := pendingWait
+		if ve.RetryAfter > 0 {
+			wait = min(ve.RetryAfter, time.Hour)
+		}
+		w.leave(domain.RowRetryWait)
+		w.out.LastError = class
+		w.out.NextAttemptAt = c.p.cfg.Now().Add(wait + time.Duration(c.p.cfg.Rand()*float64(time.Second)))
+		return
+	}
 	if errors.As(err, &ve) && !ve.Retryable() {
 		w.leave(domain.RowFailed)
 		w.out.Reason = class

@@ -12,7 +12,7 @@ import (
 // A row ends matched or no_match once every stage the job wants is done,
 // pending when the final save stops it before, and stays open otherwise.
 func TestRowEndState(t *testing.T) {
-	c := &chunkRun{want: map[domain.Stage]bool{domain.StageProfile: true, domain.StageEmail: true}}
+	c := &chunkRun{p: &Processor{}, want: map[domain.Stage]bool{domain.StageProfile: true, domain.StageEmail: true}}
 	for _, tc := range []struct {
 		name  string
 		done  []domain.Stage

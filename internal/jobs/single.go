@@ -12,10 +12,19 @@ import (
 // single asks vendor l stage for todo: one lookup per distinct input,
 // concurrently.
 func (c *chunkRun) single(ctx context.Context, l *lane, stage domain.Stage, todo []*rowWork) {
+	c.perInput(ctx, todo, func(w *rowWork) string { return cacheKey(stage, w.rowWithFound()) },
+		func(_ string, rows []*rowWork) { c.lookup(ctx, l, stage, rows) })
+}
+
+// perInput groups rows by key, then calls call once a group, in the order
+// each key first came, at most LookupConcurrency at once, until the run
+// stops: one call per distinct question, its answer shared by the rows
+// asking it.
+func (c *chunkRun) perInput(ctx context.Context, rows []*rowWork, key func(*rowWork) string, call func(key string, rows []*rowWork)) {
 	groups := map[string][]*rowWork{}
 	var order []string
-	for _, w := range todo {
-		k := cacheKey(stage, w.rowWithFound())
+	for _, w := range rows {
+		k := key(w)
 		if _, ok := groups[k]; !ok {
 			order = append(order, k)
 		}
@@ -28,10 +37,10 @@ func (c *chunkRun) single(ctx context.Context, l *lane, stage domain.Stage, todo
 			break
 		}
 		sem <- struct{}{}
-		rows := groups[k]
+		group := groups[k]
 		wg.Go(func() {
 			defer func() { <-sem }()
-			c.lookup(ctx, l, stage, rows)
+			call(k, group)
 		})
 	}
 	wg.Wait()
@@ -52,15 +61,22 @@ func (c *chunkRun) lookup(ctx context.Context, l *lane, stage domain.Stage, rows
 		Credits: l.worst(q)}, w.row.Attempts > 0, func(ctx context.Context) (answered, error) {
 		r, err := l.Vendor.Ask(ctx, q, key)
 		a = answer{profile: r.Profile, email: r.Email, phones: r.Phones}
+		if r.WrongPerson {
+			c.p.cfg.Metrics.WrongPerson(l.name)
+		}
 		ch := c.priced(l, r.Charge)
 		charged = ch.Credits
-		return answered{charge: ch, bound: l.Vendor.MaxCharge(q)}, err
+		return answered{charge: ch, bound: l.Vendor.MaxCharge(q), hidden: r.ContactsHidden, rateLimit: r.RateLimit}, err
 	})
+	if ve, ok := enrich.AsError(err); ok && ve.Class == enrich.ClassSuppressed {
+		c.suppressed(ctx, l, q, rows)
+		return
+	}
 	c.settleRows(ctx, l, rows, err, func(w *rowWork, remember bool) {
 		c.accept(l, w, stage, a, remember)
 	})
 	if err == nil {
-		c.observe(l, w.row, q, a, charged)
+		c.observe(l, w.row, q, a, map[domain.Stage]int64{stage: charged}, nil)
 	}
 }
 

@@ -22,6 +22,15 @@ type Orderer interface {
 	Observe(ctx context.Context, obs []Observation) error
 }
 
+// OrderSyncer is an Orderer that reads what every worker taught it of a
+// tenant: the processor calls Sync before each chunk of the tenant's rows,
+// so that a job that follows another orders by what the first taught,
+// whichever worker ran it. A failure is logged; the chunk orders by what
+// the Orderer holds.
+type OrderSyncer interface {
+	Sync(ctx context.Context, tenant string) error
+}
+
 // OrderQuery is what Order decides on.
 type OrderQuery struct {
 	Tenant  string
@@ -37,14 +46,22 @@ type OrderQuery struct {
 
 // Observation is one vendor's answer to one row's stage, for learning.
 type Observation struct {
+	// Tenant is the tenant whose row it was: what it teaches orders that
+	// tenant's rows (and the pool, by a bounded amount, the others').
+	Tenant  string
 	Vendor  string
 	Segment domain.Segment
 	Stage   domain.Stage
 	// Found: the stage was answered (a FillsAll match observes each stage
-	// it filled, with its charge on the first and 0 on the others).
+	// it was asked, with its charge on the first and 0 on the others).
 	Found bool
-	// Credits is what the vendor billed for it, in its own credits.
+	// Credits is what the vendor billed for this stage, in its own credits:
+	// of a call that bought several stages (a bulk row's profile and its
+	// email), this stage's part only.
 	Credits int64
+	// row is the row observed: a verifier that finds the email invalid
+	// turns its finder's answer into a miss before the run's end.
+	row int64
 }
 
 // StaticOrder asks the vendors in the configured order, and learns nothing.

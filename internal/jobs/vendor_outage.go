@@ -87,18 +87,65 @@ func (c *chunkRun) takeOut(ctx context.Context, l *lane, ve *enrich.Error) {
 }
 
 // observe tells the Orderer (at the run's end) what vendor l answered to
-// q for a row: each stage asked, found or not; a vendor's charge on its
-// first stage.
-func (c *chunkRun) observe(l *lane, r store.Row, q enrich.Question, a answer, credits int64) {
+// q for a row: each stage looked up, found or not, with what it cost
+// (credits by stage; a stage absent from it cost nothing). looked says
+// which stages beyond q's first were looked up (nil: all): a stage a bulk
+// call included but did not look up (no profile found) is not an ask.
+func (c *chunkRun) observe(l *lane, r store.Row, q enrich.Question, a answer, credits map[domain.Stage]int64, looked func(domain.Stage) bool) {
 	seg := rowSegment(r)
 	c.obsMu.Lock()
 	defer c.obsMu.Unlock()
 	for i, s := range q.Stages {
-		o := Observation{Vendor: l.name, Segment: seg, Stage: s, Found: a.matched(s)}
-		if i == 0 {
-			o.Credits = credits
+		if i > 0 && looked != nil && !looked(s) {
+			continue
 		}
-		c.obs = append(c.obs, o)
+		found := a.matched(s)
+		if k := (rowVendor{r.ID, l.name}); s == domain.StageEmail && c.rejectedEmails[k] {
+			found = false // the verifier found it invalid before the call was observed
+			delete(c.rejectedEmails, k)
+		}
+		c.obs = append(c.obs, Observation{Tenant: c.job.Tenant, Vendor: l.name, Segment: seg, Stage: s, Found: found, Credits: credits[s], row: r.ID})
+	}
+}
+
+// rowVendor is one row's answer from one vendor.
+type rowVendor struct {
+	row    int64
+	vendor string
+}
+
+// unobserveEmail turns vendor's found email of row into a miss for the
+// learned order: the verifier found the address invalid, so the finder did
+// not answer the stage (what it cost stays: it was paid for). Observed
+// already in this run, the observation is amended; not yet (a verdict known
+// when the answer was applied), it is when observed. An answer observed in
+// an earlier run (a verdict that came later) was taught as found.
+func (c *chunkRun) unobserveEmail(row int64, vendor string) {
+	c.obsMu.Lock()
+	defer c.obsMu.Unlock()
+	for i := len(c.obs) - 1; i >= 0; i-- {
+		if o := &c.obs[i]; o.row == row && o.Vendor == vendor && o.Stage == domain.StageEmail && o.Found {
+			o.Found = false
+			return
+		}
+	}
+	if c.rejectedEmails == nil {
+		c.rejectedEmails = map[rowVendor]bool{}
+	}
+	c.rejectedEmails[rowVendor{row, vendor}] = true
+}
+
+// syncOrder lets the Orderer read what every worker taught it of the
+// job's tenant, before the chunk orders its rows (OrderSyncer).
+func (c *chunkRun) syncOrder(ctx context.Context) {
+	s, ok := c.p.cfg.Orderer.(OrderSyncer)
+	if !ok || len(c.p.lanes) < 2 {
+		return
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := s.Sync(sctx, c.job.Tenant); err != nil && ctx.Err() == nil {
+		c.p.log.Warn("the tenant's learned vendor rates not read; the chunk orders by what this worker holds", "job_id", c.job.ID, "err", err)
 	}
 }
 

@@ -56,6 +56,8 @@ type lane struct {
 	honours atomic.Bool
 	// learner keeps Prices in step with the shared price list.
 	learner priceLearner
+	// keyNotes: what its answers said of its key, as written (noteKey).
+	keyNotes keyNotes
 }
 
 func newLanes(p *Processor, vendors []VendorConfig) []*lane {

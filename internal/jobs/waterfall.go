@@ -27,10 +27,13 @@ func (c *chunkRun) waterfall(ctx context.Context, stage domain.Stage, todo []*ro
 	// is not sent to the same vendor again in this run: it is released.
 	last := map[*rowWork]*lane{}
 	for !c.stopped() && ctx.Err() == nil && !c.p.isDraining() {
+		// An address waiting for its verdict: an invalid one sends its row
+		// on to the next finder.
+		c.verifyHeld(ctx, todo)
 		byLane := map[*lane][]*rowWork{}
 		for _, w := range todo {
-			if !c.needs(w, stage) {
-				continue
+			if !c.needs(w, stage) || w.held != nil {
+				continue // done, or its email waits for its verdict
 			}
 			l := c.nextVendor(w, stage)
 			if l == nil {
@@ -49,6 +52,9 @@ func (c *chunkRun) waterfall(ctx context.Context, stage domain.Stage, todo []*ro
 		for _, l := range c.p.lanes {
 			rows := byLane[l]
 			if len(rows) == 0 || c.stopped() {
+				continue
+			}
+			if rows = c.unsuppressed(ctx, l, stage, rows); len(rows) == 0 {
 				continue
 			}
 			if l.bulkUsable(stage) {
@@ -100,10 +106,9 @@ func (c *chunkRun) nextVendor(w *rowWork, stage domain.Stage) *lane {
 // capable are the configured vendors that can answer stage for the row,
 // in configured order.
 func (c *chunkRun) capable(w *rowWork, stage domain.Stage) []*lane {
-	q := c.questionFor(nil, w, stage)
 	var out []*lane
 	for _, l := range c.p.lanes {
-		if l.caps.Answers(stage, q.Query.Kind(), q.Role) {
+		if q := c.questionFor(l, w, stage); l.caps.Answers(stage, q.Query.Kind(), q.Role) {
 			out = append(out, l)
 		}
 	}
@@ -132,9 +137,12 @@ func (c *chunkRun) vendorOrder(w *rowWork, stage domain.Stage) []*lane {
 		for i, l := range capable {
 			cands[i] = l.name
 		}
+		// Every stage the job wants and the row has not answered yet: the
+		// email of a row whose profile is still to find counts in the
+		// order of its profile stage (needs says "not yet" until then).
 		var stages []domain.Stage
 		for _, s := range domain.Stages {
-			if c.needs(w, s) {
+			if c.want[s] && !w.done[s] && (s == stage || c.needs(w, s) || w.found == "") {
 				stages = append(stages, s)
 			}
 		}
@@ -178,7 +186,7 @@ func rowSegment(r store.Row) domain.Segment {
 // them all.
 func (c *chunkRun) questionFor(l *lane, w *rowWork, stage domain.Stage) enrich.Question {
 	q := enrich.Question{Stages: []domain.Stage{stage}}
-	if stage == domain.StageProfile {
+	if stage == domain.StageProfile || w.found == "" || l != nil && l.needsNoProfile(stage) {
 		q.Query = profileQuery(w.row)
 		q.Role = isRoleRow(w.row)
 	} else {
@@ -192,6 +200,28 @@ func (c *chunkRun) questionFor(l *lane, w *rowWork, stage domain.Stage) enrich.Q
 		}
 	}
 	return q
+}
+
+// needsNoProfile says vendor l answers stage from a row's own input, with
+// no profile: it does not sell profiles (an email finder), so a profile URL
+// is not what it is asked. A vendor that sells profiles finds a later
+// stage's answer by the profile (one lookup a stage), or answered it with
+// the profile already (one match fills every stage).
+func (l *lane) needsNoProfile(stage domain.Stage) bool {
+	return stage != domain.StageProfile && !slices.Contains(l.caps.Stages, domain.StageProfile) && slices.Contains(l.caps.Stages, stage)
+}
+
+// askableWithoutProfile says a vendor still in the order answers stage
+// from the row's own input: a row whose profile was not found still needs
+// the stage.
+func (c *chunkRun) askableWithoutProfile(w *rowWork, stage domain.Stage) bool {
+	kind, role := w.row.Kind, isRoleRow(w.row)
+	for _, l := range c.p.lanes {
+		if l.needsNoProfile(stage) && l.caps.Answers(stage, kind, role) && !c.isOut(l.name) {
+			return true
+		}
+	}
+	return false
 }
 
 // isRoleRow says the row's name is a role title ("VP Sales" at a company).

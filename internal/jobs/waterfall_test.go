@@ -15,6 +15,7 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/enrich/pdl"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -48,13 +49,13 @@ func newWaterfallRig(t *testing.T, opts enrichtest.PDLOptions) *waterfallRig {
 func (r *waterfallRig) processor(t *testing.T, order []string, cfg jobs.ProcessorConfig) *jobs.Processor {
 	t.Helper()
 	tag := fmt.Sprintf("%d", time.Now().UnixNano())
-	seed := jobs.VendorConfig{Vendor: enrich.NewSeed("seed", r.b.Client, ""), Limiter: noLimit{}, Account: "acct-seed-" + tag}
+	seedVC := jobs.VendorConfig{Vendor: seed.New("seed", r.b.Client, ""), Limiter: noLimit{}, Account: "acct-seed-" + tag}
 	pdlv := jobs.VendorConfig{Vendor: r.pv, Limiter: noLimit{}, Account: "acct-pdl-" + tag}
 	var vs []jobs.VendorConfig
 	for _, n := range order {
 		switch n {
 		case "seed":
-			vs = append(vs, seed)
+			vs = append(vs, seedVC)
 		case "pdl":
 			vs = append(vs, pdlv)
 		}
@@ -308,7 +309,7 @@ type killingSeed struct {
 	cancel context.CancelFunc
 }
 
-func (k *killingSeed) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+func (k *killingSeed) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (seed.ProfileResult, error) {
 	r, err := k.Vendor.Profile(ctx, q, key)
 	k.mu.Lock()
 	k.calls++
@@ -316,7 +317,7 @@ func (k *killingSeed) Profile(ctx context.Context, q enrich.ProfileQuery, key st
 	k.mu.Unlock()
 	if kill {
 		k.cancel()
-		return enrich.ProfileResult{}, ctx.Err()
+		return seed.ProfileResult{}, ctx.Err()
 	}
 	return r, err
 }
@@ -334,10 +335,10 @@ func TestWaterfallLedgerIsBothBillsAcrossAKill(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	tag := fmt.Sprintf("%d", time.Now().UnixNano())
-	vendors := func(seed Vendor) []jobs.VendorConfig {
+	vendors := func(api Vendor) []jobs.VendorConfig {
 		return []jobs.VendorConfig{
 			{Vendor: r.pv, Limiter: noLimit{}, Account: "acct-pdl-" + tag},
-			{Vendor: enrich.NewSeedOver("seed", seed, enrich.DefaultCosts(), ""), Limiter: noLimit{}, Account: "acct-seed-" + tag},
+			{Vendor: seed.NewOver("seed", api, enrich.DefaultCosts(), ""), Limiter: noLimit{}, Account: "acct-seed-" + tag},
 		}
 	}
 	cfg := jobs.ProcessorConfig{LookupConcurrency: 1, Lease: 500 * time.Millisecond, RetryBase: time.Millisecond, RetryMax: time.Millisecond}

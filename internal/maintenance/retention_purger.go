@@ -7,17 +7,10 @@ import (
 	"github.com/enrichq/enrichq/internal/store"
 )
 
-// Defaults of a RetentionPurger.
-const (
-	// DefaultRetentionBatch caps the rows (and, apart, cache entries and
-	// feed lines) one transaction removes: each holds its locks briefly
-	// (about 0.2 s for 5,000 rows with their results, docs/operations.md).
-	DefaultRetentionBatch = 5000
-	// DefaultRetentionBudget is how long a step keeps removing batches
-	// while more is due: retention keeps up with the pipeline's write rate
-	// and leaves the rest of the interval to the other services.
-	DefaultRetentionBudget = 2500 * time.Millisecond
-)
+// DefaultRetentionBatch caps the rows (and, apart, cache entries and
+// feed lines) one transaction removes: each holds its locks briefly
+// (about 0.2 s for 5,000 rows with their results, docs/operations.md).
+const DefaultRetentionBatch = 5000
 
 // RetentionPurgerConfig tunes a RetentionPurger. Zero values take the defaults.
 type RetentionPurgerConfig struct {
@@ -26,7 +19,11 @@ type RetentionPurgerConfig struct {
 	// Batch caps what one transaction removes. Default DefaultRetentionBatch.
 	Batch int
 	// Budget is how long a step goes on while batches come back full.
-	// Default DefaultRetentionBudget; negative: one batch a step.
+	// Default nine tenths of the interval: the purger has a loop of its own,
+	// so no other service waits behind it, and a step ends a batch after its
+	// budget, well before the step timeout (the lease's 15 s); at half the
+	// interval a purge ran at half the rate of its batches. Negative: one
+	// batch a step.
 	Budget time.Duration
 	// Now is the clock windows are counted by; default time.Now.
 	Now func() time.Time
@@ -51,7 +48,7 @@ func NewRetentionPurger(st *store.Store, cfg RetentionPurgerConfig) *RetentionPu
 		cfg.Batch = DefaultRetentionBatch
 	}
 	if cfg.Budget == 0 {
-		cfg.Budget = DefaultRetentionBudget
+		cfg.Budget = cfg.Interval * 9 / 10
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

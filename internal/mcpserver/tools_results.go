@@ -23,7 +23,7 @@ const (
 var resultFields = []string{
 	"row", "ref", "profile_url", "name", "company", "domain", "input_email", "role", "extra", "state", "reason",
 	"found_profile_url", "full_name", "headline", "current_company", "current_role", "location", "company_size",
-	"industry", "technographics", "email", "email_confidence", "email_verified", "phones", "no_match",
+	"industry", "technographics", "email", "email_confidence", "email_verified", "email_status", "phones", "no_match",
 }
 
 // defaultResultFields answer who was found where, and how to reach them.
@@ -31,7 +31,7 @@ var defaultResultFields = []string{"row", "ref", "company", "role", "state", "fu
 
 type resultsIn struct {
 	JobID  string   `json:"job_id" jsonschema:"the job's id"`
-	Fields []string `json:"fields,omitempty" jsonschema:"the fields of each result to return (default row, ref, company, role, state, full_name, current_role, current_company, found_profile_url, email); any of row, ref, profile_url, name, company, domain, input_email, role, extra, state, reason, found_profile_url, full_name, headline, current_company, current_role, location, company_size, industry, technographics, email, email_confidence, email_verified, phones, no_match"`
+	Fields []string `json:"fields,omitempty" jsonschema:"the fields of each result to return (default row, ref, company, role, state, full_name, current_role, current_company, found_profile_url, email); any of row, ref, profile_url, name, company, domain, input_email, role, extra, state, reason, found_profile_url, full_name, headline, current_company, current_role, location, company_size, industry, technographics, email, email_confidence, email_verified, email_status, phones, no_match"`
 	State  string   `json:"state,omitempty" jsonschema:"only results in this state: matched, no_match, failed, skipped (or pending, in_flight, retry_wait while the job runs)"`
 	Limit  int      `json:"limit,omitempty" jsonschema:"results per page, 1 to 100 (default 20)"`
 	Cursor string   `json:"cursor,omitempty" jsonschema:"next_cursor of the page before, for the next page"`

@@ -33,7 +33,7 @@ type listIn struct {
 	Rows     []rowIn  `json:"rows,omitempty" jsonschema:"the list, inline (at most 1000 rows): each row a profile_url, a name with company or domain, an email, or a company (then give roles). Give rows or upload_id."`
 	UploadID string   `json:"upload_id,omitempty" jsonschema:"the id of a file uploaded before (POST /v1/uploads or enrichq upload FILE), instead of rows"`
 	Roles    []string `json:"roles,omitempty" jsonschema:"roles to find at each company-only row, e.g. [\"VP Sales\", \"CTO\"]"`
-	Lookups  []string `json:"lookups,omitempty" jsonschema:"what to find: any of profile, email, phone (default [profile]); email and phone cost more"`
+	Lookups  []string `json:"lookups,omitempty" jsonschema:"what to find: any of profile, email, phone, verify (default [profile]); email and phone cost more; verify (with email) has every email found checked by a verifier, an invalid one not delivered, each with its email_status"`
 	MaxAge   string   `json:"max_age,omitempty" jsonschema:"reuse answers already bought if newer than this, e.g. 30d or 12h (default 30d): they cost nothing"`
 }
 
@@ -53,7 +53,7 @@ func (t *tools) addSubmitTools(s *mcp.Server) {
 		Name:  "estimate_job",
 		Title: "Estimate a job",
 		Description: "What enriching a list would cost and take, without storing or spending anything: lookups, " +
-			"how many the cache already answers, vendor calls, credits from-to (min: every email and phone lookup misses; " +
+			"how many the cache already answers, vendor calls (email verifications among them, with verify), credits from-to (min: every email and phone lookup misses; " +
 			"max: every lookup hits) and seconds at the vendor's rate, and this key's budget ceilings (per job, and what is left today). " +
 			"Give the list inline (rows) or by upload_id.",
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(false)},

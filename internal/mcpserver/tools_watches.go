@@ -21,7 +21,7 @@ type newWatchIn struct {
 	JobID             string   `json:"job_id" jsonschema:"the finished job whose distinct inputs are watched"`
 	Every             string   `json:"every,omitempty" jsonschema:"how often to run, whole days like 30d (at least 7d; default 30d)"`
 	MonthlyCapCredits *int64   `json:"monthly_cap_credits,omitempty" jsonschema:"required: the most the watch may spend in a calendar month, in credits (at most this key's MCP ceiling)"`
-	Lookups           []string `json:"lookups,omitempty" jsonschema:"what to look up again: any of profile, email, phone (default: the job's)"`
+	Lookups           []string `json:"lookups,omitempty" jsonschema:"what to look up again: any of profile, email, phone, verify (verify with email: each email found checked again; default: the job's)"`
 }
 
 type watchIn struct {

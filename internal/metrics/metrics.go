@@ -25,6 +25,7 @@ type Pipeline struct {
 	witnessed   prometheus.Counter
 	vendorOut   *prometheus.CounterVec
 	disputed    *prometheus.CounterVec
+	wrongPerson *prometheus.CounterVec
 }
 
 // NewPipeline registers the pipeline's metrics on reg.
@@ -80,7 +81,11 @@ func NewPipeline(reg prometheus.Registerer) *Pipeline {
 		Name: "enrichq_vendor_charges_disputed_total",
 		Help: "Vendor calls whose charge header was outside the contract's range (below 0, above the most the answer may cost): settled at the contract's price, the ledger line marked disputed.",
 	}, []string{"vendor"})
-	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration, p.drift, p.driftSeen, p.price, p.priceChange, p.witnessed, p.vendorOut, p.disputed)
+	p.wrongPerson = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "enrichq_vendor_wrong_person_total",
+		Help: "Matches a vendor billed that were not the person asked for (not working at the company asked: a former employee, a namesake): paid for, not delivered.",
+	}, []string{"vendor"})
+	reg.MustRegister(p.vendorCalls, p.throttled, p.credits, p.rows, p.jobDuration, p.drift, p.driftSeen, p.price, p.priceChange, p.witnessed, p.vendorOut, p.disputed, p.wrongPerson)
 	return p
 }
 
@@ -111,6 +116,16 @@ func (p *Pipeline) ChargeDisputed(vendor string) {
 		return
 	}
 	p.disputed.WithLabelValues(vendor).Inc()
+}
+
+// WrongPerson counts a match a vendor billed that was not the person asked
+// for (enrich.Answer.WrongPerson): not delivered, paid for. A share of them
+// rising says a vendor's floors (min_likelihood) are too low for the list.
+func (p *Pipeline) WrongPerson(vendor string) {
+	if p == nil {
+		return
+	}
+	p.wrongPerson.WithLabelValues(vendor).Inc()
 }
 
 // Credits adds credits spent on a stage.

@@ -21,8 +21,9 @@ type VendorRate struct {
 // VendorRates are the automatic vendor order's learned rates, as gauges.
 // A nil *VendorRates records nothing.
 type VendorRates struct {
-	hit    *prometheus.GaugeVec
-	charge *prometheus.GaugeVec
+	hit      *prometheus.GaugeVec
+	charge   *prometheus.GaugeVec
+	explored prometheus.Counter
 }
 
 // NewVendorRates registers the vendor rate gauges on reg.
@@ -37,9 +38,21 @@ func NewVendorRates(reg prometheus.Registerer) *VendorRates {
 			Name: "enrichq_vendor_expected_charge_units",
 			Help: "Expected charge of one ask of a vendor, hit or miss, in budget units (credits × credit_value), per segment and stage; the most asked segments only.",
 		}, labels),
+		explored: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "enrichq_vendor_order_explored_total",
+			Help: "Rows the automatic order asked in another order than its cheapest, to keep learning of a vendor later in it (bounded by explore and per segment by the asks it takes).",
+		}),
 	}
-	reg.MustRegister(g.hit, g.charge)
+	reg.MustRegister(g.hit, g.charge, g.explored)
 	return g
+}
+
+// Explored counts a row that explored another order.
+func (g *VendorRates) Explored() {
+	if g == nil {
+		return
+	}
+	g.explored.Inc()
 }
 
 // Set replaces the gauges with rates (their segments already bounded by

@@ -153,6 +153,15 @@ func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Du
 	results, halt := p.syncRows(ctx, claim.Rows)
 	t := tallySync(results, p.cfg.Now())
 	sctx := context.WithoutCancel(ctx)
+	// A halt pauses the job before its rows go back: released to a job
+	// still running, they could be claimed by another worker (whose claim
+	// read the job before the pause) and sent to the platform again.
+	reason := halt.reason()
+	if reason != "" {
+		if err := p.pauseSync(sctx, job.ID, reason); err != nil {
+			return 0, err
+		}
+	}
 	if err := p.saveSync(sctx, claim.Token, t); err != nil {
 		return 0, err
 	}
@@ -160,8 +169,8 @@ func (p *Platform) ProcessSync(ctx context.Context, ref store.ChunkRef) (time.Du
 		p.log.Warn("platform daily quota reached: rows parked until after midnight UTC", "job_id", job.ID, "chunk", ref.Chunk,
 			"rows", t.parked, "until", t.parkedUntil.UTC())
 	}
-	if reason := halt.reason(); reason != "" {
-		return 0, p.pauseSync(sctx, job.ID, reason)
+	if reason != "" {
+		return 0, nil
 	}
 	if _, err := p.store.FinishJobs(sctx, job.ID); err != nil {
 		return 0, err

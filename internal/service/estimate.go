@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,7 +25,13 @@ type Estimate struct {
 	Distinct   int `json:"distinct"` // distinct inputs: duplicates are looked up once
 	Cached     int `json:"cached"`   // distinct inputs answered by the cache (within max_age)
 	Calls      int `json:"calls"`    // vendor calls at most
-	Credits    struct {
+	// Verifications are the email checks at most (lookups with verify):
+	// one per email a finder may deliver, cached or bought (an invalid one
+	// sends the row on to the next finder, whose address is checked too).
+	// Counted in Calls and in Credits.Max; none in Credits.Min (a verdict
+	// may be free, a miss has none).
+	Verifications int `json:"verifications"`
+	Credits       struct {
 		// With one vendor: Min, every email and phone lookup misses; Max,
 		// every lookup hits at the dearest price. With a waterfall of
 		// several, in budget units: Min, the first vendor asked answers at
@@ -54,22 +61,35 @@ func (s *Service) Estimate(ctx context.Context, p Principal, sub Submission) (Es
 	if err := s.withDefaultBudget(ctx, p.Tenant, &sub); err != nil {
 		return Estimate{}, err
 	}
-	var vendors []vendororder.Vendor
 	if err := s.checkVendors(sub.Options.Vendors); err != nil {
 		return Estimate{}, err
 	}
-	if len(s.vendors.List) > 0 {
-		all, err := s.describedVendors()
-		switch {
-		case err == nil:
-			vendors = jobVendors(all, sub.Options.Vendors)
-		case len(s.vendors.List) > 1:
-			return Estimate{}, err
-		}
-		// One vendor the API cannot describe (ENRICHQ_VENDOR_URL unset
-		// here): the submitter's own price list.
+	if err := s.checkVerify(sub.Options); err != nil {
+		return Estimate{}, err
+	}
+	vendors, err := s.estimateVendors(sub.Options.Vendors)
+	if err != nil {
+		return Estimate{}, err
 	}
 	return s.submit.estimate(ctx, sub, vendors)
+}
+
+// estimateVendors are the waterfall an estimate prices, as the worker
+// builds it for a job whose `vendors` option is names (nil: every
+// configured vendor); nil with one vendor the API cannot describe
+// (ENRICHQ_VENDOR_URL unset here): the submitter's own price list.
+func (s *Service) estimateVendors(names []string) ([]vendororder.Vendor, error) {
+	if len(s.vendors.List) == 0 {
+		return nil, nil
+	}
+	all, err := s.describedVendors()
+	switch {
+	case err == nil:
+		return jobVendors(all, names), nil
+	case len(s.vendors.List) > 1:
+		return nil, err
+	}
+	return nil, nil
 }
 
 // estimateBatch is how many cache keys one query checks.
@@ -272,8 +292,12 @@ func (s *Submitter) price(p *estimatePass) {
 				singleCalls += n // bulk calls carry the later stages of the rows they look up
 			}
 		}
+		checks, each := p.verifications(slices.Contains(stages, domain.StageEmail), p.want[domain.StageEmail] && url != "" && p.urlCached[domain.StageEmail]["url:"+url])
+		p.est.Verifications += checks * n
+		singleCalls += checks * n
 		if len(stages) == 0 {
 			p.est.Cached += n
+			p.est.Credits.Max += int64(checks) * each * int64(n)
 			continue
 		}
 		if p.vendors != nil {
@@ -282,6 +306,7 @@ func (s *Submitter) price(p *estimatePass) {
 		if p.vendors == nil {
 			lo, hi = lo*p.unit, hi*p.unit
 		}
+		hi += int64(checks) * each
 		p.est.Credits.Min += lo * int64(n)
 		p.est.Credits.Max += hi * int64(n)
 	}

@@ -59,3 +59,31 @@ func jobVendors(all []vendororder.Vendor, names []string) []vendororder.Vendor {
 	}
 	return out
 }
+
+// verifications are the email checks one input may need when its job asks
+// verify, at most, and what one costs at worst in budget units: one per
+// finder asked for its email (an invalid address sends the row on to the
+// next), one for an email the cache holds; none without an email to check
+// or without a verifier among the vendors (the submit refuses that).
+func (p *estimatePass) verifications(emailAsked, emailCached bool) (checks int, each int64) {
+	if !p.want[domain.StageVerify] || (!emailAsked && !emailCached) {
+		return 0, 0
+	}
+	finders, verifier := 0, false
+	for _, v := range p.vendors {
+		if !verifier && v.Caps.Answers(domain.StageVerify, domain.InputEmail, false) {
+			q := enrich.Question{Query: enrich.SampleQuery(domain.InputEmail), Stages: []domain.Stage{domain.StageVerify}}
+			each, verifier = enrich.SaturatedUnits(enrich.RowPrice(v.Caps, v.Price, q).Worst, v.CreditValue), true
+		}
+		if slices.Contains(v.Caps.Stages, domain.StageEmail) {
+			finders++
+		}
+	}
+	if !verifier {
+		return 0, 0
+	}
+	if emailAsked {
+		return max(finders, 1), each
+	}
+	return 1, each
+}

@@ -58,6 +58,9 @@ type Found struct {
 	Email           *string      `json:"email"`
 	EmailConfidence *json.Number `json:"email_confidence"`
 	EmailVerified   *bool        `json:"email_verified"`
+	// EmailStatus is the verify stage's verdict on Email (valid, invalid,
+	// accept_all, webmail, disposable, unknown); null when not verified.
+	EmailStatus *string `json:"email_status"`
 
 	Phones json.RawMessage `json:"phones"`
 }
@@ -83,6 +86,7 @@ func (f *Found) setEmail(e *store.EmailResult) {
 	f.EmailConfidence = &c
 	v := e.Verified
 	f.EmailVerified = &v
+	f.EmailStatus = orNull(e.Status)
 }
 
 // setPhones shows found phones (left null when the stored list is not JSON).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/config"
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -77,6 +78,9 @@ func (s *Service) Submit(ctx context.Context, p Principal, sub Submission) (st J
 	if err := s.checkVendors(sub.Options.Vendors); err != nil {
 		return JobStatus{}, false, err
 	}
+	if err := s.checkVerify(sub.Options); err != nil {
+		return JobStatus{}, false, err
+	}
 	sub.Tenant = p.Tenant
 	if sub.IdempotencyKey != "" {
 		sub.RequestOptions = requestOptions(sub) // as asked: the tenant's default budget may change between retries
@@ -132,4 +136,25 @@ func (s *Service) checkVendors(names []string) error {
 		}
 	}
 	return nil
+}
+
+// checkVerify refuses a job asking verify when none of its vendors (its
+// `vendors` option, else every configured one) sells verification: its
+// emails could not be checked, and it would stop at the first one found.
+func (s *Service) checkVerify(o ingest.JobOptions) error {
+	if !slices.Contains(o.Lookups, domain.StageVerify) {
+		return nil
+	}
+	if len(s.vendors.List) > 0 {
+		all, err := s.describedVendors()
+		if err != nil {
+			return err
+		}
+		for _, v := range jobVendors(all, o.Vendors) {
+			if v.Caps.Answers(domain.StageVerify, domain.InputEmail, false) {
+				return nil
+			}
+		}
+	}
+	return invalidParam("lookups", "verify: none of the job's vendors verifies emails; configure one that does (docs/vendors.md, The verify stage) or leave verify out")
 }

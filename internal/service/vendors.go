@@ -26,9 +26,13 @@ type Vendors struct {
 	// Explore is the share of rows that ask another order.
 	Explore float64 `json:"explore"`
 	// PriorWeight is how many asks a prior counts for.
-	PriorWeight float64      `json:"prior_weight"`
-	Vendors     []VendorInfo `json:"vendors"`
-	// Segments are the segments with answers, most asked first (at most
+	PriorWeight float64 `json:"prior_weight"`
+	// PoolWeight is the most asks the other tenants' answers (the pool)
+	// count for in the tenant's rates.
+	PoolWeight float64      `json:"pool_weight"`
+	Vendors    []VendorInfo `json:"vendors"`
+	// Segments are the segments the tenant's rows have answers in, most
+	// asked first (at most
 	// MaxVendorSegments), and each input kind's segment without a country.
 	Segments []VendorSegment `json:"segments"`
 	// Truncated: more segments have answers than are listed.
@@ -56,6 +60,9 @@ type VendorInfo struct {
 	// Out, when set, says the vendor is out of the tenant's waterfall now,
 	// why and until when.
 	Out *store.VendorOutage `json:"out"`
+	// Key is what its answers said of its key (vendor_keys.go); null when
+	// they said nothing.
+	Key *VendorKey `json:"key"`
 }
 
 // VendorSpend is a tenant's calls to a vendor in a month: budget units
@@ -103,8 +110,10 @@ type SegmentOrder struct {
 }
 
 // Vendors reports the configured vendors and what the automatic order
-// learned of them (scope read). The rates are every tenant's: a vendor's
-// answer rate on a kind of row is the same whoever asks.
+// learned of them from the calling tenant's rows (scope read): the counts
+// are the tenant's own; the rates and orders are those its rows are ordered
+// by (its own answers, the priors, and the other tenants' by a bounded
+// pull), never another tenant's counts.
 func (s *Service) Vendors(ctx context.Context, p Principal) (Vendors, error) {
 	if err := p.Require(domain.ScopeRead); err != nil {
 		return Vendors{}, err
@@ -116,11 +125,15 @@ func (s *Service) Vendors(ctx context.Context, p Principal) (Vendors, error) {
 	if err != nil {
 		return Vendors{}, err
 	}
-	rates, err := s.store.VendorRates(ctx)
+	own, err := s.store.TenantVendorRates(ctx, p.Tenant)
 	if err != nil {
 		return Vendors{}, err
 	}
-	m := vendororder.NewModel(described, rates, vendororder.DefaultPriorWeight)
+	pool, err := s.store.VendorRates(ctx)
+	if err != nil {
+		return Vendors{}, err
+	}
+	m := vendororder.NewTenantModel(described, own, pool, vendororder.DefaultPriorWeight, vendororder.DefaultPoolWeight)
 	now := s.now()
 	spend, err := s.store.TenantVendorMonth(ctx, p.Tenant, now)
 	if err != nil {
@@ -130,12 +143,16 @@ func (s *Service) Vendors(ctx context.Context, p Principal) (Vendors, error) {
 	if err != nil {
 		return Vendors{}, err
 	}
-	out := Vendors{Order: s.vendors.Order, Explore: s.vendors.Explore, PriorWeight: vendororder.DefaultPriorWeight,
+	out := Vendors{Order: s.vendors.Order, Explore: s.vendors.Explore, PriorWeight: vendororder.DefaultPriorWeight, PoolWeight: vendororder.DefaultPoolWeight,
 		Vendors: []VendorInfo{}, Segments: []VendorSegment{}, Month: store.MonthOf(now).Format(time.DateOnly), Warnings: []string{}}
 	if len(out.Order) == 0 {
 		out.Order = []string{"auto"}
 	}
 	names := make([]string, 0, len(described))
+	// The orders shown are those auto uses now: a vendor out of the
+	// tenant's waterfall is skipped until it is back, so it is left out of
+	// them (and of their expected charge), unless every vendor is out.
+	var ordered []string
 	for i, spec := range s.vendors.List {
 		caps := described[i].Caps
 		info := VendorInfo{Name: spec.Name, Kind: string(spec.Kind), CreditValue: described[i].CreditValue,
@@ -151,6 +168,12 @@ func (s *Service) Vendors(ctx context.Context, p Principal) (Vendors, error) {
 		}
 		out.Vendors = append(out.Vendors, info)
 		names = append(names, spec.Name)
+		if info.Out == nil {
+			ordered = append(ordered, spec.Name)
+		}
+	}
+	if err := s.vendorKeys(ctx, &out); err != nil {
+		return Vendors{}, err
 	}
 	w, err := s.allowanceWarning(ctx, p.Tenant)
 	if err != nil {
@@ -169,8 +192,11 @@ func (s *Service) Vendors(ctx context.Context, p Principal) (Vendors, error) {
 			segs = append(segs, vendororder.SegmentAsks{Segment: g})
 		}
 	}
+	if len(ordered) == 0 {
+		ordered = names
+	}
 	for _, sa := range segs {
-		out.Segments = append(out.Segments, vendorSegment(m, sa, names))
+		out.Segments = append(out.Segments, vendorSegment(m, sa, names, ordered))
 	}
 	return out, nil
 }
@@ -182,8 +208,9 @@ func (s *Service) describedVendors() ([]vendororder.Vendor, error) {
 	return s.described, s.describeErr
 }
 
-// vendorSegment is one segment's rates and its orders for the usual stages.
-func vendorSegment(m *vendororder.Model, sa vendororder.SegmentAsks, names []string) VendorSegment {
+// vendorSegment is one segment's rates (of every vendor in names) and its
+// orders for the usual stages (of the vendors in ordered).
+func vendorSegment(m *vendororder.Model, sa vendororder.SegmentAsks, names, ordered []string) VendorSegment {
 	vs := VendorSegment{Segment: sa.Segment.String(), Asked: sa.Asked, Rates: []VendorRate{}, Orders: []SegmentOrder{}}
 	for _, name := range names {
 		for _, st := range domain.Stages {
@@ -201,7 +228,7 @@ func vendorSegment(m *vendororder.Model, sa vendororder.SegmentAsks, names []str
 		}
 	}
 	for _, stages := range vendororder.UsualStages {
-		order, cost := m.Best(sa.Segment, stages, names)
+		order, cost := m.Best(sa.Segment, stages, ordered)
 		vs.Orders = append(vs.Orders, SegmentOrder{Stages: stages, Order: order, ExpectedCharge: round4(cost)})
 	}
 	return vs

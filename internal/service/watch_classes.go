@@ -6,15 +6,16 @@ import (
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/store"
+	"github.com/enrichq/enrichq/internal/vendororder"
 )
 
 // estimateClasses prices a run of a watch's inputs, counted by class (the
 // store's WatchInputClasses), as Estimate prices an upload's distinct
 // inputs: each class once, times its inputs. The cache is not asked: a run
 // buys again every answer older than the watch's period, which each is by
-// the time the next run comes.
-func (s *Submitter) estimateClasses(ctx context.Context, lookups []domain.Stage, classes []store.WatchInputClass) (Estimate, error) {
-	p, err := s.newEstimatePass(ctx, nil)
+// the time the next run comes. vendors are the waterfall, as estimate's.
+func (s *Submitter) estimateClasses(ctx context.Context, lookups []domain.Stage, classes []store.WatchInputClass, vendors []vendororder.Vendor) (Estimate, error) {
+	p, err := s.newEstimatePass(ctx, vendors)
 	if err != nil {
 		return Estimate{}, err
 	}

@@ -3,16 +3,18 @@ package service
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
+	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
 // checkNewWatch checks what CreateWatch and EstimateWatch ask alike (not
 // the callback) and returns the period.
-func checkNewWatch(nw NewWatch) (time.Duration, error) {
+func (s *Service) checkNewWatch(nw NewWatch) (time.Duration, error) {
 	every, err := ParseWatchEvery(nw.Every)
 	if err != nil {
 		return 0, err
@@ -21,9 +23,16 @@ func checkNewWatch(nw NewWatch) (time.Duration, error) {
 		return 0, invalidParam("monthly_cap_credits", "monthly_cap_credits must be a whole number >= 0")
 	}
 	for _, l := range nw.Lookups {
-		if l != domain.StageProfile && l != domain.StageEmail && l != domain.StagePhone {
-			return 0, invalidParam("lookups", "lookup %q is not one of profile, email, phone", clip(string(l)))
+		if !l.Lookup() {
+			return 0, invalidParam("lookups", "lookup %q is not one of profile, email, phone, verify", clip(string(l)))
 		}
+	}
+	if slices.Contains(nw.Lookups, domain.StageVerify) && !slices.Contains(nw.Lookups, domain.StageEmail) {
+		// As a job's: verify checks the emails the run finds.
+		return 0, invalidParam("lookups", "verify checks the emails the watch finds: ask email too")
+	}
+	if err := s.checkVerify(ingest.JobOptions{Lookups: nw.Lookups}); err != nil {
+		return 0, err
 	}
 	return every, nil
 }
@@ -35,7 +44,7 @@ func (s *Service) EstimateWatch(ctx context.Context, p Principal, nw NewWatch) (
 	if err := p.Require(domain.ScopeRead); err != nil {
 		return WatchEstimate{}, err
 	}
-	every, err := checkNewWatch(nw)
+	every, err := s.checkNewWatch(nw)
 	if err != nil {
 		return WatchEstimate{}, err
 	}

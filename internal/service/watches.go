@@ -175,7 +175,7 @@ func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (Wa
 	if err := p.Require(domain.ScopeSubmit); err != nil {
 		return WatchCreated{}, err
 	}
-	every, err := checkNewWatch(nw)
+	every, err := s.checkNewWatch(nw)
 	if err != nil {
 		return WatchCreated{}, err
 	}
@@ -217,7 +217,12 @@ func (s *Service) CreateWatch(ctx context.Context, p Principal, nw NewWatch) (Wa
 // inputs reads a few rows).
 func (s *Service) watchEstimate(ctx context.Context, classes []store.WatchInputClass, lookups []domain.Stage,
 	every time.Duration, monthlyCap int64) (WatchEstimate, error) {
-	e, err := s.submit.estimateClasses(ctx, lookups, classes)
+	// A watch's runs ask every configured vendor (a run has no vendors option).
+	vendors, err := s.estimateVendors(nil)
+	if err != nil {
+		return WatchEstimate{}, err
+	}
+	e, err := s.submit.estimateClasses(ctx, lookups, classes, vendors)
 	if err != nil {
 		return WatchEstimate{}, err
 	}

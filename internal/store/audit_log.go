@@ -31,6 +31,7 @@ const (
 const (
 	ActorOperator  = "operator"  // the api's own commands (api keys create, revoke)
 	ActorScheduler = "scheduler" // retention
+	ActorWorker    = "worker"    // a vendor's word about a person (AuditVendorSuppressed)
 )
 
 // AuditLine is one line of the append-only audit log: when, which tenant,

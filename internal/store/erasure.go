@@ -95,6 +95,11 @@ func (s *Store) Erase(ctx context.Context, req EraseRequest) (Erasure, error) {
 	// worker may be saving).
 	err := s.retry(ctx, false, func() error {
 		return s.inTx(ctx, func(tx pgx.Tx) error {
+			// Its finds, costed without fresh statistics for a tenant's
+			// size, compiled for longer than they ran.
+			if err := noJIT(ctx, tx); err != nil {
+				return err
+			}
 			var err error
 			out, err = erase(ctx, tx, req, identity)
 			return err

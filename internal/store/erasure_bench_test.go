@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -43,20 +44,24 @@ func sizeName(rows int) string {
 }
 
 // A tenant grown to 100,000 then 1,000,000 rows, each size built once:
-// an erasure of one person of the fresh job (named in turn by profile URL,
+// a page of 1,000 results mid-way through the fresh job, a page of 1,000
+// feed lines mid-way through its lines, an erasure of one person of the fresh job (named in turn by profile URL,
 // name and company, and email), a round of each leader sweep with nothing
 // due, then the purge of the tenant's rows (rows/s, and another tenant's
 // status polls' p99 meanwhile).
 //
 //	go test -run '^$' -bench 'TenantGrowth' -benchtime 20x -timeout 60m ./internal/store/
 //	go test -run '^$' -bench 'TenantGrowth/rows=100k/erase' -benchtime 20x ./internal/store/
+//	go test -run '^$' -bench 'TenantGrowth/rows=1M/(deep|feed)_page' -benchtime 50x -timeout 30m ./internal/store/
 func BenchmarkTenantGrowth(b *testing.B) {
 	for _, rows := range growthSizes {
 		b.Run(sizeName(rows), func(b *testing.B) {
 			st, g, polled := grownTenant(b, rows)
+			b.Run("deep_page", func(b *testing.B) { benchDeepPage(b, st, g) })
+			b.Run("feed_page", func(b *testing.B) { benchFeedPage(b, st, g) })
 			b.Run("erase", func(b *testing.B) { benchErase(b, st, g) })
 			benchIdleSweeps(b, st)
-			benchPurge(b, st, polled)
+			benchPurge(b, st, st, polled, nil)
 		})
 	}
 }
@@ -89,4 +94,67 @@ func benchErase(b *testing.B, st *store.Store, g storetest.Grown) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/erasure")
+}
+
+// benchDeepPage reads pages of 1,000 results of job g (it has not been
+// analyzed) from around its middle row, a little further each time, and
+// reports their p99.
+func benchDeepPage(b *testing.B, st *store.Store, g storetest.Grown) {
+	ctx := context.Background()
+	first, err := st.ListResults(ctx, g.ID, "", 0, 1)
+	if err != nil || len(first) != 1 {
+		b.Fatalf("first row: %v %v", first, err)
+	}
+	var took []time.Duration
+	cpu0, ok := backendCPU(st)
+	b.ResetTimer()
+	for n := range b.N {
+		after := first[0].RowID + int64(g.Rows/2+n*1000%(g.Rows/2-1000))
+		t0 := time.Now()
+		page, err := st.ListResults(ctx, g.ID, "", after, 1000)
+		took = append(took, time.Since(t0))
+		if err != nil || len(page) != 1000 || page[0].RowID != after+1 {
+			b.Fatalf("page after %d: %d rows, %v", after, len(page), err)
+		}
+	}
+	reportP99(b, took, cpu0, ok, st)
+}
+
+// benchFeedPage reads pages of 1,000 lines of acme's results feed from
+// around the middle of job g's lines, and reports their p99.
+func benchFeedPage(b *testing.B, st *store.Store, g storetest.Grown) {
+	ctx := context.Background()
+	n, err := st.Count(ctx, `SELECT (min(seq) + count(*) / 2)::int FROM results_feed_log WHERE job_id = $1`, g.ID)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mid := int64(n)
+	var took []time.Duration
+	cpu0, ok := backendCPU(st)
+	b.ResetTimer()
+	for i := range b.N {
+		since := mid + int64(i*1000%(g.Rows/2-1000))
+		t0 := time.Now()
+		page, err := st.ResultsFeed(ctx, "acme", since, 1000)
+		took = append(took, time.Since(t0))
+		if err != nil || len(page) != 1000 || page[0].Seq != since+1 {
+			b.Fatalf("feed after %d: %d lines, %v", since, len(page), err)
+		}
+	}
+	reportP99(b, took, cpu0, ok, st)
+}
+
+// reportP99 reports the p99 (and the median) of took, in ms, and with
+// cpuOK the CPU time st's backends took a page since cpu0 (backendCPU).
+func reportP99(b *testing.B, took []time.Duration, cpu0 map[uint32]time.Duration, cpuOK bool, st *store.Store) {
+	if cpu1, ok := backendCPU(st); ok && cpuOK {
+		var d time.Duration
+		for pid, t := range cpu1 {
+			d += t - cpu0[pid]
+		}
+		b.ReportMetric(float64(d.Microseconds())/1000/float64(len(took)), "pg-cpu-ms/page")
+	}
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
 }

@@ -67,10 +67,7 @@ func namedRows(ctx context.Context, tx pgx.Tx, req EraseRequest) (ids []int64, m
 	p := req.Person
 	args := pgx.NamedArgs{"tenant": req.Tenant, "email": p.Email, "url": p.ProfileURL,
 		"name": normText(p.Name), "company": normText(p.Company), "domain": p.Domain}
-	members, err = collect[string](ctx, tx, `SELECT id::text FROM platform_members m
-		WHERE m.tenant = @tenant AND (
-			(@email <> '' AND lower(m.email) = @email)
-			OR (@url <> '' AND (m.profile->>'profile_url' = @url OR m.profile->>'url' = @url)))`, args)
+	members, err = collect[string](ctx, tx, namedMembersSQL, args)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,6 +83,21 @@ func namedRows(ctx context.Context, tx pgx.Tx, req EraseRequest) (ids []int64, m
 	}
 	return ids, members, nil
 }
+
+// namedMembersSQL finds the tenant's platform members of the person's
+// email or profile URL, each way through an index that starts at the
+// tenant and the value (migrations/00010_feed_seek.sql).
+var namedMembersSQL = `SELECT m.id::text FROM platform_members m
+		WHERE @email <> '' AND m.tenant = @tenant AND lower(m.email) = @email AND m.email <> ''
+	UNION SELECT m.id::text FROM platform_members m
+		WHERE @url <> '' AND m.tenant = @tenant AND m.profile->>'profile_url' = @url AND m.profile->>'profile_url' IS NOT NULL
+	UNION SELECT m.id::text FROM platform_members m
+		WHERE @url <> '' AND m.tenant = @tenant AND m.profile->>'url' = @url AND m.profile->>'url' IS NOT NULL`
+
+// membersOfEmailsSQL finds the tenant's other platform members of the
+// emails found, through the index of namedMembersSQL's emails.
+var membersOfEmailsSQL = `SELECT id::text FROM platform_members m
+		WHERE m.tenant = @tenant AND lower(m.email) = ANY(@emails::text[]) AND m.email <> '' AND NOT m.id = ANY(@members::uuid[])`
 
 // namedRowsSQL finds the rows that name the person, each way through an
 // index that starts at the person's value (migrations/00005_seek.sql): the
@@ -129,8 +141,7 @@ func rowsOfFound(ctx context.Context, tx pgx.Tx, tenant string, ids []int64, mem
 		return nil, nil, err
 	}
 	ids = append(ids, more...)
-	found, err := collect[string](ctx, tx, `SELECT id::text FROM platform_members m
-		WHERE m.tenant = @tenant AND lower(m.email) = ANY(@emails) AND NOT m.id = ANY(@members::uuid[])`,
+	found, err := collect[string](ctx, tx, membersOfEmailsSQL,
 		pgx.NamedArgs{"tenant": tenant, "emails": emails, "members": members})
 	if err != nil {
 		return nil, nil, err
@@ -148,12 +159,20 @@ func rowsOfFound(ctx context.Context, tx pgx.Tx, tenant string, ids []int64, mem
 }
 
 // rowsOfFoundSQL finds the tenant's other rows of the profile URLs and
-// emails found, through the same indexes as namedRowsSQL.
+// emails found, through the same indexes as namedRowsSQL: a probe per value,
+// in a LATERAL subquery that OFFSET 0 keeps from being flattened into a join.
+// As one "= ANY(array)" each, a person of hundreds of rows (an email a
+// vendor gives many rows) was costed, without fresh statistics, at more than
+// the table, and job_rows and profile_results were read whole.
 var rowsOfFoundSQL = `WITH found AS MATERIALIZED (
-		SELECT r.id FROM job_rows r WHERE r.profile_url = ANY(@urls::text[]) AND r.profile_url IS NOT NULL
-		UNION SELECT p.row_id FROM profile_results p WHERE p.profile_url = ANY(@urls::text[])
-		UNION SELECT r.id FROM job_rows r WHERE r.email = ANY(@emails::text[]) AND r.email IS NOT NULL
-		UNION SELECT e.row_id FROM email_results e WHERE lower(e.email) = ANY(@emails::text[]))
+		SELECT f.id FROM unnest(@urls::text[]) AS u(v) CROSS JOIN LATERAL (
+			SELECT r.id FROM job_rows r WHERE r.profile_url = u.v AND r.profile_url IS NOT NULL
+			UNION SELECT p.row_id FROM profile_results p WHERE p.profile_url = u.v
+			OFFSET 0) f
+		UNION SELECT f.id FROM unnest(@emails::text[]) AS u(v) CROSS JOIN LATERAL (
+			SELECT r.id FROM job_rows r WHERE r.email = u.v AND r.email IS NOT NULL
+			UNION SELECT e.row_id FROM email_results e WHERE lower(e.email) = u.v
+			OFFSET 0) f)
 	SELECT r.id FROM job_rows r JOIN jobs j ON j.id = r.job_id
 	WHERE r.id = ANY(ARRAY(SELECT id FROM found)) AND NOT r.id = ANY(@ids::bigint[]) AND j.tenant = @tenant`
 

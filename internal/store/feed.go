@@ -86,7 +86,21 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 	if err := needTenant(tenant); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, resultsFeedSQL, tenant, since, limit)
+	var out []FeedItem
+	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := pagePlanning(ctx, tx); err != nil {
+			return err
+		}
+		var err error
+		out, err = readFeedPage(ctx, tx, tenant, since, limit)
+		return err
+	})
+	return out, err
+}
+
+// readFeedPage reads a page of resultsFeedSQL in tx (see ResultsFeed).
+func readFeedPage(ctx context.Context, tx pgx.Tx, tenant string, since int64, limit int) ([]FeedItem, error) {
+	rows, err := tx.Query(ctx, resultsFeedSQL, tenant, since, limit)
 	if err != nil {
 		return nil, interpretError(err)
 	}
@@ -101,6 +115,7 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 		email, phones, pNum, pType string
 		conf                       float64
 		verified                   bool
+		status                     string
 		read                       int64
 		ch                         FeedChange
 		chOld, chNew               *string
@@ -109,7 +124,7 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 	_, err = pgx.ForEachRow(rows, []any{&it.Seq, &it.Kind, &it.Stage, &it.JobID, &it.RowID, &it.SourceSeq, &it.InputRow, &it.Ref,
 		&it.InputKind, &it.ProfileURL, &it.Name, &it.Company, &it.Email, &it.Role, &extra, &it.Source, &it.FromCache, &fetched,
 		&url, &name, &head, &comp, &rl, &loc, &size, &ind, &tech, &email, &conf, &verified, &phones, &pNum, &pType, &it.Domain, &it.DeletedSeq,
-		&ch.WatchID, &ch.Field, &chOld, &chNew, &ch.Kind, &ch.Vendor, &chAt}, func() error {
+		&ch.WatchID, &ch.Field, &chOld, &chNew, &ch.Kind, &ch.Vendor, &chAt, &status}, func() error {
 		if read >= MaxFeedPageBytes {
 			return errPageFull
 		}
@@ -128,7 +143,7 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 			item.Profile = &ProfileResult{ProfileURL: url, Name: name, Headline: head, Company: comp, Role: rl,
 				Location: loc, CompanySize: size, Industry: ind, Technographics: tech}
 		case FeedEmail:
-			item.FoundEmail = &EmailResult{ProfileURL: url, Email: email, Confidence: conf, Verified: verified}
+			item.FoundEmail = &EmailResult{ProfileURL: url, Email: email, Confidence: conf, Verified: verified, Status: status}
 		case FeedPhone:
 			item.FoundPhones = &PhoneResult{ProfileURL: url, Phones: []byte(phones), PrimaryNumber: pNum, PrimaryType: pType}
 		case FeedChanged:
@@ -161,7 +176,7 @@ const resultsFeedSQL = `
 			coalesce(phones::text, ''), coalesce(primary_number, ''), coalesce(primary_type, ''), coalesce(input_domain, ''),
 			coalesce(deleted_seq, 0),
 			coalesce(change_watch_id::text, ''), coalesce(change_field, ''), change_old, change_new, coalesce(change_kind, ''),
-			coalesce(change_vendor, ''), change_at
+			coalesce(change_vendor, ''), change_at, coalesce(email_status, '')
 		FROM results_feed
 		WHERE tenant = $1 AND seq > $2
 		ORDER BY seq

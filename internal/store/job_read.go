@@ -60,15 +60,19 @@ func (s *Store) GetJobStatus(ctx context.Context, tenant, id string) (Job, map[d
 	var maxAge int64
 	var n [7]int
 	dest := append(jobDest(&j, &maxAge), &n[0], &n[1], &n[2], &n[3], &n[4], &n[5], &n[6])
-	err := s.pool.QueryRow(ctx, `SELECT `+jobColumns+`, k.* FROM jobs
-		CROSS JOIN LATERAL (SELECT `+sumCounts+` FROM job_chunk_counts c WHERE c.job_id = jobs.id) AS k
-		WHERE jobs.id = $1 AND jobs.tenant = $2`, id, tenant).Scan(dest...)
+	err := s.pool.QueryRow(ctx, jobStatusSQL, id, tenant).Scan(dest...)
 	if err != nil {
 		return Job{}, nil, interpretError(err)
 	}
 	j.MaxAge = time.Duration(maxAge) * time.Second
 	return j, countsMap(n), nil
 }
+
+// jobStatusSQL reads a job and its row counts by state, summed over its
+// chunks' counters: two probes, whatever the tenant holds.
+const jobStatusSQL = `SELECT ` + jobColumns + `, k.* FROM jobs
+	CROSS JOIN LATERAL (SELECT ` + sumCounts + ` FROM job_chunk_counts c WHERE c.job_id = jobs.id) AS k
+	WHERE jobs.id = $1 AND jobs.tenant = $2`
 
 // sumCounts sums job_chunk_counts' columns in domain.RowStates order.
 const sumCounts = `coalesce(sum(pending), 0), coalesce(sum(in_flight), 0), coalesce(sum(retry_wait), 0),

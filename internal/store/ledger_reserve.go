@@ -65,6 +65,9 @@ type Reservation struct {
 	Allowance *int64
 	// Vendor is the configured name of the vendor called; "": not recorded.
 	Vendor string
+	// Chunk is a bulk call's chunk (its rows are the chunk's): an erasure
+	// finds the bulk calls of a person's rows by it. nil: a single lookup.
+	Chunk *int
 }
 
 // Reserve holds credits for one call, atomically against the job's budget:
@@ -135,7 +138,7 @@ func (s *Store) reserve(ctx context.Context, r Reservation, mark uuid.UUID) (int
 	err := s.pool.QueryRow(ctx, reserveSQL,
 		pgx.StrictNamedArgs{"job_id": r.JobID, "row_id": r.RowID, "row_count": r.RowCount, "stage": r.Stage, "endpoint": r.Endpoint,
 			"idempotency_key": r.IdempotencyKey, "credits": r.Credits, "ttl_ms": r.TTL.Milliseconds(), "account": account, "allowance": r.Allowance,
-			"vendor": nullIfEmpty(r.Vendor), "mark": mark}).
+			"vendor": nullIfEmpty(r.Vendor), "chunk": r.Chunk, "mark": mark}).
 		Scan(&outcome, &id, &state, &spent, &reserved, &budget)
 	if be := tenantBudgetError(err, r.Credits); be != nil {
 		return 0, be
@@ -174,7 +177,7 @@ func (s *Store) reserve(ctx context.Context, r Reservation, mark uuid.UUID) (int
 // commit, naming the ledger row it made (none when it was refused).
 var reserveSQL = `WITH r AS MATERIALIZED (
 		SELECT outcome, ledger_id, state, spent, reserved, budget
-		FROM enrichq_reserve(@job_id, @row_id, @row_count, @stage, @endpoint, @idempotency_key, @credits, @ttl_ms, @account, @allowance, @vendor::text)
+		FROM enrichq_reserve(@job_id, @row_id, @row_count, @stage, @endpoint, @idempotency_key, @credits, @ttl_ms, @account, @allowance, @vendor::text, @chunk::integer)
 	), ` + markSQL(`array_remove(ARRAY[(SELECT ledger_id FROM r)], NULL)`) + `
 	SELECT outcome, ledger_id, state, spent, reserved, budget FROM r`
 

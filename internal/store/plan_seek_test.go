@@ -43,6 +43,19 @@ func TestSeekStatementsReachTheirRowsByIndex(t *testing.T) {
 			SELECT 'other' || i, gen_random_uuid(), '{profile}', 604800, 0, 0, now(), now(), now() FROM generate_series(1, 50) i`,
 		`INSERT INTO watch_changes (tenant, watch_id, n, field, kind, job_id, row_id, at)
 			SELECT w.tenant, w.id, i, 'company', 'changed', gen_random_uuid(), i, now() FROM watches w, generate_series(1, 200) i`,
+		`INSERT INTO watch_inputs (watch_id, n, input_kind, profile_url, name, company, domain, email, found_profile_url, snap_email)
+			SELECT w.id, i, (ARRAY['profile_url', 'email', 'name_company', 'name_domain'])[i % 4 + 1],
+				'https://platform.example/in/w' || i, 'person ' || i, 'company ' || i, 'd' || i || '.example',
+				'w' || i || '@example.com', 'https://platform.example/in/w' || i, 'w' || i || '@example.com'
+			FROM watches w, generate_series(1, 200) i`,
+		`INSERT INTO watch_runs (watch_id, job_id, slot, month, budget, created_at)
+			SELECT w.id, gen_random_uuid(), now() - i * interval '1 day', date_trunc('month', now()), 0, now() FROM watches w, generate_series(1, 100) i`,
+		`INSERT INTO watches (tenant, source_job, lookups, every_seconds, monthly_cap_credits, day_offset_seconds, next_run_at, created_at, updated_at)
+			SELECT 'many' || i, gen_random_uuid(), '{profile}', 604800, 0, 0, now(), now(), now() FROM generate_series(1, 3000) i`,
+		`INSERT INTO platform_members (tenant, member_id, name, email, token, token_issued_at, connected_at, profile)
+			SELECT 'acme', 'm' || i, 'member ' || i, 'm' || i || '@example.com', '\x00', now(), now(),
+				jsonb_build_object('profile_url', 'https://platform.example/in/m' || i, 'url', 'https://platform.example/in/m' || i)
+			FROM generate_series(1, 5000) i`,
 		`INSERT INTO lookup_claims (tenant, stage, input_key, token, expires_at)
 			SELECT 't', 'profile', 'k' || i, gen_random_uuid(), now() FROM generate_series(1, 5000) i`,
 		`DELETE FROM lookup_claims`,

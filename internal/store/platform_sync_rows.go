@@ -46,11 +46,15 @@ func (c PlatformClaim) IDs() []int64 {
 func (s *Store) ClaimPlatformChunk(ctx context.Context, jobID string, chunk int, lease time.Duration, now time.Time) (PlatformClaim, error) {
 	token := uuid.NewString()
 	rows, err := s.pool.Query(ctx, `
-		WITH c AS (
+		WITH j AS (
+			-- FOR SHARE: a claim waits for a pause being committed and sees it; a
+			-- snapshot read alone could claim rows of a job paused meanwhile.
+			SELECT id, tenant FROM jobs WHERE id = $1 AND state IN ('queued', 'running') FOR SHARE
+		), c AS (
 			UPDATE job_rows r SET state = 'in_flight', lease_token = $3, lease_until = now() + $4 * interval '1 millisecond',
 				next_attempt_at = NULL, updated_at = now()
-			FROM jobs j
-			WHERE j.id = r.job_id AND j.state IN ('queued', 'running')
+			FROM j
+			WHERE j.id = r.job_id
 			  AND r.job_id = $1 AND r.chunk = $2 AND r.input_kind = 'member'
 			  AND (r.state = 'pending' OR (r.state = 'retry_wait' AND r.next_attempt_at <= $5))
 			RETURNING r.id, r.job_id, r.chunk, r.attempts, r.ref, r.platform_member, j.tenant

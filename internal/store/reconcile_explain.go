@@ -289,18 +289,23 @@ type Unsettled struct {
 	NotRetried int
 }
 
+// jobUnsettledSQL counts a finished job's calls not settled, each with
+// whether a later send of its key was answered: asked at every status poll
+// of a finished job, it reaches them by credit_ledger_job_open, and each
+// one's later sends by credit_ledger_job_key.
+const jobUnsettledSQL = `
+	SELECT count(*), coalesce(sum(CASE WHEN o.status = 'reserved' THEN o.reserved ELSE o.charged END), 0),
+		count(*) FILTER (WHERE o.status = 'reserved'),
+		count(*) FILTER (WHERE o.status = 'unknown' AND e.answered),
+		count(*) FILTER (WHERE o.status = 'unknown' AND NOT e.answered)
+	FROM credit_ledger o,
+		LATERAL (SELECT EXISTS (SELECT 1 FROM credit_ledger l WHERE ` + explainingSend + `) AS answered) e
+	WHERE o.job_id = $1 AND o.status IN ('reserved', 'unknown')`
+
 // JobUnsettled reads a job's unsettled credits.
 func (s *Store) JobUnsettled(ctx context.Context, jobID string) (Unsettled, error) {
 	var u Unsettled
-	err := s.pool.QueryRow(ctx, `
-		SELECT count(*), coalesce(sum(CASE WHEN o.status = 'reserved' THEN o.reserved ELSE o.charged END), 0),
-			count(*) FILTER (WHERE o.status = 'reserved'),
-			count(*) FILTER (WHERE o.status = 'unknown' AND e.answered),
-			count(*) FILTER (WHERE o.status = 'unknown' AND NOT e.answered)
-		FROM credit_ledger o,
-			LATERAL (SELECT EXISTS (SELECT 1 FROM credit_ledger l WHERE `+explainingSend+`) AS answered) e
-		WHERE o.job_id = $1 AND o.status IN ('reserved', 'unknown')`, jobID).
-		Scan(&u.Calls, &u.Credits, &u.Held, &u.RetriedAfresh, &u.NotRetried)
+	err := s.pool.QueryRow(ctx, jobUnsettledSQL, jobID).Scan(&u.Calls, &u.Credits, &u.Held, &u.RetriedAfresh, &u.NotRetried)
 	return u, interpretError(err)
 }
 

@@ -126,7 +126,10 @@ var rowKeys = map[string][]string{
 // unkeyed lists the scans of the plan that do not seek by the row's keys,
 // and the joins that filter rows after reading them. Without job_rows (a
 // job's extras read alone) the job is key enough.
-func (n seekNode) unkeyed(joined bool) []string {
+func (n seekNode) unkeyed(joined bool) []string { return n.unkeyedBy(rowKeys, joined) }
+
+// unkeyedBy is unkeyed with the keys each table's index condition must hold.
+func (n seekNode) unkeyedBy(rowKeys map[string][]string, joined bool) []string {
 	var out []string
 	if keys, ok := rowKeys[n.Relation]; ok {
 		if !joined {
@@ -148,7 +151,7 @@ func (n seekNode) unkeyed(joined bool) []string {
 		out = append(out, fmt.Sprintf("a %s filters joined rows after reading them: %s", n.NodeType, n.JoinFilter))
 	}
 	for _, c := range n.Plans {
-		out = append(out, c.unkeyed(joined)...)
+		out = append(out, c.unkeyedBy(rowKeys, joined)...)
 	}
 	return out
 }

@@ -42,6 +42,10 @@ func (s *Store) StreamResults(ctx context.Context, q ResultStream, begin func(ex
 		return interpretError(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // read only: nothing to keep
+	// The cursor is planned for the whole job: far above jit_above_cost.
+	if err := noJIT(ctx, tx); err != nil {
+		return err
+	}
 	if q.Idle > 0 {
 		// SET takes no parameters; the value is a number of milliseconds.
 		if _, err := tx.Exec(ctx, "SET LOCAL idle_in_transaction_session_timeout = "+strconv.FormatInt(q.Idle.Milliseconds(), 10)); err != nil {

@@ -150,12 +150,18 @@ func purgeJob(ctx context.Context, tx pgx.Tx, jobID, tenant string, now time.Tim
 // (the job's rows below the last are all in the batch: the others went
 // before).
 //
+// The rows are not locked first (FOR UPDATE wrote each row twice): they
+// are a finished job's, and a row an erasure deletes meanwhile is skipped
+// by the delete and left out of the counts it returns, while a result saved
+// late for a row goes with it through the row's foreign keys.
+// why (no lock): a batch of 5,000 rows writes 20,150 WAL records, not 25,150 (1.09 MB, not 1.36); CPU the same (32 µs a row, BenchmarkPurge in turns)
+//
 // The job is named by a range, not "job_id = $1": with statistics that
 // have seen one job (a young database), job_id = $1 looks like every row,
 // and job_rows_pkey, in the order of id, would win and walk every other
 // job's rows; a range leaves (job_id, id) the only index in that order.
 const purgeRowsSQL = `WITH r AS (
-		SELECT id FROM job_rows WHERE job_id >= $1 AND job_id <= $1 ORDER BY job_id, id LIMIT $2 FOR UPDATE),
+		SELECT id FROM job_rows WHERE job_id >= $1 AND job_id <= $1 ORDER BY job_id, id LIMIT $2),
 	ids AS (SELECT coalesce(array_agg(id), '{}') AS a, min(id) AS lo, max(id) AS hi FROM r),
 	p AS (DELETE FROM profile_results WHERE row_id = ANY((SELECT a FROM ids)::bigint[]) RETURNING 1),
 	e AS (DELETE FROM email_results WHERE row_id = ANY((SELECT a FROM ids)::bigint[]) RETURNING 1),

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"github.com/enrichq/enrichq/internal/domain"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -21,19 +22,20 @@ type LedgerEntry struct {
 	Charged        int64 // 0 while reserved
 	Error          string
 	Vendor         string // the vendor's configured name; "" when not recorded
+	Stage          domain.Stage
 }
 
 // LedgerEntries lists the calls of a job in the credit ledger, oldest first:
 // what an audit of the job's money against the vendor's bill reads.
 func (s *Store) LedgerEntries(ctx context.Context, jobID string) ([]LedgerEntry, error) {
-	rows, err := s.pool.Query(ctx, `SELECT id, idempotency_key, status, reserved, coalesce(charged, 0), error, coalesce(vendor, '')
+	rows, err := s.pool.Query(ctx, `SELECT id, idempotency_key, status, reserved, coalesce(charged, 0), error, coalesce(vendor, ''), stage
 		FROM credit_ledger WHERE job_id = $1 ORDER BY id`, jobID)
 	if err != nil {
 		return nil, interpretError(err)
 	}
 	var e LedgerEntry
 	var out []LedgerEntry
-	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.IdempotencyKey, &e.Status, &e.Reserved, &e.Charged, &e.Error, &e.Vendor}, func() error {
+	_, err = pgx.ForEachRow(rows, []any{&e.ID, &e.IdempotencyKey, &e.Status, &e.Reserved, &e.Charged, &e.Error, &e.Vendor, &e.Stage}, func() error {
 		out = append(out, e)
 		return nil
 	})

@@ -40,9 +40,9 @@ func TestLedgerAuditReads(t *testing.T) {
 
 	entries, err := st.LedgerEntries(ctx, job.ID)
 	want := []store.LedgerEntry{
-		{ID: settled, IdempotencyKey: "a", Status: store.LedgerSettled, Reserved: 10, Charged: 4},
-		{ID: unknown, IdempotencyKey: "b", Status: store.LedgerUnknown, Reserved: 6, Charged: 6, Error: "timeout after send"},
-		{ID: open, IdempotencyKey: "c", Status: store.LedgerReserved, Reserved: 3},
+		{ID: settled, IdempotencyKey: "a", Status: store.LedgerSettled, Reserved: 10, Charged: 4, Stage: domain.StageProfile},
+		{ID: unknown, IdempotencyKey: "b", Status: store.LedgerUnknown, Reserved: 6, Charged: 6, Error: "timeout after send", Stage: domain.StageProfile},
+		{ID: open, IdempotencyKey: "c", Status: store.LedgerReserved, Reserved: 3, Stage: domain.StageProfile},
 	}
 	if err != nil || len(entries) != len(want) {
 		t.Fatalf("entries %+v, err %v", entries, err)

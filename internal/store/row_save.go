@@ -24,7 +24,10 @@ type EmailResult struct {
 	Email      string
 	Confidence float64
 	Verified   bool
-	Raw        []byte
+	// Status is the verify stage's verdict on Email (valid, invalid,
+	// accept_all, webmail, disposable, unknown); "" when not verified.
+	Status string
+	Raw    []byte
 }
 
 // PhoneResult is the phone numbers found for a row; Phones is a JSON array.
@@ -139,7 +142,7 @@ func (s *Store) saveOutcomes(ctx context.Context, tenant, token string, a *saveA
 		"p_size": a.p.size, "p_industry": a.p.industry, "p_tech": a.p.tech, "p_raw": a.p.raw, "p_fetched": a.p.fetched,
 		// emails
 		"e_row_id": a.e.rowID, "e_source": a.e.source, "e_from_cache": a.e.fromCache, "e_url": a.e.url, "e_email": a.e.email,
-		"e_confidence": a.e.confidence, "e_verified": a.e.verified, "e_raw": a.e.raw, "e_fetched": a.e.fetched,
+		"e_confidence": a.e.confidence, "e_verified": a.e.verified, "e_status": a.e.status, "e_raw": a.e.raw, "e_fetched": a.e.fetched,
 		// phones
 		"ph_row_id": a.ph.rowID, "ph_source": a.ph.source, "ph_from_cache": a.ph.fromCache, "ph_url": a.ph.url,
 		"ph_phones": a.ph.phones, "ph_primary_number": a.ph.primaryNumber, "ph_primary_type": a.ph.primaryType,
@@ -215,10 +218,10 @@ WITH sup AS (
 	ORDER BY x.ord
 	ON CONFLICT (row_id) DO NOTHING
 ), e AS (
-	INSERT INTO email_results (job_id, row_id, source, from_cache, profile_url, email, confidence, verified, raw, fetched_at)
-	SELECT u.job_id, x.row_id, x.source, x.from_cache, x.url, x.email, x.confidence, x.verified, x.raw::jsonb, x.fetched
-	FROM unnest(@e_row_id::bigint[], @e_source::text[], @e_from_cache::bool[], @e_url::text[], @e_email::text[], @e_confidence::float8[], @e_verified::bool[], @e_raw::text[], @e_fetched::timestamptz[])
-		WITH ORDINALITY AS x(row_id, source, from_cache, url, email, confidence, verified, raw, fetched, ord)
+	INSERT INTO email_results (job_id, row_id, source, from_cache, profile_url, email, confidence, verified, email_status, raw, fetched_at)
+	SELECT u.job_id, x.row_id, x.source, x.from_cache, x.url, x.email, x.confidence, x.verified, x.status, x.raw::jsonb, x.fetched
+	FROM unnest(@e_row_id::bigint[], @e_source::text[], @e_from_cache::bool[], @e_url::text[], @e_email::text[], @e_confidence::float8[], @e_verified::bool[], @e_status::text[], @e_raw::text[], @e_fetched::timestamptz[])
+		WITH ORDINALITY AS x(row_id, source, from_cache, url, email, confidence, verified, status, raw, fetched, ord)
 	JOIN kept u ON u.id = x.row_id
 	ORDER BY x.ord
 	ON CONFLICT (row_id) DO NOTHING

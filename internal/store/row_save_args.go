@@ -30,6 +30,7 @@ type saveArgs struct {
 	e struct {
 		rowID                   []int64
 		source, url, email, raw []string
+		status                  []*string
 		fromCache, verified     []bool
 		confidence              []float64
 		fetched                 []time.Time
@@ -139,6 +140,11 @@ func (a *saveArgs) results(o Outcome) {
 		a.e.email = append(a.e.email, e.Email)
 		a.e.confidence = append(a.e.confidence, e.Confidence)
 		a.e.verified = append(a.e.verified, e.Verified)
+		var status *string
+		if e.Status != "" {
+			status = &e.Status
+		}
+		a.e.status = append(a.e.status, status)
 		a.e.raw = append(a.e.raw, string(jsonOrEmpty(e.Raw)))
 		a.e.fetched = append(a.e.fetched, o.Prov.FetchedAt)
 	}

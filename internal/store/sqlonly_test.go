@@ -21,7 +21,7 @@ var sqlStatement = regexp.MustCompile(`^\s*(SELECT\s|INSERT\s+INTO\s|UPDATE\s+\w
 // notOurSQL are files whose SQL is not enrichq's: statements handed to
 // another program, by why.
 var notOurSQL = map[string]string{
-	"dev/bench/scenarios.go": "psql's own \\copy into a table of its own, timed as the baseline of an upload",
+	"dev/bench/ingest.go": "psql's own \\copy into a table of its own, timed as the baseline of an upload",
 }
 
 // Every SQL statement lives in internal/store (and internal/store/storetest

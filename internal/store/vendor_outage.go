@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -88,4 +89,18 @@ func (s *Store) VendorSkips(ctx context.Context, jobID string) (map[string]int64
 		out[v] = n
 	}
 	return out, interpretError(rows.Err())
+}
+
+// BringVendorBack puts vendor back in the waterfall of tenant ("": of
+// every tenant) at once: the operator says its credits were bought, its
+// quota renewed or its key fixed. It reports how many tenants had it out.
+func (s *Store) BringVendorBack(ctx context.Context, vendor, tenant string) (int64, error) {
+	if vendor == "" {
+		return 0, errors.New("store: bring back which vendor?")
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM vendor_outages WHERE vendor = $1 AND ($2 = '' OR tenant = $2) AND until > now()`, vendor, tenant)
+	if err != nil {
+		return 0, interpretError(err)
+	}
+	return tag.RowsAffected(), nil
 }

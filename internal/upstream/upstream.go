@@ -1,9 +1,11 @@
 // Package upstream is the call kit every client of an upstream service
 // shares: the vendors' adapters (internal/enrich and its packages) and the
 // platform's client (internal/platform/platformapi). It holds what each
-// of them did alike: the default timeout and User-Agent, no redirects, a
-// checked base URL, the code of a transport error, the secret redacted
-// from any text, and the clipping of an upstream's text to one line.
+// of them did alike: the call itself ([Caller.Do]: the request sent under
+// the timeout, a bounded body, its failures as an [*Error]), the default
+// timeout and User-Agent, no redirects, a checked base URL, the code of a
+// transport error, the secret redacted from any text, and the clipping of
+// an upstream's text to one line.
 package upstream
 
 import (

@@ -13,6 +13,11 @@ import (
 // little and a hundred answers mostly decide it.
 const DefaultPriorWeight = 20
 
+// DefaultPoolWeight is the most asks the pool (every other tenant's
+// answers) counts for in a tenant's rate: as much as the configured prior
+// with no answers of the tenant's own, less and less as they come.
+const DefaultPoolWeight = 20
+
 // Estimate is what the model holds of one vendor for one segment and stage.
 type Estimate struct {
 	// Asked, Found and Credits are the observed counts (credits in the
@@ -75,11 +80,33 @@ func (m *Model) hitPrior(v *Vendor, seg domain.Segment, st domain.Stage) float64
 	return blend(k.found-own.found, k.asked-own.asked, v.PriorHitRate, m.weight)
 }
 
+// pulled is the pool's counts for k (the other tenants') scaled down to at
+// most poolWeight asks: what they add to the tenant's own.
+func (m *Model) pulled(k segKey) (asked, found, credits float64) {
+	c := m.pool[k]
+	if c.asked <= 0 || m.poolWeight <= 0 {
+		return 0, 0, 0
+	}
+	n := min(float64(c.asked), m.poolWeight)
+	f := n / float64(c.asked)
+	return n, f * float64(c.found), f * float64(c.credits)
+}
+
+// rate is the share of asks v is expected to answer for seg and stage st:
+// (found + pooled found + w·prior) ÷ (asked + pooled asks + w).
+func (m *Model) rate(v *Vendor, seg domain.Segment, st domain.Stage) float64 {
+	k := segKey{v.Name, seg, st}
+	c := m.bySeg[k]
+	pa, pf, _ := m.pulled(k)
+	return (float64(c.found) + pf + m.weight*m.hitPrior(v, seg, st)) / (float64(c.asked) + pa + m.weight)
+}
+
 // estimate is v's estimate for segment seg and stage st.
 func (m *Model) estimate(v *Vendor, seg domain.Segment, st domain.Stage) Estimate {
-	c := m.bySeg[segKey{v.Name, seg, st}]
+	k := segKey{v.Name, seg, st}
+	c := m.bySeg[k]
 	prior := m.hitPrior(v, seg, st)
-	e := Estimate{Asked: c.asked, Found: c.found, Credits: c.credits, P: blend(c.found, c.asked, prior, m.weight)}
+	e := Estimate{Asked: c.asked, Found: c.found, Credits: c.credits, P: m.rate(v, seg, st)}
 	q, ok := question(v, seg.Kind, st)
 	if !ok {
 		return Estimate{Asked: c.asked, Found: c.found, Credits: c.credits}
@@ -92,9 +119,10 @@ func (m *Model) estimate(v *Vendor, seg domain.Segment, st domain.Stage) Estimat
 		e.Charge = cv * charge(price, m.matchRate(v, seg))
 		return e
 	}
-	// One stage per call: what it billed per ask, with the price list at
-	// the prior rate counted as w asks.
-	e.Charge = cv * (float64(c.credits) + m.weight*charge(price, prior)) / (float64(c.asked) + m.weight)
+	// One stage per call: what it billed per ask (its own, and the pool's
+	// pulled in), with the price list at the prior rate counted as w asks.
+	pa, _, pc := m.pulled(k)
+	e.Charge = cv * (float64(c.credits) + pc + m.weight*charge(price, prior)) / (float64(c.asked) + pa + m.weight)
 	return e
 }
 
@@ -106,14 +134,25 @@ func charge(p enrich.Price, hit float64) float64 {
 
 // matchRate is the share of calls a FillsAll vendor finds a record for in
 // seg: the highest of its stages' rates (a record that answers any stage
-// is a match, billed).
+// is a match, billed), of the stages it was asked for rows of seg's kind
+// (its own answers or the pool's) when there are any: a stage never asked
+// (the phone of jobs that want none) is its prior alone, and would make
+// every record look found.
 func (m *Model) matchRate(v *Vendor, seg domain.Segment) float64 {
-	var r float64
+	var r, asked float64
 	for _, st := range v.Caps.Stages {
-		if v.Caps.Answers(st, seg.Kind, false) {
-			c := m.bySeg[segKey{v.Name, seg, st}]
-			r = max(r, blend(c.found, c.asked, m.hitPrior(v, seg, st), m.weight))
+		if !v.Caps.Answers(st, seg.Kind, false) {
+			continue
 		}
+		k := segKey{v.Name, seg, st}
+		pa, _, _ := m.pulled(k)
+		if m.byKind[kindKey{v.Name, seg.Kind, st}].asked > 0 || pa > 0 {
+			asked = max(asked, m.rate(v, seg, st))
+		}
+		r = max(r, m.rate(v, seg, st))
+	}
+	if asked > 0 {
+		return asked
 	}
 	return r
 }
@@ -128,4 +167,21 @@ func question(v *Vendor, k domain.InputKind, st domain.Stage) (enrich.Question, 
 		return enrich.Question{}, false
 	}
 	return enrich.Question{Query: enrich.SampleQuery(by), Stages: []domain.Stage{st}}, true
+}
+
+// explorable says whether moving vendor first still teaches something for
+// a row of seg asking stages: its asks of the first of them it can answer
+// are fewer than limit. Past it, rows stop exploring it there, so
+// exploration costs a bounded number of rows per segment.
+func (m *Model) explorable(vendor string, seg domain.Segment, stages []domain.Stage, limit int64) bool {
+	v := m.vendors[vendor]
+	if v == nil {
+		return false
+	}
+	for _, st := range stages {
+		if _, ok := question(v, seg.Kind, st); ok {
+			return m.bySeg[segKey{v.Name, seg, st}].asked < limit
+		}
+	}
+	return false
 }

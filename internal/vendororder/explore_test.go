@@ -16,6 +16,9 @@ type noRates struct{}
 
 func (noRates) AddVendorRates(context.Context, []store.VendorRate) error { return nil }
 func (noRates) VendorRates(context.Context) ([]store.VendorRate, error)  { return nil, nil }
+func (noRates) TenantVendorRates(context.Context, string) ([]store.VendorRate, error) {
+	return nil, nil
+}
 
 // About the configured share of rows, never more than it and a little,
 // ask another order: the same rows every time, each order a permutation
@@ -31,7 +34,7 @@ func TestExplorationBoundedAndDeterministic(t *testing.T) {
 	candidates := []string{"c", "b", "a"}
 	const rows = 20_000
 	explored := func(share float64, cands []string) (n int, firsts map[string]int) {
-		a := New(vs, noRates{}, Options{Explore: share})
+		a := New(vs, noRates{}, Options{Explore: share, ExploreMargin: 100}) // every order near enough to explore
 		best, _ := a.Model().Best(nameDomainFR, profileOnly, cands)
 		firsts = map[string]int{}
 		for id := int64(1); id <= rows; id++ {
@@ -89,6 +92,9 @@ func (f *failingRates) AddVendorRates(_ context.Context, incs []store.VendorRate
 	return nil
 }
 func (f *failingRates) VendorRates(context.Context) ([]store.VendorRate, error) { return nil, nil }
+func (f *failingRates) TenantVendorRates(context.Context, string) ([]store.VendorRate, error) {
+	return nil, nil
+}
 
 // Observe batches: nothing is written before FlushAt rows are pending; a
 // write that fails keeps them pending, summed with what came meanwhile,

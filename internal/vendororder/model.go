@@ -31,6 +31,10 @@ type Model struct {
 	weight  float64
 	bySeg   map[segKey]counts
 	byKind  map[kindKey]counts
+	// pool is the other tenants' counts per segment (the pool less the
+	// tenant's own), pulled in as at most poolWeight asks (pulled).
+	pool       map[segKey]counts
+	poolWeight float64
 
 	mu    sync.Mutex
 	cache map[string]choice
@@ -48,11 +52,21 @@ type choice struct {
 // vendor, segment and stage); priorWeight is how many asks a prior counts
 // for (0: DefaultPriorWeight).
 func NewModel(vendors []Vendor, rates []store.VendorRate, priorWeight float64) *Model {
+	return NewTenantModel(vendors, rates, nil, priorWeight, 0)
+}
+
+// NewTenantModel is the model of one tenant's rows: its own observed rates
+// (own), the configured priors, and the pool's rates (every tenant's,
+// including own, which is taken out of them) pulled in as at most
+// poolWeight asks per segment and stage (0: none), so that other tenants'
+// rows move the tenant's order by a bounded amount (docs/vendors.md, "Per
+// tenant").
+func NewTenantModel(vendors []Vendor, own, pool []store.VendorRate, priorWeight, poolWeight float64) *Model {
 	if priorWeight <= 0 {
 		priorWeight = DefaultPriorWeight
 	}
 	m := &Model{vendors: map[string]*Vendor{}, weight: priorWeight, bySeg: map[segKey]counts{}, byKind: map[kindKey]counts{},
-		cache: map[string]choice{}}
+		pool: map[segKey]counts{}, poolWeight: max(poolWeight, 0), cache: map[string]choice{}}
 	for i := range vendors {
 		v := vendors[i]
 		if v.CreditValue < 1 {
@@ -61,7 +75,7 @@ func NewModel(vendors []Vendor, rates []store.VendorRate, priorWeight float64) *
 		m.list = append(m.list, &v)
 		m.vendors[v.Name] = &v
 	}
-	for _, r := range rates {
+	for _, r := range own {
 		k := segKey{r.Vendor, r.Segment, r.Stage}
 		c := m.bySeg[k]
 		c.add(r)
@@ -70,6 +84,24 @@ func NewModel(vendors []Vendor, rates []store.VendorRate, priorWeight float64) *
 		c = m.byKind[kk]
 		c.add(r)
 		m.byKind[kk] = c
+	}
+	if m.poolWeight > 0 {
+		for _, r := range pool {
+			k := segKey{r.Vendor, r.Segment, r.Stage}
+			c := m.pool[k]
+			c.add(r)
+			m.pool[k] = c
+		}
+		for k, c := range m.pool {
+			o := m.bySeg[k]
+			c = counts{asked: max(c.asked-o.asked, 0), found: max(c.found-o.found, 0), credits: max(c.credits-o.credits, 0)}
+			c.found = min(c.found, c.asked)
+			if c.asked == 0 {
+				delete(m.pool, k)
+				continue
+			}
+			m.pool[k] = c
+		}
 	}
 	return m
 }

@@ -180,3 +180,24 @@ func TestGaugesBoundedToTheBusiestSegments(t *testing.T) {
 		t.Errorf("%d series; want %d", len(g), 32*6)
 	}
 }
+
+// A FillsAll vendor's match rate is that of the stages it was asked: a
+// stage no job asked (the phone) is its prior alone, and does not make
+// every call look like a billed match.
+func TestMatchRateOfTheStagesAsked(t *testing.T) {
+	vs := specs(t, pdlSpec("p", 0.5, 1))
+	m := NewModel(vs, []store.VendorRate{
+		{Vendor: "p", Segment: nameDomainFR, Stage: domain.StageProfile, Asked: 1000, Found: 100, Credits: 100},
+		{Vendor: "p", Segment: nameDomainFR, Stage: domain.StageEmail, Asked: 1000, Found: 90},
+	}, 0)
+	e, _ := m.Estimate("p", nameDomainFR, domain.StageProfile)
+	if e.Charge > 0.11 || e.Charge < 0.1 {
+		t.Errorf("charge of a call = %v; want about 0.1 (a tenth of the calls match, at 1)", e.Charge)
+	}
+	if e, _ := m.Estimate("p", nameDomainUS, domain.StageProfile); e.Charge > 0.11 || e.Charge < 0.1 {
+		t.Errorf("a segment never asked: charge %v; want about 0.1 (its kind's other segments)", e.Charge)
+	}
+	if e, _ := m.Estimate("p", domain.Segment{Kind: domain.InputEmail}, domain.StageProfile); !near(e.Charge, 0.5) {
+		t.Errorf("a kind never asked: charge %v; want the prior's 0.5", e.Charge)
+	}
+}

@@ -51,9 +51,9 @@ func buyerStack(t *testing.T) (*stack, *mover) {
 	ctx := context.Background()
 	seg := domain.Segment{Kind: domain.InputProfileURL}
 	s.Observe(t,
-		jobstest.Observed{Vendor: "vendor", Segment: seg, Stage: domain.StageProfile, Asked: 120, Found: 96, Credits: 96},
-		jobstest.Observed{Vendor: "vendor", Segment: seg, Stage: domain.StageEmail, Asked: 96, Found: 60, Credits: 180},
-		jobstest.Observed{Vendor: otherVendor, Segment: seg, Stage: domain.StageProfile, Asked: 40, Found: 18, Credits: 18})
+		jobstest.Observed{Tenant: tenantA, Vendor: "vendor", Segment: seg, Stage: domain.StageProfile, Asked: 120, Found: 96, Credits: 96},
+		jobstest.Observed{Tenant: tenantA, Vendor: "vendor", Segment: seg, Stage: domain.StageEmail, Asked: 96, Found: 60, Credits: 180},
+		jobstest.Observed{Tenant: tenantA, Vendor: otherVendor, Segment: seg, Stage: domain.StageProfile, Asked: 40, Found: 18, Credits: 18})
 	if _, err := s.Store.TakeVendorOut(ctx, tenantA, otherVendor, "out of credits (402)", time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -40,10 +40,14 @@ func TestBuyerPages(t *testing.T) {
 	if got := cell(t, body, "vendor", "vendor-spent"); got != commas(paid) {
 		t.Errorf("the vendors page says vendor was paid %q this month, the job's costs %d", got, paid)
 	}
-	for _, want := range []string{"out of credits (402)", otherVendor + " is out of your waterfall", `class="chart-bar"`, "Profile URLs, any country", "Expected charge per row", otherVendor + " (out now)"} {
+	for _, want := range []string{"out of credits (402)", otherVendor + " is out of your waterfall", `class="chart-bar"`, "Profile URLs, any country", "Expected charge per row"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the vendors page lacks %q", want)
 		}
+	}
+	// The orders shown are those auto uses now: the vendor out is skipped.
+	if orders := between(body, "The order auto uses", "</section>"); orders == "" || strings.Contains(orders, otherVendor) {
+		t.Errorf("the orders auto uses now name %s, which is out:\n%.1500s", otherVendor, orders)
 	}
 
 	// The job's page: answers by vendor and the vendor's pay, drawn.

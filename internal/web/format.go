@@ -92,6 +92,8 @@ func stageWords(s domain.Stage) string {
 		return "Work email, with a confidence"
 	case domain.StagePhone:
 		return "Phone numbers"
+	case domain.StageVerify:
+		return "Verify each email found (an invalid one is not delivered)"
 	}
 	return string(s)
 }

@@ -99,7 +99,7 @@ func (u *UI) NewJob(w http.ResponseWriter, r *http.Request) {
 }
 
 func (u *UI) newJobPage(w http.ResponseWriter, r *http.Request, status int, f jobForm, p *problem) {
-	u.render(w, r, status, "newjob", page{Title: "New job", Nav: "new", Data: newJobData{Form: f, Stages: domain.Stages,
+	u.render(w, r, status, "newjob", page{Title: "New job", Nav: "new", Data: newJobData{Form: f, Stages: domain.Lookups,
 		MaxSize: humanBytes(u.svc.Limits().MaxBytes), Problem: p}})
 }
 

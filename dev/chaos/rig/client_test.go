@@ -11,6 +11,7 @@ import (
 
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 )
 
 // resetOnce serves the fake vendor, but the first request carrying a given
@@ -51,11 +52,11 @@ func (h *resetOnce) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // resettingClient serves h and returns a client of it whose connection is
 // open already (a first call without a key), so that the next call reuses it.
-func resettingClient(t *testing.T, h *resetOnce) *enrich.Client {
+func resettingClient(t *testing.T, h *resetOnce) *seed.Client {
 	t.Helper()
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	c, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: "test-key", HTTPClient: &http.Client{Timeout: 5 * time.Second}})
+	c, err := seed.NewClient(seed.Config{BaseURL: srv.URL, APIKey: "test-key", HTTPClient: &http.Client{Timeout: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/httpapi"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/service"
@@ -36,25 +37,25 @@ type dying struct {
 
 func (d *dying) die() { d.calls.Add(1); <-d.release }
 
-func (d *dying) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (enrich.ProfileResult, error) {
+func (d *dying) Profile(ctx context.Context, q enrich.ProfileQuery, key string) (seed.ProfileResult, error) {
 	r, err := d.Vendor.Profile(ctx, q, key)
 	d.die()
 	return r, err
 }
 
-func (d *dying) Email(ctx context.Context, u, key string) (enrich.EmailResult, error) {
+func (d *dying) Email(ctx context.Context, u, key string) (seed.EmailResult, error) {
 	r, err := d.Vendor.Email(ctx, u, key)
 	d.die()
 	return r, err
 }
 
-func (d *dying) Phone(ctx context.Context, u, key string) (enrich.PhoneResult, error) {
+func (d *dying) Phone(ctx context.Context, u, key string) (seed.PhoneResult, error) {
 	r, err := d.Vendor.Phone(ctx, u, key)
 	d.die()
 	return r, err
 }
 
-func (d *dying) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, key string) (enrich.BulkResult, error) {
+func (d *dying) Bulk(ctx context.Context, rows []enrich.ProfileQuery, include []domain.Stage, key string) (seed.BulkResult, error) {
 	r, err := d.Vendor.Bulk(ctx, rows, include, key)
 	d.die()
 	return r, err

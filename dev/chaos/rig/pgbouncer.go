@@ -136,7 +136,7 @@ func (b *PgBouncer) Start(ctx context.Context) error {
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("chaos: pgbouncer exited at start; see %s", filepath.Join(b.Dir, "pgbouncer.log"))
+			return fmt.Errorf("chaos: pgbouncer exited at start; %s ends:\n%s", filepath.Join(b.Dir, "pgbouncer.log"), logTail(filepath.Join(b.Dir, "pgbouncer.log"), 15))
 		case <-ctx.Done():
 			b.Kill()
 			return ctx.Err()

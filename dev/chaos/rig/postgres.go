@@ -148,7 +148,7 @@ func StartPrimary(ctx context.Context, syncStandby string) (*PGServer, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := s.Start(ctx); err != nil {
+	if err := s.startFirst(ctx); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
@@ -190,9 +190,24 @@ func (s *PGServer) configure(conf map[string]string) error {
 // Start starts the server and waits until it accepts connections.
 func (s *PGServer) Start(ctx context.Context) error {
 	if out, err := s.as.command(ctx, filepath.Join(s.bin, "pg_ctl"), "-D", s.Dir, "-l", s.Log(), "-w", "-t", "60", "start").CombinedOutput(); err != nil {
-		return fmt.Errorf("chaos: start %s: %w: %s (see %s)", s.Name, err, out, s.Log())
+		return fmt.Errorf("chaos: start %s: %w: %s\n%s ends:\n%s", s.Name, err, out, s.Log(), logTail(s.Log(), 15))
 	}
 	return nil
+}
+
+// startFirst starts a server for the first time: if another listener took
+// its port after configure picked it, it starts again on another (nobody
+// knows the first one yet).
+func (s *PGServer) startFirst(ctx context.Context) error {
+	for try := 1; ; try++ {
+		err := s.Start(ctx)
+		if err == nil || try == 3 || !strings.Contains(logTail(s.Log(), 15), "already in use") {
+			return err
+		}
+		if err := s.configure(map[string]string{}); err != nil {
+			return err
+		}
+	}
 }
 
 // StartStandby takes a base backup of s (pg_basebackup -R: streaming
@@ -219,7 +234,7 @@ func (s *PGServer) StartStandby(ctx context.Context, name string) (*PGServer, er
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	if err := st.Start(ctx); err != nil {
+	if err := st.startFirst(ctx); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}

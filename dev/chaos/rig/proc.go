@@ -98,10 +98,10 @@ func Start(ctx context.Context, s ProcSpec) (*Proc, string, error) {
 	case line := <-lines:
 		return p, line, nil
 	case <-p.done:
-		return nil, "", fmt.Errorf("%s exited before it was ready (%v); see %s", s.Name, p.Err(), s.Log)
+		return nil, "", fmt.Errorf("%s exited before it was ready (%v); %s ends:\n%s", s.Name, p.Err(), s.Log, logTail(s.Log, 15))
 	case <-t.C:
 		p.Kill()
-		return nil, "", fmt.Errorf("%s not ready after %s; see %s", s.Name, timeout, s.Log)
+		return nil, "", fmt.Errorf("%s not ready after %s; %s ends:\n%s", s.Name, timeout, s.Log, logTail(s.Log, 15))
 	case <-ctx.Done():
 		p.Kill()
 		return nil, "", ctx.Err()

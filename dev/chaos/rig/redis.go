@@ -79,7 +79,7 @@ func startRedisProc(ctx context.Context, path, dir, logName string, port int, ar
 		}
 		select {
 		case <-r.done:
-			return nil, fmt.Errorf("chaos: %s exited at start; see %s", filepath.Base(path), filepath.Join(dir, logName))
+			return nil, fmt.Errorf("chaos: %s exited at start; %s ends:\n%s", filepath.Base(path), filepath.Join(dir, logName), logTail(filepath.Join(dir, logName), 15))
 		case <-ctx.Done():
 			r.Stop()
 			return nil, ctx.Err()
@@ -108,16 +108,6 @@ func (r *Redis) Stop() {
 func (r *Redis) Kill() {
 	_ = r.cmd.Process.Kill()
 	<-r.done
-}
-
-// freePort asks the kernel for a free TCP port on 127.0.0.1.
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // FlushQueue deletes every Redis key of one asynq queue: for a test sharing

@@ -19,9 +19,9 @@ import (
 
 	"github.com/enrichq/enrichq/dev/chaos/rig"
 	"github.com/enrichq/enrichq/internal/domain"
-	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	"github.com/enrichq/enrichq/internal/ingest"
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/jobs/jobstest"
@@ -199,6 +199,9 @@ type workerConfig struct {
 	limiter         func(jobs.Limiter) jobs.Limiter // wraps the shared limiter
 	shutdownTimeout time.Duration
 	concurrency     int
+	// lanes, when set, are the worker's vendors instead of the seed fake
+	// (paced by the shared limiter).
+	lanes func(jobs.Limiter) []jobs.VendorConfig
 }
 
 func (r *stack) startWorker(wc workerConfig) *worker {
@@ -222,7 +225,7 @@ func (r *stack) startWorker(wc workerConfig) *worker {
 		w.proxy = p
 		w.st = r.openStore(r.proxiedURL(p))
 	}
-	client, err := enrich.NewClient(enrich.Config{BaseURL: r.vendorURL, APIKey: "test-key",
+	client, err := seed.NewClient(seed.Config{BaseURL: r.vendorURL, APIKey: "test-key",
 		HTTPClient: &http.Client{Timeout: r.cfg.timeout}})
 	if err != nil {
 		r.t.Fatal(err)
@@ -244,7 +247,11 @@ func (r *stack) startWorker(wc workerConfig) *worker {
 	}
 	vc := jobstest.SeedVendor(v, l, "")
 	vc.Account = "chaos-account" // what is learned of the vendor is remembered for the key, across workers
-	proc := jobs.NewProcessor(w.st, []jobs.VendorConfig{vc}, pc, r.log)
+	lanes := []jobs.VendorConfig{vc}
+	if wc.lanes != nil {
+		lanes = wc.lanes(l)
+	}
+	proc := jobs.NewProcessor(w.st, lanes, pc, r.log)
 	w.proc = proc
 	w.srv = jobs.NewServer(r.redisOpt, jobs.ServerConfig{Queue: r.queue, Concurrency: wc.concurrency, ShutdownTimeout: wc.shutdownTimeout,
 		TaskCheckInterval: 20 * time.Millisecond, DelayedTaskCheckInterval: 50 * time.Millisecond}, r.log)
@@ -515,4 +522,4 @@ func requireMoney(t *testing.T, f rig.Figures) {
 }
 
 // Vendor is the seed vendor's calls, as a test wraps them.
-type Vendor = enrich.SeedAPI
+type Vendor = seed.API

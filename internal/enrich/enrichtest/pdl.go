@@ -7,7 +7,10 @@
 package enrichtest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -33,11 +36,14 @@ const (
 type PDLOptions struct {
 	// APIKeys are the accepted keys (X-Api-Key). Empty: {"test-key"}.
 	APIKeys []string
-	// Credits is each key's starting balance; a key not in it starts with
-	// StartCredits. At zero the fake answers 402 to every call; a bulk call
-	// whose matches exceed the balance is refused whole (402, nothing billed).
-	Credits      map[string]int64
-	StartCredits int64
+	// Credits is each key's starting balance of purchased credits; a key
+	// not in it starts with StartCredits. Past them a key spends its
+	// OverageCredits (X-TotalLimit-Overages-Remaining); with both spent the
+	// fake answers 402 to every call, and a bulk call whose matches exceed
+	// what is left is refused whole (402, nothing billed).
+	Credits        map[string]int64
+	StartCredits   int64
+	OverageCredits int64
 	// RPM is the calls per key and endpoint in each fixed 60 s window; past
 	// it, 429 with X-RateLimit-Reset (the window's end, RFC 3339 UTC).
 	// 0: unlimited.
@@ -66,6 +72,22 @@ type PDLOptions struct {
 	// profile URL always has one).
 	WorkEmailRate, PersonalEmailRate, MobileRate, NoProfileRate float64
 
+	// WrongPersonRate is the share of lookups by name at a company that the
+	// fake does not know and answers with someone else, as the vendor does:
+	// a namesake who once worked at the company asked and works elsewhere
+	// now, at likelihood WrongLikelihood (the vendor's default floor is 2).
+	// Billed like any match unless min_likelihood or required refuse it.
+	// WrongStrongRate is the share of those the vendor is wrongly sure of:
+	// scored 7, above the usual floors, so that only the record's current
+	// employer tells them apart.
+	WrongPersonRate float64
+	WrongLikelihood int
+	WrongStrongRate float64
+	// FreePlan answers contact fields (work_email, personal_emails,
+	// mobile_phone, phone_numbers) as true or false, as the vendor does on a
+	// Free plan: the match is billed, the email and phone are not in it.
+	FreePlan bool
+
 	// InOrder answers bulk items in request order; default false: shuffled,
 	// as the vendor may.
 	InOrder bool
@@ -86,6 +108,7 @@ func DefaultPDLOptions() PDLOptions {
 		PersonalEmailRate: 0.5,
 		MobileRate:        0.4,
 		NoProfileRate:     0.1,
+		WrongLikelihood:   2,
 		Now:               time.Now,
 	}
 }
@@ -282,8 +305,14 @@ func (p *PDL) serve(endpoint, method string, handle func(*http.Request, []byte, 
 	var body []byte
 	if r.Method == http.MethodPost {
 		b, err := io.ReadAll(io.LimitReader(r.Body, pdlMaxRequestBytes+1))
+		if err == nil && strings.EqualFold(r.Header.Get("Content-Encoding"), "gzip") {
+			var zr *gzip.Reader
+			if zr, err = gzip.NewReader(bytes.NewReader(b)); err == nil {
+				b, err = io.ReadAll(io.LimitReader(zr, pdlMaxRequestBytes+1))
+			}
+		}
 		if err != nil || len(b) > pdlMaxRequestBytes {
-			return write(w, errorReply(http.StatusBadRequest, "invalid_request_error", "cannot read the body, or over 1 MiB"))
+			return write(w, errorReply(http.StatusBadRequest, "invalid_request_error", "cannot read the body (gzip when so marked), or over 1 MiB"))
 		}
 		body = b
 	}
@@ -296,8 +325,9 @@ func (p *PDL) serve(endpoint, method string, handle func(*http.Request, []byte, 
 		wk := windowKey{key, endpoint, start.Unix()}
 		p.windows[wk]++
 		n := p.windows[wk]
-		h.Set("X-RateLimit-Limit", strconv.Itoa(p.opts.RPM))
-		h.Set("X-RateLimit-Remaining", strconv.Itoa(max(0, p.opts.RPM-n)))
+		// Per-window dicts, as the vendor writes them (a Python repr).
+		h.Set("X-RateLimit-Limit", fmt.Sprintf("{'minute': %d, 'day': None, 'month': None}", p.opts.RPM))
+		h.Set("X-RateLimit-Remaining", fmt.Sprintf("{'minute': %d, 'day': None, 'month': None}", max(0, p.opts.RPM-n)))
 		h.Set("X-RateLimit-Reset", start.Add(PDLWindow).Format(time.RFC3339))
 		if n > p.opts.RPM {
 			p.mu.Unlock()
@@ -306,7 +336,7 @@ func (p *PDL) serve(endpoint, method string, handle func(*http.Request, []byte, 
 	}
 	flt := p.drawFault()
 	delay := p.drawLatency()
-	balance := p.balance[key]
+	balance := p.balance[key] + p.opts.OverageCredits // what the key may still spend
 	p.mu.Unlock()
 	if flt == pdlFail {
 		return write(w, errorReply(http.StatusServiceUnavailable, "service_unavailable", "try again later"))
@@ -323,9 +353,12 @@ func (p *PDL) serve(endpoint, method string, handle func(*http.Request, []byte, 
 		p.stats.Lookups += int64(rep.lookups)
 		p.mu.Unlock()
 		if rep.status == http.StatusOK { // the money headers come with every 200, never with an error
+			overage := p.opts.OverageCredits + min(left, 0)
 			h.Set("X-Call-Credits-Spent", strconv.FormatInt(credits, 10))
 			h.Set("X-Call-Credits-Type", "enrichment")
-			h.Set("X-TotalLimit-Remaining", strconv.FormatInt(left, 10))
+			h.Set("X-TotalLimit-Remaining", strconv.FormatInt(max(left, 0)+overage, 10))
+			h.Set("X-TotalLimit-Purchased-Remaining", strconv.FormatInt(max(left, 0), 10))
+			h.Set("X-TotalLimit-Overages-Remaining", strconv.FormatInt(overage, 10))
 		}
 	}
 	sleep(r.Context(), delay)
@@ -364,7 +397,7 @@ func (p *PDL) enrich(r *http.Request, _ []byte, balance int64) reply {
 		rep.worked, rep.lookups = true, 1
 		return rep
 	}
-	b, _ := json.Marshal(map[string]any{"status": 200, "likelihood": res.person.likelihood, "data": res.person})
+	b, _ := json.Marshal(map[string]any{"status": 200, "likelihood": res.person.likelihood, "data": p.render(res.person)})
 	return reply{status: http.StatusOK, body: b, lookups: 1, matches: 1, worked: true}
 }
 
@@ -394,20 +427,27 @@ func (p *PDL) bulk(_ *http.Request, body []byte, balance int64) reply {
 	matches := 0
 	for i, rq := range req.Requests {
 		params := map[string]string{}
+		badType := ""
 		for k, v := range rq.Params {
 			switch v := v.(type) {
 			case string:
 				params[k] = v
+				if k == "min_likelihood" { // a JSON body takes it as a number, as PDL's clients send it
+					badType = k
+				}
 			case float64:
 				params[k] = strconv.FormatFloat(v, 'f', -1, 64)
 			}
 		}
 		res := p.lookup(params)
+		if badType != "" {
+			res = lookupResult{status: http.StatusBadRequest, message: badType + ": give a number"}
+		}
 		var it map[string]any
 		switch res.status {
 		case http.StatusOK:
 			matches++
-			it = map[string]any{"status": 200, "likelihood": res.person.likelihood, "data": res.person}
+			it = map[string]any{"status": 200, "likelihood": res.person.likelihood, "data": p.render(res.person)}
 		case http.StatusNotFound:
 			it = map[string]any{"status": 404, "error": map[string]string{"type": "not_found", "message": "no records were found matching your request"}}
 		default:
@@ -460,29 +500,42 @@ func (p *PDL) lookup(params map[string]string) lookupResult {
 		}
 		minLikelihood = n
 	}
-	var required []string
-	for _, f := range strings.FieldsFunc(params["required"], func(r rune) bool { return r == ',' || r == ' ' }) {
-		if f != "AND" && f != "and" {
-			required = append(required, f)
-		}
+	required, err := parseRequired(params["required"])
+	if err != nil {
+		return lookupResult{status: http.StatusBadRequest, message: "required: " + err.Error()}
 	}
-	if !p.Knows(l) {
+	var per person
+	switch {
+	case p.Knows(l):
+		per = p.makePerson(l)
+	case l.Profile == "" && l.Email == "" && unit(hash(strconv.FormatInt(p.opts.Seed, 10), "namesake", l.key())) < p.opts.WrongPersonRate:
+		per = p.makeNamesake(l)
+	default:
 		return lookupResult{status: http.StatusNotFound}
 	}
-	per := p.makePerson(l)
-	for _, f := range required {
-		has, known := per.has(f)
-		if !known {
-			return lookupResult{status: http.StatusBadRequest, message: "required: unknown field " + strconv.Quote(f)}
-		}
-		if !has {
-			return lookupResult{status: http.StatusNotFound}
-		}
+	if required != nil && !required.holds(per) {
+		return lookupResult{status: http.StatusNotFound}
 	}
 	if per.likelihood < minLikelihood {
 		return lookupResult{status: http.StatusNotFound}
 	}
 	return lookupResult{status: http.StatusOK, person: per}
+}
+
+// render is a record as the key's plan shows it: on a Free plan the
+// contact fields are true or false, not values.
+func (p *PDL) render(per person) any {
+	if !p.opts.FreePlan {
+		return per
+	}
+	b, _ := json.Marshal(per)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	m["work_email"] = per.WorkEmail != nil
+	m["personal_emails"] = len(per.PersonalEmails) > 0
+	m["mobile_phone"] = per.MobilePhone != nil
+	m["phone_numbers"] = len(per.PhoneNumbers) > 0
+	return m
 }
 
 // drawFault draws at most one fault for a call. Called with p.mu held.

@@ -93,12 +93,28 @@ type person struct {
 	PersonalEmails     []string `json:"personal_emails"`
 	MobilePhone        *string  `json:"mobile_phone"`
 	PhoneNumbers       []string `json:"phone_numbers"`
+	// Experience lists the jobs, the current one first (is_primary, no
+	// end date), as the vendor's record does.
+	Experience []experience `json:"experience"`
 	// Fields enrichq does not read: they stay in the profile's Raw.
 	Skills    []string `json:"skills"`
 	Inferred  int      `json:"inferred_years_experience"`
 	DatasetAt string   `json:"dataset_version"`
 
 	likelihood int // 1-10, sent beside data
+}
+
+type experience struct {
+	Company   experienceCompany `json:"company"`
+	Title     *string           `json:"title"`
+	StartDate string            `json:"start_date"`
+	EndDate   *string           `json:"end_date"`
+	IsPrimary bool              `json:"is_primary"`
+}
+
+type experienceCompany struct {
+	Name    string  `json:"name"`
+	Website *string `json:"website"`
 }
 
 // makePerson is the person the fake knows for l (whether it knows one is
@@ -141,7 +157,13 @@ func (p *PDL) makePerson(l Lookup) person {
 		Skills:             []string{"sales", "crm"},
 		Inferred:           int(1 + (h>>27)%30),
 		DatasetAt:          "29.0",
-		likelihood:         int(2 + (h>>31)%9), // 2 to 10
+		// The person of the lookup, at the company now: the vendor is sure
+		// of them (6 to 10).
+		likelihood: int(6 + (h>>31)%5),
+	}
+	per.Experience = []experience{
+		{Company: experienceCompany{Name: company, Website: website}, Title: per.JobTitle, StartDate: "2021-04", IsPrimary: true},
+		{Company: experienceCompany{Name: "northwind", Website: ptr("northwind.example")}, StartDate: "2016-09", EndDate: ptr("2021-03")},
 	}
 	if (h>>35)%6 != 0 { // one in six without a location: null
 		per.LocationName = ptr(pick(pdlLocations, h>>39))
@@ -170,9 +192,43 @@ func (p *PDL) makePerson(l Lookup) person {
 	return per
 }
 
+// makeNamesake is the vendor's weak match for a lookup by name at a company
+// it does not know: someone of that name who once worked there and works
+// elsewhere now, at likelihood WrongLikelihood. The vendor's company
+// parameter matches past employers too, so it answers them, and bills them.
+func (p *PDL) makeNamesake(l Lookup) person {
+	seed := strconv.FormatInt(p.opts.Seed, 10)
+	other := Lookup{Name: l.Name, Company: pick(pdlCompanies, hash(seed, "namesake", l.key())) + " namesake"}
+	per := p.makePerson(other)
+	per.ID = fmt.Sprintf("%016x", hash(seed, "namesake-id", l.key()))
+	per.likelihood = max(1, min(10, p.opts.WrongLikelihood))
+	if unit(hash(seed, "namesake-strong", l.key())) < p.opts.WrongStrongRate {
+		per.likelihood = 7
+	}
+	asked := normText(l.Company)
+	var site *string
+	if host := hostOf(l.Company); host != "" {
+		asked, _, _ = strings.Cut(host, ".")
+		site = &host
+	}
+	per.Experience = append(per.Experience[:1], experience{Company: experienceCompany{Name: asked, Website: site},
+		StartDate: "2012-01", EndDate: ptr("2015-12")})
+	return per
+}
+
 // has reports whether the record has field f non-null (for "required").
 func (per person) has(f string) (bool, bool) {
 	switch f {
+	case "profiles":
+		return per.LinkedinURL != nil, true
+	case "experience":
+		return len(per.Experience) > 0, true
+	case "job_company_name":
+		return per.JobCompanyName != nil, true
+	case "job_company_website":
+		return per.JobCompanyWebsite != nil, true
+	case "location_name":
+		return per.LocationName != nil, true
 	case "work_email":
 		return per.WorkEmail != nil, true
 	case "personal_emails":

@@ -253,7 +253,7 @@ func TestPDLRateWindow(t *testing.T) {
 	})
 	l := lookups(p, 1, false, "com")[0]
 	for i := range 2 {
-		if r := call(t, srv, "GET", enrichPath(l), key, ""); r.status != 404 || r.header.Get("X-RateLimit-Remaining") != fmt.Sprint(1-i) {
+		if r := call(t, srv, "GET", enrichPath(l), key, ""); r.status != 404 || r.header.Get("X-RateLimit-Remaining") != fmt.Sprintf("{'minute': %d, 'day': None, 'month': None}", 1-i) {
 			t.Fatalf("call %d: %d %v", i, r.status, r.header)
 		}
 	}

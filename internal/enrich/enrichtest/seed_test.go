@@ -16,6 +16,7 @@ import (
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 )
 
 // seedClock is a settable time for SeedOptions.Now.
@@ -209,7 +210,7 @@ func TestProfileHitRatesByTLD(t *testing.T) {
 func TestLedgerEqualsChargesSeen(t *testing.T) {
 	t.Parallel()
 	v, srv := startSeed(t, func(o *enrichtest.SeedOptions) { o.RejectSubstring = "POISON" })
-	c, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: "key-a"})
+	c, err := seed.NewClient(seed.Config{BaseURL: srv.URL, APIKey: "key-a"})
 	if err != nil {
 		t.Fatal(err)
 	}

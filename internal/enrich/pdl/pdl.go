@@ -16,21 +16,15 @@
 package pdl
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptrace"
-	"strings"
 	"sync/atomic"
 	"time"
-	"unicode"
 
 	"github.com/enrichq/enrichq/internal/domain"
 	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/upstream"
 )
 
 // Defaults of [Config].
@@ -51,17 +45,20 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as X-Api-Key. Secret: never logged, never part of an
 	// error's text (even if the vendor echoes it).
-	APIKey string
+	APIKey upstream.Secret
 	// HTTPClient makes the calls. Default: Timeout 30s and up to 64 idle
 	// connections to the vendor. Whatever its CheckRedirect, no redirect is
 	// followed.
 	HTTPClient *http.Client
-	// MinLikelihood (1-10) is sent as min_likelihood: weaker matches come
-	// back as 404, free. 0: not sent (the vendor's default).
-	MinLikelihood int
-	// Required is sent as required, a field expression such as
-	// "work_email": a match lacking it comes back as 404, free. "": not sent.
-	Required string
+	// MinLikelihood is sent as min_likelihood by the question's input kind
+	// (1-10): weaker matches come back as 404, free. A kind not in it takes
+	// DefaultMinLikelihood's floor; 0: not sent (the vendor's default, 2).
+	MinLikelihood map[domain.InputKind]int
+	// Required is sent as required by the stages asked, a field expression
+	// such as "work_email" per stage (several stages: joined by OR): a
+	// match lacking it comes back as 404, free. A stage not in it takes
+	// DefaultRequired's; "": nothing required for that stage.
+	Required map[domain.Stage]string
 	// BatchSize is the most questions one AskBulk takes (Caps().MaxBulk):
 	// 1 to MaxBulk, default DefaultBatchSize (the vendor advises at most 80).
 	BatchSize int
@@ -78,39 +75,18 @@ type Config struct {
 	CreditsPerMatch *int64
 }
 
-// String prints the configuration without the API key.
-func (c Config) String() string {
-	return fmt.Sprintf("pdl.Config{Name: %q, BaseURL: %q, APIKey: %s}", c.Name, c.BaseURL, redactedKey(c.APIKey))
-}
-
-// GoString is String, so that %#v does not print the API key either.
-func (c Config) GoString() string { return c.String() }
-
-// LogValue logs the configuration without the API key.
-func (c Config) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("name", c.Name), slog.String("base_url", c.BaseURL), slog.String("api_key", redactedKey(c.APIKey)))
-}
-
-func redactedKey(k string) string {
-	if k == "" {
-		return "(none)"
-	}
-	return "[REDACTED]"
-}
-
 // Vendor is the adapter. It is safe for concurrent use.
 type Vendor struct {
 	name          string
 	base          string // scheme://host[/path], without /v5 and without a trailing slash
 	key           string
-	hc            *http.Client
-	minLikelihood int
-	required      string
+	call          *upstream.Caller
+	minLikelihood map[domain.InputKind]int
+	required      map[domain.Stage]string
 	batch         int
-	ua            string
-	maxBody       int64
 	now           func() time.Time
 	perMatch      int64
+	wrongPerson   atomic.Int64
 }
 
 var _ enrich.Vendor = (*Vendor)(nil)
@@ -127,21 +103,20 @@ func New(cfg Config) (*Vendor, error) {
 	if err != nil {
 		return nil, err
 	}
-	key := strings.TrimSpace(cfg.APIKey)
-	if key == "" {
-		return nil, errors.New("pdl: API key is required")
+	key, err := cfg.APIKey.Header("pdl")
+	if err != nil {
+		return nil, err
 	}
-	if strings.IndexFunc(key, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
-		return nil, errors.New("pdl: API key holds blanks or control characters")
-	}
-	v := &Vendor{name: cfg.Name, base: base, key: key, hc: cfg.HTTPClient, minLikelihood: cfg.MinLikelihood,
-		required: strings.TrimSpace(cfg.Required), batch: cfg.BatchSize, ua: cfg.UserAgent, maxBody: cfg.MaxResponseBytes, now: cfg.Now,
-		perMatch: CreditsPerMatch}
+	v := &Vendor{name: cfg.Name, base: base, key: key, batch: cfg.BatchSize, now: cfg.Now, perMatch: CreditsPerMatch,
+		call: &upstream.Caller{HTTP: cfg.HTTPClient, UserAgent: cfg.UserAgent, MaxBody: cfg.MaxResponseBytes, Secret: key, Whole: upstream.OnlyOK}}
 	if v.name == "" {
 		v.name = DefaultName
 	}
-	if v.minLikelihood < 0 || v.minLikelihood > 10 {
-		return nil, fmt.Errorf("pdl: min_likelihood %d: want 1 to 10, or 0 for the vendor's default", v.minLikelihood)
+	if v.minLikelihood, err = minLikelihoods(cfg.MinLikelihood); err != nil {
+		return nil, err
+	}
+	if v.required, err = requireds(cfg.Required); err != nil {
+		return nil, err
 	}
 	switch {
 	case v.batch == 0:
@@ -149,17 +124,17 @@ func New(cfg Config) (*Vendor, error) {
 	case v.batch < 1 || v.batch > MaxBulk:
 		return nil, fmt.Errorf("pdl: batch size %d: want 1 to %d", v.batch, MaxBulk)
 	}
-	if v.hc == nil {
+	if v.call.HTTP == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
-		v.hc = &http.Client{Timeout: DefaultTimeout, Transport: t}
+		v.call.HTTP = &http.Client{Timeout: DefaultTimeout, Transport: t}
 	}
-	v.hc = enrich.NoRedirects(v.hc)
-	if v.ua == "" {
-		v.ua = DefaultUserAgent
+	v.call.HTTP = upstream.NoRedirects(v.call.HTTP)
+	if v.call.UserAgent == "" {
+		v.call.UserAgent = DefaultUserAgent
 	}
-	if v.maxBody <= 0 {
-		v.maxBody = DefaultMaxResponseBytes
+	if v.call.MaxBody <= 0 {
+		v.call.MaxBody = DefaultMaxResponseBytes
 	}
 	if v.now == nil {
 		v.now = time.Now
@@ -229,17 +204,17 @@ func (v *Vendor) MaxCharge(q enrich.Question) int64 {
 func (v *Vendor) refuse(endpoint string, q enrich.Question) *enrich.Error {
 	switch {
 	case q.Role:
-		return refused(endpoint, "role_search_unsupported", "this vendor does not look people up by role title")
+		return enrich.Refused(endpoint, "role_search_unsupported", "this vendor does not look people up by role title")
 	case len(q.Stages) == 0:
-		return refused(endpoint, "invalid_stage", "no stage asked")
+		return enrich.Refused(endpoint, "invalid_stage", "no stage asked")
 	}
 	for _, s := range q.Stages {
 		if !s.Valid() {
-			return refused(endpoint, "invalid_stage", fmt.Sprintf("unknown stage %q", enrich.Clip(string(s), 50)))
+			return enrich.Refused(endpoint, "invalid_stage", fmt.Sprintf("unknown stage %q", enrich.Clip(string(s), 50)))
 		}
 	}
 	if err := q.Query.Validate(); err != nil {
-		return refused(endpoint, "invalid_query", err.Error())
+		return enrich.Refused(endpoint, "invalid_query", err.Error())
 	}
 	return nil
 }
@@ -251,20 +226,50 @@ func (v *Vendor) Ask(ctx context.Context, q enrich.Question, _ string) (enrich.A
 	if e := v.refuse(endpointEnrich, q); e != nil {
 		return enrich.Answer{}, e
 	}
-	u := v.base + pathEnrich + "?" + queryOf(params(q.Query, v.minLikelihood, v.required)).Encode()
+	u := v.base + pathEnrich + "?" + queryOf(v.params(q)).Encode()
 	r, e := v.do(ctx, endpointEnrich, http.MethodGet, u, nil)
 	if e != nil {
 		return enrich.Answer{}, e
 	}
 	if r.answer == answerNoMatch {
-		return enrich.Answer{Charge: r.chargeOr(0), RateLimit: r.rateLimit}, nil
+		return enrich.Answer{Charge: r.charge.Or(0), RateLimit: r.rateLimit}, nil
 	}
 	f, err := decodeSingle(r.body)
 	if err != nil {
 		return enrich.Answer{}, v.malformed(endpointEnrich, r, err)
 	}
-	return enrich.Answer{Profile: f.profile, Email: f.email, Phones: f.phones, Charge: r.chargeOr(v.perMatch), RateLimit: r.rateLimit}, nil
+	a := enrich.Answer{Charge: r.charge.Or(v.perMatch), RateLimit: r.rateLimit}
+	if v.deliverable(q, f) {
+		a.Profile, a.Email, a.Phones, a.ContactsHidden = f.profile, f.email, f.phones, f.hidden
+	} else {
+		a.WrongPerson = true
+	}
+	return a, nil
 }
+
+// params are the vendor's parameters of q: its identity, the floor of its
+// input kind and the required expression of its stages.
+func (v *Vendor) params(q enrich.Question) map[string]any {
+	return params(q.Query, v.minLikelihood[q.Query.Kind()], requiredFor(v.required, q.Stages))
+}
+
+// deliverable reports whether a match is the person q asks for: for a
+// lookup by name at a company, one who works there now (CurrentCompany).
+// One who does not was billed, and is counted so, but is not delivered.
+func (v *Vendor) deliverable(q enrich.Question, f found) bool {
+	if k := q.Query.Kind(); k != domain.InputNameCompany && k != domain.InputNameDomain {
+		return true // a profile URL or an email names the person: no company to check
+	}
+	if !CurrentCompany(q.Query, f.data) {
+		v.wrongPerson.Add(1)
+		return false
+	}
+	return true
+}
+
+// WrongPerson counts the matches the vendor billed that were not the person
+// asked for (a former employee, a namesake) and were not delivered.
+func (v *Vendor) WrongPerson() int64 { return v.wrongPerson.Load() }
 
 // AskBulk makes one POST /v5/person/bulk of the questions it can answer;
 // one it cannot (a role title, an invalid query) gets a permanent per-item
@@ -272,17 +277,17 @@ func (v *Vendor) Ask(ctx context.Context, q enrich.Question, _ string) (enrich.A
 // paired by the metadata the vendor echoes, never by position.
 func (v *Vendor) AskBulk(ctx context.Context, qs []enrich.Question, _ string) (enrich.BulkAnswer, error) {
 	if len(qs) > v.batch {
-		return enrich.BulkAnswer{}, refused(endpointBulk, "too_many_rows", fmt.Sprintf("%d questions, at most %d per call", len(qs), v.batch))
+		return enrich.BulkAnswer{}, enrich.Refused(endpointBulk, "too_many_rows", fmt.Sprintf("%d questions, at most %d per call", len(qs), v.batch))
 	}
 	items := make([]enrich.BulkItem, len(qs))
-	var ps []map[string]string
+	var ps []map[string]any
 	var at []int // at[j] is the question that request j is
 	for i, q := range qs {
 		if e := v.refuse(endpointBulk, q); e != nil {
 			items[i].Err = e
 			continue
 		}
-		ps = append(ps, params(q.Query, v.minLikelihood, v.required))
+		ps = append(ps, v.params(q))
 		at = append(at, i)
 	}
 	if len(ps) == 0 {
@@ -290,7 +295,7 @@ func (v *Vendor) AskBulk(ctx context.Context, qs []enrich.Question, _ string) (e
 	}
 	body, err := bulkBody(ps)
 	if err != nil {
-		return enrich.BulkAnswer{}, refused(endpointBulk, "invalid_query", err.Error())
+		return enrich.BulkAnswer{}, enrich.Refused(endpointBulk, "invalid_query", err.Error())
 	}
 	r, e := v.do(ctx, endpointBulk, http.MethodPost, v.base+pathBulk, body)
 	if e != nil {
@@ -301,18 +306,27 @@ func (v *Vendor) AskBulk(ctx context.Context, qs []enrich.Question, _ string) (e
 		return enrich.BulkAnswer{}, v.malformed(endpointBulk, r, err)
 	}
 	var estimate int64
+	var hidden bool
 	for j, it := range got {
-		bi := enrich.BulkItem{Profile: it.profile, Email: it.email, Phones: it.phones, Err: it.err}
+		bi := enrich.BulkItem{Err: it.err}
+		if it.billed && it.err == nil {
+			if v.deliverable(qs[at[j]], it.found) {
+				bi.Profile, bi.Email, bi.Phones = it.profile, it.email, it.phones
+				hidden = hidden || it.hidden
+			} else {
+				bi.WrongPerson = true
+			}
+		}
 		if it.billed || (it.err != nil && it.err.OutcomeUnknown) {
 			bi.EstimatedCredits = v.perMatch
 		}
 		if bi.Err != nil {
-			v.redact(bi.Err)
+			bi.Err.Redacted(v.key)
 		}
 		estimate += bi.EstimatedCredits
 		items[at[j]] = bi
 	}
-	return enrich.BulkAnswer{Items: items, Charge: r.chargeOr(estimate), RateLimit: r.rateLimit}, nil
+	return enrich.BulkAnswer{Items: items, Charge: r.charge.Or(estimate), RateLimit: r.rateLimit, ContactsHidden: hidden}, nil
 }
 
 // response is an answer that is not an error: a 200 to decode, or a no-match.
@@ -324,82 +338,33 @@ type response struct {
 	rateLimit *enrich.RateLimit
 }
 
-// chargeOr is the charge the vendor reported, else estimate by the price list.
-func (r *response) chargeOr(estimate int64) enrich.Charge {
-	ch := r.charge
-	ch.Estimate = estimate
-	if !ch.Reported {
-		ch.Credits = estimate
-	}
-	return ch
-}
-
 // do makes one call and returns the answer, or the call's *enrich.Error.
 func (v *Vendor) do(ctx context.Context, endpoint, method, u string, body []byte) (*response, *enrich.Error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
+	h := http.Header{}
+	setRequestHeaders(h, v.key, body != nil)
+	resp, err := v.call.Do(ctx, upstream.Request{Method: method, URL: u, Header: h, Body: body})
+	if resp == nil {
+		return nil, enrich.CallError(endpoint, err)
 	}
-	var sent atomic.Bool    // the request was written: the vendor may have done the work
-	var writes atomic.Int32 // more than one: http.Transport re-sent it by itself
-	ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{
-		WroteRequest: func(httptrace.WroteRequestInfo) { sent.Store(true); writes.Add(1) },
-	})
-	req, err := http.NewRequestWithContext(ctx, method, u, rd)
-	if err != nil {
-		return nil, v.redact(&enrich.Error{Class: enrich.ClassPermanent, Endpoint: endpoint, Code: "invalid_request", Message: "cannot build the request: " + enrich.ErrText(err), Err: err})
-	}
-	setRequestHeaders(req.Header, v.key, body != nil)
-	req.Header.Set("User-Agent", v.ua)
-
-	resp, err := v.hc.Do(req)
-	if err != nil {
-		return nil, v.transportError(endpoint, 0, err, sent.Load())
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, v.maxBody+1))
-	_ = resp.Body.Close()
 	now := v.now()
 	charge, rl := parseCharge(resp.Header), parseRateLimit(resp.Header, now)
 	// http.Transport re-sends a GET after a reset of a reused connection.
 	// Without idempotency keys the first send may have been billed too:
 	// the call stays of unknown outcome until the balance header settles it.
-	charge.Resent = writes.Load() > 1
-	fail := func(e *enrich.Error) *enrich.Error {
-		if charge.Resent {
-			e.OutcomeUnknown = true
-		}
-		e.Charge = errorCharge(charge, e)
-		e.RateLimit = rl
-		return v.redact(e)
+	charge.Resent = resp.Resent
+	if err != nil { // a 200 cut short or too long: the work was done, its result is lost
+		return nil, enrich.CallFailed(enrich.CallError(endpoint, err), v.key, charge, rl)
 	}
-	ok := resp.StatusCode == http.StatusOK
-	switch {
-	case err != nil && ok: // the answer was cut: the work was done, its result is lost
-		return nil, fail(v.transportError(endpoint, resp.StatusCode, err, true))
-	case int64(len(data)) > v.maxBody && ok:
-		return nil, fail(&enrich.Error{Class: enrich.ClassTransient, Endpoint: endpoint, Status: resp.StatusCode, Code: "response_too_large",
-			Message: fmt.Sprintf("answer longer than %d bytes", v.maxBody), OutcomeUnknown: true})
-	}
-	ans, e := classify(endpoint, resp.StatusCode, resp.Header, data, now)
+	ans, e := classify(endpoint, resp.Status, resp.Header, resp.Body, now)
 	if e != nil {
-		return nil, fail(e)
+		return nil, enrich.CallFailed(e, v.key, charge, rl)
 	}
-	return &response{status: resp.StatusCode, body: data, answer: ans, charge: charge, rateLimit: rl}, nil
+	return &response{status: resp.Status, body: resp.Body, answer: ans, charge: charge, rateLimit: rl}, nil
 }
 
-// The upstream call kit's errors (enrich.TransportError and its kin), the
+// The upstream call kit's errors (enrich.MalformedError and its kin), the
 // key redacted.
-
-func (v *Vendor) transportError(endpoint string, status int, err error, sent bool) *enrich.Error {
-	return enrich.TransportError(v.key, endpoint, status, err, sent)
-}
 
 func (v *Vendor) malformed(endpoint string, r *response, err error) *enrich.Error {
 	return enrich.MalformedError(v.key, endpoint, r.status, r.charge, r.rateLimit, err)
 }
-
-func errorCharge(ch enrich.Charge, e *enrich.Error) *enrich.Charge { return enrich.ErrorCharge(ch, e) }
-
-func refused(endpoint, code, msg string) *enrich.Error { return enrich.Refused(endpoint, code, msg) }
-
-func (v *Vendor) redact(e *enrich.Error) *enrich.Error { return e.Redacted(v.key) }

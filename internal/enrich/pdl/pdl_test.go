@@ -1,6 +1,7 @@
 package pdl_test
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -121,7 +122,10 @@ func TestMatchFillsEveryStage(t *testing.T) {
 		t.Fatalf("phones = %+v", a.Phones)
 	}
 	want := enrich.Charge{Credits: 1, Reported: true, Remaining: 1_000_000 - 1, RemainingReported: true, Estimate: 1}
-	if a.Charge != want || p.Billed(testKey) != 1 {
+	if a.Charge.Overage == nil || *a.Charge.Overage != (enrich.Overage{PurchasedRemaining: 1_000_000 - 1}) || a.Charge.Overage.InOverage() {
+		t.Fatalf("overage %+v", a.Charge.Overage)
+	}
+	if a.Charge.Overage = nil; a.Charge != want || p.Billed(testKey) != 1 {
 		t.Fatalf("charge %+v, want %+v; the fake billed %d", a.Charge, want, p.Billed(testKey))
 	}
 	// Raw: the profile's is the record's data as sent; the email's and the
@@ -194,20 +198,33 @@ func TestBulkPairsByMetadataNeverPosition(t *testing.T) {
 	t.Parallel()
 	srv := stub(t, func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/v5/person/bulk" || r.Header.Get("X-Api-Key") != testKey ||
-			r.Header.Get("Authorization") != "" || r.Header.Get("Idempotency-Key") != "" || r.Header.Get("Content-Type") != "application/json" {
+			r.Header.Get("Authorization") != "" || r.Header.Get("Idempotency-Key") != "" || r.Header.Get("Content-Type") != "application/json" ||
+			r.Header.Get("Content-Encoding") != "gzip" {
 			t.Errorf("request %s %s %v", r.Method, r.URL, r.Header)
 		}
 		var body struct {
 			Requests []struct {
-				Params   map[string]string `json:"params"`
-				Metadata json.RawMessage   `json:"metadata"`
+				Params   map[string]any  `json:"params"`
+				Metadata json.RawMessage `json:"metadata"`
 			} `json:"requests"`
 		}
-		if err := json.NewDecoder(r.Body).Decode(&body); err != nil || len(body.Requests) != 5 {
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			t.Errorf("the body is not gzipped: %v", err)
+			return
+		}
+		if err := json.NewDecoder(zr).Decode(&body); err != nil || len(body.Requests) != 5 {
 			t.Errorf("body: %v, %d requests", err, len(body.Requests))
 		}
-		if p := body.Requests[0].Params; p["profile"] != "https://platform.example/in/a" || p["min_likelihood"] != "6" || p["required"] != "work_email" {
+		// min_likelihood a number, metadata a string, as PDL's clients send them.
+		if p := body.Requests[0].Params; p["profile"] != "https://platform.example/in/a" || p["min_likelihood"] != 6.0 || p["required"] != "work_email" {
 			t.Errorf("params of request 0: %v", p)
+		}
+		if p := body.Requests[2].Params; p["min_likelihood"] != 9.0 {
+			t.Errorf("the floor of a name at a domain: %v", p)
+		}
+		if md := string(body.Requests[1].Metadata); md != `{"enrichq_item":"1"}` {
+			t.Errorf("metadata %s: want a string", md)
 		}
 		if p := body.Requests[2].Params; p["name"] != "Jane Doe" || p["company"] != "acme.de" {
 			t.Errorf("params of request 2: %v", p)
@@ -224,7 +241,10 @@ func TestBulkPairsByMetadataNeverPosition(t *testing.T) {
 		fmt.Fprintf(w, "[%s,%s,%s,%s,%s,%s]", item(4, false), item(3, true), item(3, true), item(2, true), item(0, true),
 			`{"status":200,"data":{},"metadata":{"enrichq_item":99}}`)
 	})
-	v := adapter(t, srv.URL, func(c *pdl.Config) { c.MinLikelihood, c.Required = 6, "work_email" })
+	v := adapter(t, srv.URL, func(c *pdl.Config) {
+		c.MinLikelihood = map[domain.InputKind]int{domain.InputProfileURL: 6, domain.InputNameDomain: 9}
+		c.Required = map[domain.Stage]string{domain.StageProfile: "work_email", domain.StageEmail: "work_email", domain.StagePhone: "work_email"}
+	})
 	qs := []enrich.Question{
 		{Query: enrich.ProfileQuery{ProfileURL: "https://platform.example/in/a"}, Stages: all},
 		{Query: enrich.ProfileQuery{Email: "b@acme.com"}, Stages: all},
@@ -418,15 +438,16 @@ func TestRoleQuestionRefusedBeforeAnyCall(t *testing.T) {
 	}
 }
 
-// The single call's request: GET, X-Api-Key, the params, no Bearer token
-// and no Idempotency-Key (the vendor takes none).
+// The single call's request: GET, X-Api-Key, the params with the default
+// floor of a name at a company and the email stage's required, no Bearer
+// token and no Idempotency-Key (the vendor takes none).
 func TestSingleRequestShape(t *testing.T) {
 	t.Parallel()
 	srv := stub(t, func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if r.Method != http.MethodGet || r.URL.Path != "/base/v5/person/enrich" || r.Header.Get("X-Api-Key") != testKey ||
 			r.Header.Get("Authorization") != "" || r.Header.Get("Idempotency-Key") != "" ||
-			q.Get("name") != "Jane Doe" || q.Get("company") != "Acme GmbH" || q.Get("min_likelihood") != "" || q.Get("required") != "" || len(q) != 2 {
+			q.Get("name") != "Jane Doe" || q.Get("company") != "Acme GmbH" || q.Get("min_likelihood") != "6" || q.Get("required") != "work_email OR personal_emails" || len(q) != 4 {
 			t.Errorf("request %s %s %v", r.Method, r.URL, r.Header)
 		}
 		w.WriteHeader(404)
@@ -527,7 +548,9 @@ func TestCapsAndConfig(t *testing.T) {
 		{BaseURL: "https://u:p@x", APIKey: "k"},
 		{BaseURL: "https://x", APIKey: " "},
 		{BaseURL: "https://x", APIKey: "k", BatchSize: 101},
-		{BaseURL: "https://x", APIKey: "k", MinLikelihood: 11},
+		{BaseURL: "https://x", APIKey: "k", MinLikelihood: map[domain.InputKind]int{domain.InputEmail: 11}},
+		{BaseURL: "https://x", APIKey: "k", MinLikelihood: map[domain.InputKind]int{domain.InputMember: 5}},
+		{BaseURL: "https://x", APIKey: "k", Required: map[domain.Stage]string{domain.StageVerify: "emails"}},
 	} {
 		if _, err := pdl.New(bad); err == nil {
 			t.Errorf("New(%v) accepted", bad)

@@ -4,11 +4,13 @@ package pdl
 // Labs v5 person API as the project's vendor-pdl.md condenses it (summarised
 // in docs/vendors.md): paths, parameters, headers, JSON shapes, what each
 // status code means (classify, itemError), and how a person record maps onto
-// enrich's Profile, Email and Phones. Adapting to the real vendor's exact
-// shapes is a change of this file only.
+// enrich's Profile, Email and Phones; what an answer's headers say is in
+// wire_headers.go. Adapting to the real vendor's exact shapes is a change of
+// these two files only.
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,16 +55,22 @@ const (
 	headerRateReset    = "X-RateLimit-Reset"      // UTC time the fixed 60 s window ends
 	headerRateRemain   = "X-RateLimit-Remaining"
 	headerRateLimit    = "X-RateLimit-Limit"
-	headerRetryAfter   = "Retry-After" // not promised; honoured when X-RateLimit-Reset says nothing
+	// The balance split: credits bought still left, and overage credits
+	// still allowed (X-TotalLimit-Remaining is their sum).
+	headerPurchased  = "X-TotalLimit-Purchased-Remaining"
+	headerOverages   = "X-TotalLimit-Overages-Remaining"
+	headerRetryAfter = "Retry-After" // not promised; honoured when X-RateLimit-Reset says nothing
 )
 
 // setRequestHeaders sets what every request carries. No Idempotency-Key:
-// the vendor takes none (a resent call is billed again).
+// the vendor takes none (a resent call is billed again). A body is JSON,
+// gzipped as PDL's Go client sends it (a bulk of 100 is ten times smaller).
 func setRequestHeaders(h http.Header, apiKey string, jsonBody bool) {
 	h.Set(headerAPIKey, apiKey)
 	h.Set("Accept", "application/json")
 	if jsonBody {
 		h.Set("Content-Type", "application/json")
+		h.Set("Content-Encoding", "gzip")
 	}
 }
 
@@ -77,10 +85,12 @@ const (
 	paramRequired      = "required"
 )
 
-// params is q as the vendor takes it, with the adapter's match settings.
-// A role title is not an identity here: the caller refuses it before.
-func params(q enrich.ProfileQuery, minLikelihood int, required string) map[string]string {
-	p := map[string]string{}
+// params is q as the vendor takes it, with its match settings: strings,
+// and min_likelihood a number (as PDL's clients send it; in a query string
+// it is its digits). A role title is not an identity here: the caller
+// refuses it before.
+func params(q enrich.ProfileQuery, minLikelihood int, required string) map[string]any {
+	p := map[string]any{}
 	switch q.Kind() {
 	case domain.InputProfileURL:
 		p[paramProfile] = q.ProfileURL
@@ -92,7 +102,7 @@ func params(q enrich.ProfileQuery, minLikelihood int, required string) map[strin
 		p[paramName], p[paramCompany] = q.Name, q.Domain
 	}
 	if minLikelihood > 0 {
-		p[paramMinLikelihood] = strconv.Itoa(minLikelihood)
+		p[paramMinLikelihood] = minLikelihood
 	}
 	if required != "" {
 		p[paramRequired] = required
@@ -100,16 +110,17 @@ func params(q enrich.ProfileQuery, minLikelihood int, required string) map[strin
 	return p
 }
 
-func queryOf(p map[string]string) url.Values {
+func queryOf(p map[string]any) url.Values {
 	v := url.Values{}
 	for k, s := range p {
-		v.Set(k, s)
+		v.Set(k, fmt.Sprint(s))
 	}
 	return v
 }
 
 // metadataKey is the member of "metadata" that numbers a bulk request; the
 // vendor echoes metadata unchanged on its item, and items are paired by it.
+// Its value is a string, as every PDL client sends metadata.
 const metadataKey = "enrichq_item"
 
 type bulkRequest struct {
@@ -117,17 +128,30 @@ type bulkRequest struct {
 }
 
 type bulkRequestItem struct {
-	Params   map[string]string `json:"params"`
-	Metadata map[string]int    `json:"metadata"`
+	Params   map[string]any    `json:"params"`
+	Metadata map[string]string `json:"metadata"`
 }
 
-// bulkBody is {"requests": [{"params": {...}, "metadata": {"enrichq_item": j}}, ...]}.
-func bulkBody(ps []map[string]string) ([]byte, error) {
+// bulkBody is {"requests": [{"params": {...}, "metadata": {"enrichq_item": "j"}}, ...]},
+// gzipped.
+func bulkBody(ps []map[string]any) ([]byte, error) {
 	req := bulkRequest{Requests: make([]bulkRequestItem, len(ps))}
 	for j, p := range ps {
-		req.Requests[j] = bulkRequestItem{Params: p, Metadata: map[string]int{metadataKey: j}}
+		req.Requests[j] = bulkRequestItem{Params: p, Metadata: map[string]string{metadataKey: strconv.Itoa(j)}}
 	}
-	return json.Marshal(req)
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if _, err := zw.Write(b); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // answer is what classify makes of a response that is not an error.
@@ -222,79 +246,6 @@ func errorObject(raw json.RawMessage) (code, msg string) {
 	return enrich.Clip(string(e.Type), 100), enrich.Clip(string(e.Message), 300)
 }
 
-// retryAfter is the wait a 429 or 503 asks for: until X-RateLimit-Reset
-// (the window's end, a UTC time), else Retry-After in seconds; 0 when
-// neither says a wait in the future.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	if t, ok := parseTime(h.Get(headerRateReset)); ok {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-		return 0
-	}
-	if secs, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerRetryAfter)), 10, 64); err == nil && secs > 0 {
-		return time.Duration(min(secs, int64(math.MaxInt64/time.Second))) * time.Second
-	}
-	return 0
-}
-
-// resetLayouts are the forms of X-RateLimit-Reset read: RFC 3339, an HTTP
-// date, and "2006-01-02 15:04:05" with or without a zone (UTC when none).
-var resetLayouts = []string{time.RFC3339Nano, http.TimeFormat, time.RFC1123, "2006-01-02 15:04:05 MST", "2006-01-02 15:04:05 -0700", "2006-01-02 15:04:05", "2006-01-02T15:04:05"}
-
-// parseTime reads a UTC time in one of resetLayouts, or as Unix seconds.
-func parseTime(v string) (time.Time, bool) {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return time.Time{}, false
-	}
-	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if n < 1e9 { // not a Unix time: a count of seconds is not what the contract says
-			return time.Time{}, false
-		}
-		return time.Unix(n, 0).UTC(), true
-	}
-	for _, l := range resetLayouts {
-		if t, err := time.ParseInLocation(l, v, time.UTC); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
-}
-
-// parseCharge reads X-Call-Credits-Spent and X-TotalLimit-Remaining; a value
-// that is not a whole number (or a negative charge) counts as absent.
-func parseCharge(h http.Header) enrich.Charge {
-	var c enrich.Charge
-	if v, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerCreditsSpent)), 10, 64); err == nil && v >= 0 {
-		c.Credits, c.Reported = v, true
-	}
-	if v, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerRemaining)), 10, 64); err == nil {
-		c.Remaining, c.RemainingReported = v, true
-	}
-	return c
-}
-
-// parseRateLimit reads X-RateLimit-*: Remaining and Limit as whole numbers,
-// Reset as a UTC time turned into seconds from now. nil when none is there.
-func parseRateLimit(h http.Header, now time.Time) *enrich.RateLimit {
-	rl := enrich.RateLimit{Limit: -1, Remaining: -1, ResetIn: -1}
-	found := false
-	if v, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerRateLimit)), 10, 64); err == nil && v >= 0 {
-		rl.Limit, found = v, true
-	}
-	if v, err := strconv.ParseInt(strings.TrimSpace(h.Get(headerRateRemain)), 10, 64); err == nil && v >= 0 {
-		rl.Remaining, found = v, true
-	}
-	if t, ok := parseTime(h.Get(headerRateReset)); ok {
-		rl.ResetIn, found = max(0, int64(math.Ceil(t.Sub(now).Seconds()))), true
-	}
-	if !found {
-		return nil
-	}
-	return &rl
-}
-
 // errMalformed wraps every decoding failure of a 200 body.
 var errMalformed = errors.New("malformed response")
 
@@ -318,6 +269,10 @@ type found struct {
 	profile *enrich.Profile
 	email   *enrich.Email
 	phones  *enrich.Phones
+	// data is the record, to check it is the person asked for.
+	data json.RawMessage
+	// hidden: contact fields came as true/false (a Free plan), not values.
+	hidden bool
 }
 
 // decodeSingle reads the 200 answer of the single enrich.
@@ -361,6 +316,30 @@ type dataWire struct {
 	PhoneNumbers       looseList `json:"phone_numbers"`
 }
 
+// contactsWire are the contact fields, raw: on a Free plan each is true or
+// false (the record has one or not), never the value.
+type contactsWire struct {
+	WorkEmail      json.RawMessage `json:"work_email"`
+	PersonalEmails json.RawMessage `json:"personal_emails"`
+	MobilePhone    json.RawMessage `json:"mobile_phone"`
+	PhoneNumbers   json.RawMessage `json:"phone_numbers"`
+}
+
+// contactsHidden reports whether a contact field of data is true: the
+// record has it, and the key's plan hides it.
+func contactsHidden(data []byte) bool {
+	var c contactsWire
+	if json.Unmarshal(data, &c) != nil {
+		return false
+	}
+	for _, r := range []json.RawMessage{c.WorkEmail, c.PersonalEmails, c.MobilePhone, c.PhoneNumbers} {
+		if string(bytes.TrimSpace(r)) == "true" {
+			return true
+		}
+	}
+	return false
+}
+
 // decodeData maps a person record (data, a JSON object) onto a profile (only
 // when it has a usable linkedin_url: a profile is known by its URL), an email
 // (work_email, else the first personal email; confidence likelihood/10, not
@@ -371,7 +350,7 @@ func decodeData(data []byte, likelihood float64) (found, error) {
 	if err := json.Unmarshal(data, &d); err != nil {
 		return found{}, malformed("data: %v", err)
 	}
-	var f found
+	f := found{data: data}
 	if u, ok := profileURL(string(d.LinkedinURL)); ok {
 		f.profile = &enrich.Profile{
 			ProfileURL:  u,
@@ -384,10 +363,7 @@ func decodeData(data []byte, likelihood float64) (found, error) {
 			Raw:         bytes.Clone(data),
 		}
 	}
-	addr, field := strings.TrimSpace(string(d.WorkEmail)), "work_email"
-	if addr == "" && len(d.PersonalEmails) > 0 {
-		addr, field = d.PersonalEmails[0], "personal_emails"
-	}
+	addr, field := firstAddress(string(d.WorkEmail), d.PersonalEmails)
 	if addr != "" {
 		conf := math.Round(min(1, max(0, likelihood/10))*100) / 100
 		raw, err := json.Marshal(emailRaw{Email: addr, Confidence: conf, Verified: false, Field: field})
@@ -419,7 +395,23 @@ func decodeData(data []byte, likelihood float64) (found, error) {
 		}
 		f.phones = ph
 	}
+	f.hidden = (f.email == nil || f.phones == nil) && contactsHidden(data) // a value found is not hidden
 	return f, nil
+}
+
+// firstAddress is the record's email and the field it came from:
+// work_email, else the first personal email, each only if it is an
+// address (a field of junk is no email).
+func firstAddress(work string, personal []string) (addr, field string) {
+	if a := strings.TrimSpace(work); enrich.AddressHost(a) != "" {
+		return a, "work_email"
+	}
+	for _, a := range personal {
+		if a = strings.TrimSpace(a); enrich.AddressHost(a) != "" {
+			return a, "personal_emails"
+		}
+	}
+	return "", ""
 }
 
 // emailRaw is Email.Raw: the shape enrich.ParseEmailRaw reads back (the
@@ -488,9 +480,8 @@ func bulkItems(body []byte, n int) ([]item, error) {
 		if len(bytes.TrimSpace(r)) == 0 || bytes.TrimSpace(r)[0] != '{' || json.Unmarshal(r, &w) != nil {
 			continue // cannot tell which request it answers: that one ends up missing
 		}
-		var md map[string]json.RawMessage
-		var j int
-		if json.Unmarshal(w.Metadata, &md) != nil || json.Unmarshal(md[metadataKey], &j) != nil || j < 0 || j >= n {
+		j, ok := metadataItem(w.Metadata)
+		if !ok || j < 0 || j >= n {
 			continue
 		}
 		if seen[j]++; seen[j] > 1 {
@@ -507,6 +498,22 @@ func bulkItems(body []byte, n int) ([]item, error) {
 		}
 	}
 	return out, nil
+}
+
+// metadataItem is the request number a bulk item's metadata echoes: the
+// string sent ("3"), or a number where a vendor turned it into one.
+func metadataItem(raw json.RawMessage) (int, bool) {
+	var md map[string]json.RawMessage
+	if json.Unmarshal(raw, &md) != nil {
+		return 0, false
+	}
+	var s string
+	if json.Unmarshal(md[metadataKey], &s) == nil {
+		j, err := strconv.Atoi(s)
+		return j, err == nil && strconv.Itoa(j) == s
+	}
+	var j int
+	return j, json.Unmarshal(md[metadataKey], &j) == nil
 }
 
 // item is one bulk item: a match (billed), a no-match (free), or an error.

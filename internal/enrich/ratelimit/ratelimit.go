@@ -331,6 +331,10 @@ func (l *Limiter) Succeeded(ctx context.Context) {
 	l.strikes.Store(res.int(1))
 }
 
+// Configured is Options.Rate, the configured limit in requests per second: what a vendor's own
+// statement of its limit is checked against.
+func (l *Limiter) Configured() float64 { return l.opts.Rate }
+
 // Rate returns the current shared rate in requests per second, for logs and metrics.
 func (l *Limiter) Rate(ctx context.Context) (float64, error) {
 	s, err := l.rdb.HGet(ctx, l.key, "rate").Result()

@@ -6,10 +6,13 @@ package vendors
 
 import (
 	"github.com/enrichq/enrichq/internal/enrich"
+	"github.com/enrichq/enrichq/internal/enrich/hunter"
 	"github.com/enrichq/enrichq/internal/enrich/pdl"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 )
 
 func init() {
-	enrich.Register(enrich.SeedKind)
+	enrich.Register(seed.Kind)
 	enrich.Register(pdl.Kind)
+	enrich.Register(hunter.Kind)
 }

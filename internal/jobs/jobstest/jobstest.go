@@ -22,12 +22,14 @@ import (
 	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/enrich/enrichtest"
 	"github.com/enrichq/enrichq/internal/enrich/ratelimit"
+	"github.com/enrichq/enrichq/internal/enrich/seed"
 	_ "github.com/enrichq/enrichq/internal/enrich/vendors" // the kinds a cached record is read by
 	"github.com/enrichq/enrichq/internal/jobs"
 	"github.com/enrichq/enrichq/internal/maintenance"
 	"github.com/enrichq/enrichq/internal/service"
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
+	"github.com/enrichq/enrichq/internal/upstream"
 )
 
 // RedisURL is the Redis tests use: REDIS_URL, else the local default.
@@ -50,7 +52,7 @@ func RandomName(prefix string) string {
 type Bundle struct {
 	Store     *store.Store
 	Vendor    *enrichtest.Seed
-	Client    *enrich.Client
+	Client    *seed.Client
 	Enqueuer  *jobs.Enqueuer
 	Submitter *service.Submitter
 	// Maintainer steps the scheduler's services (RunOnce); WaitJob runs it.
@@ -102,7 +104,7 @@ func New(t *testing.T, o Options) *Bundle {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
-	client, err := enrich.NewClient(enrich.Config{BaseURL: srv.URL, APIKey: vopts.APIKeys[0], HTTPClient: &http.Client{Timeout: 5 * time.Second}})
+	client, err := seed.NewClient(seed.Config{BaseURL: srv.URL, APIKey: upstream.Secret(vopts.APIKeys[0]), HTTPClient: &http.Client{Timeout: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,12 +252,12 @@ func (b *Bundle) CheckMoney(t *testing.T, jobIDs ...string) (spent int64) {
 }
 
 // SeedVendor is the one seed vendor of ENRICHQ_VENDOR_* over api (a
-// *enrich.Client, or a test's wrapper of one), named "vendor": the
+// *seed.Client, or a test's wrapper of one), named "vendor": the
 // configuration of a processor with a single vendor. honours is its
 // configured Idempotency-Key behaviour ("": auto).
-func SeedVendor(api enrich.SeedAPI, l jobs.Limiter, honours domain.HonoursKeys) jobs.VendorConfig {
-	if c, ok := api.(*enrich.Client); ok {
-		return jobs.VendorConfig{Vendor: enrich.NewSeed(jobs.DefaultVendorName, c, honours), Limiter: l}
+func SeedVendor(api seed.API, l jobs.Limiter, honours domain.HonoursKeys) jobs.VendorConfig {
+	if c, ok := api.(*seed.Client); ok {
+		return jobs.VendorConfig{Vendor: seed.New(jobs.DefaultVendorName, c, honours), Limiter: l}
 	}
-	return jobs.VendorConfig{Vendor: enrich.NewSeedOver(jobs.DefaultVendorName, api, enrich.DefaultCosts(), honours), Limiter: l}
+	return jobs.VendorConfig{Vendor: seed.NewOver(jobs.DefaultVendorName, api, enrich.DefaultCosts(), honours), Limiter: l}
 }

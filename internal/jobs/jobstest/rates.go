@@ -11,6 +11,7 @@ import (
 // Observed is what a vendor answered for a segment and stage: what a
 // worker's automatic order records (the test pipeline runs none).
 type Observed struct {
+	Tenant                string // "": the pool only
 	Vendor                string
 	Segment               domain.Segment
 	Stage                 domain.Stage
@@ -23,7 +24,7 @@ func (b *Bundle) Observe(t testing.TB, obs ...Observed) {
 	t.Helper()
 	incs := make([]store.VendorRate, len(obs))
 	for i, o := range obs {
-		incs[i] = store.VendorRate{Vendor: o.Vendor, Segment: o.Segment, Stage: o.Stage, Asked: o.Asked, Found: o.Found, Credits: o.Credits}
+		incs[i] = store.VendorRate{Tenant: o.Tenant, Vendor: o.Vendor, Segment: o.Segment, Stage: o.Stage, Asked: o.Asked, Found: o.Found, Credits: o.Credits}
 	}
 	if err := b.Store.AddVendorRates(context.Background(), incs); err != nil {
 		t.Fatal(err)

@@ -17,7 +17,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -80,9 +79,7 @@ type Config struct {
 type Client struct {
 	base    string
 	version string
-	hc      *http.Client
-	ua      string
-	maxBody int64
+	call    upstream.Caller
 }
 
 // NewClient validates cfg (the version above all) and returns a client.
@@ -94,16 +91,17 @@ func NewClient(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{base: base, version: cfg.Version, hc: cfg.HTTPClient, ua: cfg.UserAgent, maxBody: cfg.MaxResponseBytes}
-	if c.hc == nil {
-		c.hc = &http.Client{Timeout: upstream.DefaultTimeout}
+	c := &Client{base: base, version: cfg.Version,
+		call: upstream.Caller{HTTP: cfg.HTTPClient, UserAgent: cfg.UserAgent, MaxBody: cfg.MaxResponseBytes}}
+	if c.call.HTTP == nil {
+		c.call.HTTP = &http.Client{Timeout: upstream.DefaultTimeout}
 	}
-	c.hc = upstream.NoRedirects(c.hc)
-	if c.ua == "" {
-		c.ua = upstream.DefaultUserAgent
+	c.call.HTTP = upstream.NoRedirects(c.call.HTTP)
+	if c.call.UserAgent == "" {
+		c.call.UserAgent = upstream.DefaultUserAgent
 	}
-	if c.maxBody <= 0 {
-		c.maxBody = 1 << 20
+	if c.call.MaxBody <= 0 {
+		c.call.MaxBody = 1 << 20
 	}
 	return c, nil
 }
@@ -150,41 +148,43 @@ func (c *Client) Me(ctx context.Context, accessToken string) (*Profile, error) {
 	if tok == "" || strings.IndexFunc(tok, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 		return nil, &Error{Class: ClassTokenInvalid, Message: "member token is empty or malformed; the member must reconnect"}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+pathMe, nil)
-	if err != nil {
-		return nil, &Error{Class: ClassRejected, Message: "cannot build the request: " + upstream.ErrText(err), Err: err}
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+tok)
+	h.Set(headerPlatformVersion, c.version)
+	h.Set(headerRestliProtocol, RestliProtocol)
+	h.Set("Accept", "application/json")
+	call := c.call // the member's token is this call's secret
+	call.Secret = tok
+	resp, err := call.Do(ctx, upstream.Request{Method: http.MethodGet, URL: c.base + pathMe, Header: h})
+	if resp == nil {
+		return nil, callError(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set(headerPlatformVersion, c.version)
-	req.Header.Set(headerRestliProtocol, RestliProtocol)
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", c.ua)
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, transportError(err, tok)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
-	_ = resp.Body.Close()
-	if e := classify(resp.StatusCode, data, c.version); e != nil {
+	if e := classify(resp.Status, resp.Body, c.version); e != nil {
 		e.Detail = upstream.Redact(e.Detail, tok)
 		return nil, e
 	}
-	if err != nil {
-		return nil, transportError(err, tok)
+	if err != nil { // a 2xx cut short or too long
+		return nil, callError(err)
 	}
-	if int64(len(data)) > c.maxBody {
-		return nil, &Error{Class: ClassTransient, Status: resp.StatusCode, Message: fmt.Sprintf("answer longer than %d bytes", c.maxBody)}
-	}
-	p, err := decodeProfile(data)
+	p, err := decodeProfile(resp.Body)
 	if err != nil {
-		return nil, &Error{Class: ClassTransient, Status: resp.StatusCode, Message: "malformed answer: " + upstream.ErrText(err), Err: err}
+		return nil, &Error{Class: ClassTransient, Status: resp.Status, Message: "malformed answer: " + upstream.ErrText(err), Err: err}
 	}
 	return p, nil
 }
 
-func transportError(err error, tok string) *Error {
-	e := &Error{Class: ClassTransient, Message: upstream.Redact(upstream.ErrText(err), tok), Err: err}
-	switch upstream.TransportCode(err) {
+// callError is the *Error of a call the upstream kit could not complete
+// (its text already without the token): a request that could not be
+// built is rejected; no complete answer, or one too long, is transient.
+func callError(err error) *Error {
+	var ue *upstream.Error
+	if !errors.As(err, &ue) {
+		ue = &upstream.Error{Code: upstream.TransportCode(err), Message: upstream.ErrText(err), Err: err}
+	}
+	e := &Error{Class: ClassTransient, Status: ue.Status, Message: ue.Message, Err: ue.Err}
+	switch ue.Code {
+	case upstream.CodeInvalidRequest:
+		e.Class = ClassRejected
 	case "canceled":
 		e.Message = "canceled"
 	case "timeout":

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,14 +32,21 @@ func (g Grown) Email(i int) string   { return fmt.Sprintf("%s.%d@example.com", g
 func (g Grown) Name(i int) string    { return fmt.Sprintf("person %s %d", g.Tag, i) }
 func (g Grown) Company(i int) string { return fmt.Sprintf("company %d", i%1000) }
 
+// SharedEmails is how many emails GrowJob finds for the rows not named by
+// an email, the same in every job: row i's is shared.(i % SharedEmails)@example.com.
+const SharedEmails = 1000
+
 // GrowJob adds to tenant a finished job of rows rows, as the pipeline would
 // have left it, written with generate_series (a million rows in about a
 // minute): each row's input, four in five matched with a profile result
 // (one in two of those with an email result, one in ten a phone result), the others a no-match
 // marker; a feed line per result and marker, a cache entry, a ledger line
-// and an extra per row, all dated at. With analyze, the tables' statistics
-// are taken afterwards; without, the job is as fresh as one the planner has
-// not seen.
+// and an extra per row, all dated at. As a vendor does, it finds one email
+// for many rows: a row not named by its email gets one of SharedEmails, so
+// a person erased by the profile URL of such a row has rows in proportion
+// to the tenant (an erasure's arrays hold hundreds of them). With analyze,
+// the tables' statistics are taken afterwards; without, the job is as fresh
+// as one the planner has not seen.
 func GrowJob(tb testing.TB, st *store.Store, tenant string, rows int, at time.Time, analyze bool) Grown {
 	tb.Helper()
 	c, done := connect(tb, st)
@@ -73,7 +81,7 @@ func GrowJob(tb testing.TB, st *store.Store, tenant string, rows int, at time.Ti
 		SELECT $4, $1, row_id, 'profile', 'profile', seq, $5 FROM p`,
 		`WITH e AS (
 			INSERT INTO email_results (job_id, row_id, profile_url, email, raw, fetched_at, created_at)
-			SELECT $1, r.id, r.found_profile_url, coalesce(r.email, $3 || '.' || (r.input_row - 2) || '@example.com'), '{}', $5, $5
+			SELECT $1, r.id, r.found_profile_url, coalesce(r.email, 'shared.' || (r.input_row - 2) % ` + strconv.Itoa(SharedEmails) + ` || '@example.com'), '{}', $5, $5
 			FROM job_rows r WHERE r.job_id = $1 AND r.state = 'matched' AND r.input_row % 2 = 0
 			RETURNING seq, row_id)
 		INSERT INTO results_feed_log (tenant, job_id, row_id, kind, stage, source_seq, logged_at)
@@ -99,7 +107,7 @@ func GrowJob(tb testing.TB, st *store.Store, tenant string, rows int, at time.Ti
 			SELECT $1, r.id, 'profile', '/v1/profile', 'key-' || r.id, 1, 0, 'settled', $5, $5, $5
 			FROM job_rows r WHERE r.job_id = $1`,
 		`INSERT INTO job_input_extras (job_id, input_row, extra)
-			SELECT $1, i + 2, jsonb_build_object('crm_id', i) FROM generate_series(0, $2 - 1) i`,
+			SELECT $1, i + 2, jsonb_build_object('crm_id', i::text) FROM generate_series(0, $2 - 1) i`,
 		// The feed's lines are written above: its advance starts after them.
 		`UPDATE results_feed_cursor SET horizon = pg_snapshot_xmin(pg_current_snapshot()), seen = pg_current_snapshot()`,
 	}

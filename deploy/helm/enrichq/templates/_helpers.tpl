@@ -55,14 +55,51 @@ app.kubernetes.io/component: {{ .component }}
 secrets.extraKeys (a vendors file's key_env, ...), and every key of secrets.create: never the
 migration Job's. */}}
 {{- define "enrichq.serviceKeys" -}}
-{{- $keys := list "DATABASE_URL" "REDIS_URL" "ENRICHQ_VENDOR_KEY" "ENRICHQ_API_KEYS" "ENRICHQ_ERASURE_KEY" "ENRICHQ_REDIS_SENTINEL_PASSWORD" "ENRICHQ_PLATFORM_CLIENT_SECRET" "ENRICHQ_PLATFORM_TOKEN_KEY" "ENRICHQ_WEBHOOK_SECRET" -}}
+{{- $keys := list "DATABASE_URL" "REDIS_URL" "ENRICHQ_API_KEYS" "ENRICHQ_ERASURE_KEY" "ENRICHQ_REDIS_SENTINEL_PASSWORD" "ENRICHQ_PLATFORM_CLIENT_SECRET" "ENRICHQ_PLATFORM_TOKEN_KEY" "ENRICHQ_WEBHOOK_SECRET" -}}
+{{- if not .Values.vendors -}}{{- $keys = append $keys "ENRICHQ_VENDOR_KEY" -}}{{- end -}}
 {{- $keys = concat $keys .Values.secrets.extraKeys -}}
 {{- if not .Values.secrets.existingSecret -}}
 {{- range $k, $v := .Values.secrets.create -}}
 {{- if $v -}}{{- $keys = append $keys $k -}}{{- end -}}
 {{- end -}}
 {{- end -}}
-{{- without ($keys | uniq) (include "enrichq.migrateKey" .) | sortAlpha | join "," -}}
+{{- $skip := list (include "enrichq.migrateKey" .) -}}
+{{- range .Values.vendors -}}{{- $skip = append $skip (include "enrichq.vendorKeyEnv" .name) -}}{{- end -}}
+{{- $out := list -}}
+{{- range ($keys | uniq) -}}{{- if not (has . $skip) -}}{{- $out = append $out . -}}{{- end -}}{{- end -}}
+{{- $out | sortAlpha | join "," -}}
+{{- end -}}
+
+{{/* The variable a vendor's key is read from (its key_env): VENDOR_KEY_ and its name, upper-cased, - as _. */}}
+{{- define "enrichq.vendorKeyEnv" -}}
+{{- printf "VENDOR_KEY_%s" (. | upper | replace "-" "_") -}}
+{{- end -}}
+
+{{/* Each vendor's key, an env entry from its keySecret (default: the chart's Secret, key its
+key_env). Optional: the worker refuses to start, naming the variable, when one is missing. */}}
+{{- define "enrichq.vendorEnv" -}}
+{{- $secret := include "enrichq.secretName" . -}}
+{{- range .Values.vendors }}
+{{- $env := include "enrichq.vendorKeyEnv" .name }}
+{{- $ks := .keySecret | default dict }}
+- name: {{ $env }}
+  valueFrom:
+    secretKeyRef: {name: {{ $ks.name | default $secret }}, key: {{ $ks.key | default $env }}, optional: true}
+{{- end -}}
+{{- end -}}
+
+{{/* The vendors file's mount and volume, when vendors are set. */}}
+{{- define "enrichq.vendorsMount" -}}
+{{- if .Values.vendors }}
+- {name: vendors, mountPath: /etc/enrichq/vendors, readOnly: true}
+{{- end -}}
+{{- end -}}
+{{- define "enrichq.vendorsVolume" -}}
+{{- if .Values.vendors }}
+- name: vendors
+  configMap:
+    name: {{ include "enrichq.fullname" . }}-vendors
+{{- end -}}
 {{- end -}}
 
 {{/* The Secret's keys a service reads, each an env entry (optional: a key the Secret lacks is
@@ -79,6 +116,9 @@ unset). Not envFrom: a Secret may hold the migration Job's key, which no service
 {{/* Restart the pods when the configuration changes. */}}
 {{- define "enrichq.checksums" -}}
 checksum/config: {{ include (print .Template.BasePath "/configmap.yaml") . | sha256sum }}
+{{- if .Values.vendors }}
+checksum/vendors: {{ include (print .Template.BasePath "/vendors-configmap.yaml") . | sha256sum }}
+{{- end }}
 {{- if not .Values.secrets.existingSecret }}
 checksum/secret: {{ include (print .Template.BasePath "/secret.yaml") . | sha256sum }}
 {{- end }}
@@ -116,11 +156,24 @@ readinessProbe:
 {{- if and (not .Values.secrets.existingSecret) (not .Values.secrets.create.DATABASE_URL) -}}
 {{- fail "secrets: set secrets.existingSecret, or secrets.create.DATABASE_URL (and the other keys)" -}}
 {{- end -}}
+{{- if .Values.vendors -}}
+{{- if .Values.secrets.create.ENRICHQ_VENDOR_KEY -}}
+{{- fail "secrets.create.ENRICHQ_VENDOR_KEY is set with vendors: the vendors file names every vendor and its key (VENDOR_KEY_<NAME>); leave it out" -}}
+{{- end -}}
+{{- $names := list -}}
+{{- range $i, $v := .Values.vendors -}}
+{{- if not $v.name -}}{{- fail (printf "vendors[%d]: name is required" $i) -}}{{- end -}}
+{{- if has $v.name $names -}}{{- fail (printf "vendors[%d]: the name %q is taken by another vendor" $i $v.name) -}}{{- end -}}
+{{- if hasKey $v "key_env" -}}{{- fail (printf "vendors[%d] (%s): no key_env: the key comes from keySecret (default the chart's Secret, key %s)" $i $v.name (include "enrichq.vendorKeyEnv" $v.name)) -}}{{- end -}}
+{{- $names = append $names $v.name -}}
+{{- end -}}
+{{- else -}}
 {{- if and (not .Values.secrets.existingSecret) (not .Values.secrets.create.ENRICHQ_VENDOR_KEY) -}}
-{{- fail "secrets: secrets.create.ENRICHQ_VENDOR_KEY is required (the workers' vendor key)" -}}
+{{- fail "secrets: secrets.create.ENRICHQ_VENDOR_KEY is required (the workers' vendor key), or set vendors" -}}
 {{- end -}}
 {{- if not .Values.config.vendor.url -}}
-{{- fail "config.vendor.url is required (the vendor's base URL)" -}}
+{{- fail "config.vendor.url is required (the vendor's base URL), or set vendors" -}}
+{{- end -}}
 {{- end -}}
 {{- if has (include "enrichq.migrateKey" .) .Values.secrets.extraKeys -}}
 {{- fail "secrets.extraKeys: ENRICHQ_MIGRATE_DATABASE_URL is the migration Job's alone; no service may read it" -}}
