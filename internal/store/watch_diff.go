@@ -142,13 +142,22 @@ func diffWatchRun(ctx context.Context, tx pgx.Tx, jobID string, now time.Time) (
 }
 
 // lockWatchRun locks the run of job jobID for comparing; nil when another
-// sweep holds it or it was compared already.
+// sweep holds it, it was compared already or its watch is gone. Its watch
+// is locked first, as a delete, an update or a run of the watch locks it:
+// taken after the run and the snapshots, the change lines' foreign key
+// would wait on a delete waiting on the snapshots, a deadlock.
 func lockWatchRun(ctx context.Context, tx pgx.Tx, jobID string) (*watchRun, error) {
 	run := &watchRun{jobID: jobID}
 	err := tx.QueryRow(ctx, `
-		SELECT wr.watch_id::text, w.tenant, w.lookups, coalesce(w.callback_url, ''), wr.month
-		FROM watch_runs wr JOIN watches w ON w.id = wr.watch_id
-		WHERE wr.job_id = $1 AND wr.diffed_at IS NULL FOR UPDATE OF wr SKIP LOCKED`, jobID).Scan(&run.watchID, &run.tenant, &run.lookups, &run.callback, &run.month)
+		SELECT w.id::text FROM watches w
+		WHERE w.id = (SELECT wr.watch_id FROM watch_runs wr WHERE wr.job_id = $1 AND wr.diffed_at IS NULL)
+		FOR NO KEY UPDATE`, jobID).Scan(&run.watchID)
+	if err == nil {
+		err = tx.QueryRow(ctx, `
+			SELECT w.tenant, w.lookups, coalesce(w.callback_url, ''), wr.month
+			FROM watch_runs wr JOIN watches w ON w.id = wr.watch_id
+			WHERE wr.job_id = $1 AND wr.diffed_at IS NULL FOR UPDATE OF wr SKIP LOCKED`, jobID).Scan(&run.tenant, &run.lookups, &run.callback, &run.month)
+	}
 	if errors.Is(interpretError(err), ErrNotFound) {
 		return nil, nil
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/enrichq/enrichq/internal/store"
 	"github.com/enrichq/enrichq/internal/store/storetest"
 	"github.com/enrichq/enrichq/internal/watches"
@@ -100,8 +102,12 @@ func TestSweepRunsEachSlotOnce(t *testing.T) {
 	if outs, err := st.SweepDueWatches(ctx, due, 10, 20); err != nil || len(outs) != 0 {
 		t.Fatalf("a sweep while another holds the watch: %v %v", outs, err)
 	}
-	if _, err := store.PoolForTest(st).Exec(ctx, `SELECT pg_terminate_backend($1)`, pid); err != nil {
-		t.Fatal(err)
+	// pg_terminate_backend(pid, timeout) waits until the backend is gone
+	// and its locks with it: without the wait, the racing sweeps below
+	// could still find the dead leader's lock and skip the watch.
+	var gone bool
+	if err := store.PoolForTest(st).QueryRow(ctx, `SELECT pg_terminate_backend($1, 10000)`, pid).Scan(&gone); err != nil || !gone {
+		t.Fatalf("the leader's backend not ended: %v %v", gone, err)
 	}
 	conn.Release()
 
@@ -191,4 +197,86 @@ func TestWatchCapHoldsPerMonth(t *testing.T) {
 	if err != nil || len(outs) != 1 || outs[0].Run == nil || outs[0].Run.Budget != 50 || outs[0].Watch.CapReachedMonth != nil {
 		t.Fatalf("April's run: %+v %v", outs, err)
 	}
+}
+
+// A watch deleted while a sweep compares its run: both end well. The
+// comparison is held at the feed's turn, after it wrote the snapshots and
+// before its change lines, and the delete is sent then; when the turn is
+// given, the comparison's change lines need the watch the delete holds.
+// Unless the comparison took its watch first, that is a deadlock and the
+// delete (the first to wait) is the one Postgres ends: a 500 on the
+// watches page.
+func TestDeleteWatchWhileItsRunIsCompared(t *testing.T) {
+	t.Parallel()
+	st := storetest.New(t)
+	ctx := context.Background()
+	pool := store.PoolForTest(st)
+	w := newWatch(t, st, finishedJob(t, st, 5), 1000)
+	now := watchT0.Add(time.Hour)
+	out, err := st.RunWatchNow(ctx, store.RunNow{Tenant: "acme", ID: w.ID, MaxAge: 0, Now: now, ChunkSize: 20})
+	if err != nil || out.Run == nil {
+		t.Fatalf("run: %+v %v", out, err)
+	}
+	// Every input was a match; the run finds none any more: a change line each.
+	for _, q := range []string{
+		`UPDATE watch_inputs SET matched = true, snap_company = 'Acme', answered_at = now() WHERE watch_id = $1`,
+		`UPDATE job_rows SET state = 'no_match' WHERE job_id = (SELECT job_id FROM watch_runs WHERE watch_id = $1)`,
+		`UPDATE jobs SET state = 'completed', finished_at = now() WHERE id = (SELECT job_id FROM watch_runs WHERE watch_id = $1)`,
+	} {
+		if _, err := pool.Exec(ctx, q, w.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	turn, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer turn.Rollback(ctx)
+	if _, err := turn.Exec(ctx, `SELECT 1 FROM results_feed_cursor WHERE singleton FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	type diffed struct {
+		diffs []store.WatchDiff
+		err   error
+	}
+	compared := make(chan diffed, 1)
+	go func() {
+		d, err := st.DiffWatchRuns(ctx, now, 10)
+		compared <- diffed{d, err}
+	}()
+	waitForLockWait(t, pool, "%results_feed_cursor%")
+	deleted := make(chan error, 1)
+	go func() { deleted <- st.DeleteWatch(ctx, "acme", w.ID) }()
+	waitForLockWait(t, pool, "DELETE FROM watches%")
+	if err := turn.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-deleted; err != nil {
+		t.Errorf("the delete: %v", err)
+	}
+	if d := <-compared; d.err != nil || len(d.diffs) != 1 || d.diffs[0].Changes != 5 {
+		t.Errorf("the comparison: %+v %v, want one run of 5 change lines, compared before the delete", d.diffs, d.err)
+	}
+	var left int
+	if err := pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM watches WHERE id = $1) + (SELECT count(*) FROM watch_changes WHERE watch_id = $1)`, w.ID).Scan(&left); err != nil || left != 0 {
+		t.Errorf("after the delete: %d rows of the watch or its changes left (%v)", left, err)
+	}
+}
+
+// waitForLockWait waits until a statement like query waits on a lock.
+func waitForLockWait(t *testing.T, pool *pgxpool.Pool, query string) {
+	t.Helper()
+	for range 500 {
+		var n int
+		if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE $1 AND datname = current_database()`, query).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no statement like %q waits on a lock", query)
 }
