@@ -107,20 +107,7 @@ func (s *Store) AddVendorRates(ctx context.Context, incs []VendorRate) error {
 func (s *Store) VendorRates(ctx context.Context) ([]VendorRate, error) {
 	rows, err := s.pool.Query(ctx, `SELECT vendor, segment, stage, asked, found, credits FROM vendor_rates
 		ORDER BY vendor, segment, stage`)
-	if err != nil {
-		return nil, interpretError(err)
-	}
-	var out []VendorRate
-	var seg string
-	var r VendorRate
-	_, err = pgx.ForEachRow(rows, []any{&r.Vendor, &seg, &r.Stage, &r.Asked, &r.Found, &r.Credits}, func() error {
-		if g, ok := domain.ParseSegment(seg); ok {
-			r.Segment = g
-			out = append(out, r)
-		}
-		return nil
-	})
-	return out, interpretError(err)
+	return collectVendorRates(rows, err, "")
 }
 
 // TenantVendorRates reads what tenant's own rows taught
@@ -129,6 +116,13 @@ func (s *Store) VendorRates(ctx context.Context) ([]VendorRate, error) {
 func (s *Store) TenantVendorRates(ctx context.Context, tenant string) ([]VendorRate, error) {
 	rows, err := s.pool.Query(ctx, `SELECT vendor, segment, stage, asked, found, credits FROM tenant_vendor_rates
 		WHERE tenant = $1 ORDER BY vendor, segment, stage`, tenant)
+	return collectVendorRates(rows, err, tenant)
+}
+
+// collectVendorRates reads rows of (vendor, segment, stage, asked, found,
+// credits), of tenant ("" the pool's), leaving out a segment that no
+// longer parses.
+func collectVendorRates(rows pgx.Rows, err error, tenant string) ([]VendorRate, error) {
 	if err != nil {
 		return nil, interpretError(err)
 	}
