@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // The rule of the right person: a lookup by a name at a company (a name or
@@ -28,7 +29,10 @@ type Employer struct {
 // other's words ("acme" and "acme labs"); websites by host, a subdomain
 // the same company; a name against a website by its host's label, one
 // with blanks and hyphens squashed a prefix of the other ("globex" and
-// globex-corp.com).
+// globex-corp.com); and a name of three words or more against a one-word
+// name or a host's label of its initials ("International Business
+// Machines" is "IBM" and ibm.com; at two letters a namesake's employer
+// would pass as easily, so "HP" is not "Hewlett Packard").
 func WorksAt(q ProfileQuery, e Employer) bool {
 	askedHost, askedName := websiteHost(q.Domain), ""
 	if askedHost == "" {
@@ -46,7 +50,7 @@ func WorksAt(q ProfileQuery, e Employer) bool {
 			continue
 		}
 		named = true
-		if askedHost != "" && sameHost(h, askedHost) || askedName != "" && labelMatches(h, askedName) {
+		if askedHost != "" && sameHost(h, askedHost) || askedName != "" && (labelMatches(h, askedName) || knownAs(hostLabel(h), askedName)) {
 			return true
 		}
 	}
@@ -56,7 +60,8 @@ func WorksAt(q ProfileQuery, e Employer) bool {
 			continue
 		}
 		named = true
-		if askedName != "" && sameCompany(c, askedName) || askedHost != "" && labelMatches(askedHost, c) {
+		if askedName != "" && (sameCompany(c, askedName) || knownAs(c, askedName)) ||
+			askedHost != "" && (labelMatches(askedHost, c) || knownAs(hostLabel(askedHost), c)) {
 			return true
 		}
 	}
@@ -122,6 +127,36 @@ func companyName(s string) string {
 // sameCompany: equal names, or one the other's first words.
 func sameCompany(a, b string) bool {
 	return a == b || strings.HasPrefix(a, b+" ") || strings.HasPrefix(b, a+" ")
+}
+
+// nameWords are the words a company's initials skip ("Bank of the West" is "BW").
+var nameWords = []string{"of", "and", "the", "for", "und", "de", "du", "des", "la", "le", "et"}
+
+// initials is the first letters of a compared name's words, nameWords
+// aside ("international business machines" is "ibm"); "" when fewer than
+// three.
+func initials(c string) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(c) {
+		if slices.Contains(nameWords, w) {
+			continue
+		}
+		r, _ := utf8.DecodeRuneInString(w)
+		b.WriteRune(r)
+		n++
+	}
+	if n < 3 {
+		return ""
+	}
+	return b.String()
+}
+
+// knownAs: one of two compared names (or host labels) is the other's
+// initials, of three letters or more.
+func knownAs(a, b string) bool {
+	ia, ib := initials(a), initials(b)
+	return ia != "" && ia == squash(b) || ib != "" && ib == squash(a)
 }
 
 // squash drops what is not a letter or a digit.
