@@ -129,7 +129,7 @@ func sameCompany(a, b string) bool {
 	return a == b || strings.HasPrefix(a, b+" ") || strings.HasPrefix(b, a+" ")
 }
 
-// nameWords are the words a company's initials skip ("Bank of the West" is "BW").
+// nameWords are the words a company's initials skip ("Bank of New York" is "BNY").
 var nameWords = []string{"of", "and", "the", "for", "und", "de", "du", "des", "la", "le", "et"}
 
 // initials is the first letters of a compared name's words, nameWords

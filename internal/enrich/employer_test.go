@@ -39,6 +39,7 @@ func TestWorksAt(t *testing.T) {
 		{ibmByName, enrich.Employer{Names: []string{"IB"}}, false},
 		{enrich.ProfileQuery{Name: "j", Company: "Hewlett Packard"}, enrich.Employer{Names: []string{"HP"}}, false}, // two letters
 		{enrich.ProfileQuery{Name: "j", Company: "IBM"}, enrich.Employer{Names: []string{"Ibis Media"}}, false},
+		{enrich.ProfileQuery{Name: "j", Company: "Bank of New York"}, enrich.Employer{Websites: []string{"bny.com"}}, true},
 	} {
 		if got := enrich.WorksAt(tc.q, tc.e); got != tc.want {
 			t.Errorf("WorksAt(%+v, %+v) = %v", tc.q, tc.e, got)
