@@ -140,7 +140,7 @@ func (b *bench) growth(ctx context.Context) error {
 
 		if largest != up.ID {
 			// Its rows now: an erasure of an earlier size may have removed some.
-			now, _, err := st.waitJob(ctx, largest, 100*time.Millisecond)
+			now, err := st.status(ctx, largest)
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,7 @@ func (b *bench) growth(ctx context.Context) error {
 		// A person of personRows rows, listed at this size for the purpose:
 		// the erasure at a person's size that does not grow with the tenant.
 		person := fmt.Sprintf("erased-%s-%d@person.bench.example", b.runID, i)
-		if err := b.listPerson(ctx, st, person, fmt.Sprintf("growth-person-%d", i)); err != nil {
+		if err := listPerson(ctx, st, person, fmt.Sprintf("growth-person-%d", i)); err != nil {
 			return err
 		}
 		var rows int64
@@ -404,7 +404,7 @@ const personRows = 10
 
 // listPerson runs a job of personRows rows naming email, which no other
 // row names.
-func (b *bench) listPerson(ctx context.Context, s *stack, email, name string) error {
+func listPerson(ctx context.Context, s *stack, email, name string) error {
 	body := []byte("ref,email\n" + strings.Repeat("person,"+email+"\n", personRows))
 	job, err := s.submitCSV(ctx, url.Values{"name": {name}, "lookups": {"profile"}}, bytesReader(body), int64(len(body)))
 	if err != nil {

@@ -76,7 +76,6 @@ type stack struct {
 	logDir    string
 	stopped   bool
 	rss       map[string]int64 // peak RSS in KiB by process, read when it stops
-	workerEnv []string
 }
 
 // startStack creates a database and starts the processes of spec.
@@ -157,7 +156,6 @@ func (b *bench) startStack(ctx context.Context, spec stackSpec) (*stack, error) 
 		if spec.pprof {
 			wenv = append(wenv, "ENRICHQ_METRICS_ADDR=127.0.0.1:0")
 		}
-		s.workerEnv = wenv
 		if _, err := s.start(ctx, "worker", wenv, "worker started"); err != nil {
 			s.stop()
 			return nil, err
@@ -243,26 +241,6 @@ func (s *stack) start(ctx context.Context, name string, env []string, ready stri
 	case <-ctx.Done():
 		return "", ctx.Err()
 	}
-}
-
-// restartWorker stops the worker (SIGTERM: it writes what it learned) and
-// starts another with the same environment.
-func (s *stack) restartWorker(ctx context.Context) error {
-	for i, p := range s.procs {
-		if p.name != "worker" {
-			continue
-		}
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		s.procs = append(s.procs[:i], s.procs[i+1:]...)
-		break
-	}
-	_, err := s.start(ctx, "worker", s.workerEnv, "worker started")
-	return err
 }
 
 // pid returns the process id of a started process, 0 if none.
