@@ -53,11 +53,6 @@ func (s *stack) submitCSV(ctx context.Context, q url.Values, body io.Reader, siz
 
 // submitBody uploads a body of a content type as a job with options in the query.
 func (s *stack) submitBody(ctx context.Context, q url.Values, body io.Reader, size int64, contentType string) (jobStatus, error) {
-	return s.submitBodyKey(ctx, q, body, size, contentType, s.apiKey)
-}
-
-// submitBodyKey is submitBody with another tenant's API key.
-func (s *stack) submitBodyKey(ctx context.Context, q url.Values, body io.Reader, size int64, contentType, key string) (jobStatus, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.apiURL+"/v1/jobs?"+q.Encode(), body)
 	if err != nil {
 		return jobStatus{}, err
@@ -65,7 +60,7 @@ func (s *stack) submitBodyKey(ctx context.Context, q url.Values, body io.Reader,
 	if size >= 0 {
 		req.ContentLength = size
 	}
-	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Authorization", "Bearer "+s.apiKey)
 	req.Header.Set("Content-Type", contentType)
 	var st jobStatus
 	if err := do(req, http.StatusCreated, &st); err != nil {
@@ -81,11 +76,6 @@ func (s *stack) submitFile(ctx context.Context, q url.Values, path string) (jobS
 
 // submitFileAs uploads the file at path with a content type.
 func (s *stack) submitFileAs(ctx context.Context, q url.Values, path, contentType string) (jobStatus, error) {
-	return s.submitFileKey(ctx, q, path, contentType, s.apiKey)
-}
-
-// submitFileKey uploads the file at path with another tenant's API key.
-func (s *stack) submitFileKey(ctx context.Context, q url.Values, path, contentType, key string) (jobStatus, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return jobStatus{}, err
@@ -95,7 +85,7 @@ func (s *stack) submitFileKey(ctx context.Context, q url.Values, path, contentTy
 	if err != nil {
 		return jobStatus{}, err
 	}
-	return s.submitBodyKey(ctx, q, f, fi.Size(), contentType, key)
+	return s.submitBody(ctx, q, f, fi.Size(), contentType)
 }
 
 // liftLimits removes the tenant's default job budget and monthly allowance:

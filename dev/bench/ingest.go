@@ -185,8 +185,10 @@ func (b *bench) ingestFormat(ctx context.Context, format string, n int) error {
 				errs := make([]error, len(keys))
 				var wg sync.WaitGroup
 				for i, key := range keys {
+					as := *st // another tenant's: the same stack, its key
+					as.apiKey = key
 					wg.Go(func() {
-						jobs[i], errs[i] = st.submitFileKey(ctx, jobQuery(fmt.Sprintf("ingest-%s-%d", format, i)), path, contentType, key)
+						jobs[i], errs[i] = as.submitFileAs(ctx, jobQuery(fmt.Sprintf("ingest-%s-%d", format, i)), path, contentType)
 					})
 				}
 				wg.Wait()
