@@ -426,27 +426,13 @@ func callRaw(ctx context.Context, o options, method, path string, out io.Writer)
 	return err
 }
 
+// vendorFigures is what the fake vendor billed, an error when it shows nothing.
 func vendorFigures(ctx context.Context, vendorURL string) (billed, calls int64, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, vendorURL+"/_fake/ledger", nil)
-	if err != nil {
-		return 0, 0, err
+	billed, calls, err = fakeBilled(ctx, vendorURL)
+	if err == nil && billed == 0 && calls == 0 {
+		err = errors.New("no figures")
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer resp.Body.Close()
-	var v struct {
-		TotalCredits int64 `json:"total_credits"`
-		BilledCalls  int64 `json:"billed_calls"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
-		return 0, 0, err
-	}
-	if v.BilledCalls == 0 && v.TotalCredits == 0 {
-		return 0, 0, errors.New("no figures")
-	}
-	return v.TotalCredits, v.BilledCalls, nil
+	return billed, calls, err
 }
 
 // reachable reports whether a TCP connection to the URL's host opens.
