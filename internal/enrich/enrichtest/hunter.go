@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/enrichq/enrichq/internal/enrich"
 )
 
 // The Hunter fake's wire: what it serves, as the vendor's public API v2 does
@@ -187,13 +189,6 @@ func (h *Hunter) Stats() HunterStats {
 	return s
 }
 
-// SetUsed sets key's counters (a month's start, a quota nearly spent).
-func (h *Hunter) SetUsed(key string, u HunterUsage) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.used[key] = &u
-}
-
 // Finds reports whether the finder finds the email of l (Name, Company as
 // the domain), and the address it answers.
 func (h *Hunter) Finds(l Lookup) (string, bool) {
@@ -256,8 +251,8 @@ func addressOf(name, domain string) string {
 	return local + "@" + domain
 }
 
-// hunterReply is what a handler answers; worked says the work was done (a
-// reset after it still bills).
+// hunterReply is what a handler answers, and what it bills once the work
+// is done (a reset after it still bills).
 type hunterReply struct {
 	status int
 	body   any
@@ -434,7 +429,7 @@ func (h *Hunter) verifier(r *http.Request, key string) hunterReply {
 		"email": addr, "regexp": true, "gibberish": false, "disposable": v == "disposable", "webmail": v == "webmail",
 		"mx_records": v != "invalid", "smtp_server": v != "invalid", "smtp_check": v == "valid", "accept_all": v == "accept_all", "block": false,
 		"sources": []any{}}
-	billed := v != "webmail" && v != "disposable" && v != "unknown"
+	billed := VerifyPrice(enrich.EmailStatus(v)) > 0
 	return hunterReply{status: http.StatusOK, body: map[string]any{"data": data, "meta": map[string]any{"params": map[string]string{"email": addr}}},
 		bill: func(u *HunterUsage) {
 			h.stats.Verdicts[v]++
