@@ -148,8 +148,8 @@ func retryAfter(h http.Header, def time.Duration) time.Duration {
 func errorBody(body []byte) (code, msg string) {
 	var w struct {
 		Errors []struct {
-			ID      looseStr `json:"id"`
-			Details looseStr `json:"details"`
+			ID      enrich.LooseString `json:"id"`
+			Details enrich.LooseString `json:"details"`
 		} `json:"errors"`
 	}
 	if json.Unmarshal(body, &w) == nil && len(w.Errors) > 0 {
@@ -186,12 +186,12 @@ func dataOf(body []byte) (json.RawMessage, error) {
 
 // finderWire are the fields of an Email Finder answer enrichq reads.
 type finderWire struct {
-	Email        looseStr        `json:"email"`
-	Company      looseStr        `json:"company"`
-	Score        json.RawMessage `json:"score"`
-	AcceptAll    json.RawMessage `json:"accept_all"`
+	Email        enrich.LooseString `json:"email"`
+	Company      enrich.LooseString `json:"company"`
+	Score        json.RawMessage    `json:"score"`
+	AcceptAll    json.RawMessage    `json:"accept_all"`
 	Verification struct {
-		Status looseStr `json:"status"`
+		Status enrich.LooseString `json:"status"`
 	} `json:"verification"`
 }
 
@@ -251,10 +251,10 @@ func rightPerson(q enrich.ProfileQuery, addr, company string) bool {
 
 // verifierWire are the fields of an Email Verifier answer enrichq reads.
 type verifierWire struct {
-	Status looseStr        `json:"status"`
-	Result looseStr        `json:"result"`
-	Score  json.RawMessage `json:"score"`
-	Email  looseStr        `json:"email"`
+	Status enrich.LooseString `json:"status"`
+	Result enrich.LooseString `json:"result"`
+	Score  json.RawMessage    `json:"score"`
+	Email  enrich.LooseString `json:"email"`
 }
 
 // statuses are the verdicts the verifier gives.
@@ -339,15 +339,4 @@ func decodeAccount(body []byte) (Usage, error) {
 		}
 	}
 	return *w.Requests, nil
-}
-
-// looseStr decodes a JSON string and leaves anything else "" (never an error).
-type looseStr string
-
-func (s *looseStr) UnmarshalJSON(b []byte) error {
-	var v string
-	if len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &v) == nil {
-		*s = looseStr(v)
-	}
-	return nil
 }

@@ -115,12 +115,12 @@ func requiredFor(req map[domain.Stage]string, stages []domain.Stage) string {
 
 // employerWire is what a record says of where the person works now.
 type employerWire struct {
-	JobCompanyName    looseStr `json:"job_company_name"`
-	JobCompanyWebsite looseStr `json:"job_company_website"`
+	JobCompanyName    enrich.LooseString `json:"job_company_name"`
+	JobCompanyWebsite enrich.LooseString `json:"job_company_website"`
 	Experience        []struct {
 		Company *struct {
-			Name    looseStr `json:"name"`
-			Website looseStr `json:"website"`
+			Name    enrich.LooseString `json:"name"`
+			Website enrich.LooseString `json:"website"`
 		} `json:"company"`
 		EndDate   json.RawMessage `json:"end_date"`
 		IsPrimary bool            `json:"is_primary"`

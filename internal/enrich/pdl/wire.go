@@ -239,8 +239,8 @@ func errorBody(body []byte) (code, msg string) {
 
 func errorObject(raw json.RawMessage) (code, msg string) {
 	var e struct {
-		Type    looseStr `json:"type"`
-		Message looseStr `json:"message"`
+		Type    enrich.LooseString `json:"type"`
+		Message enrich.LooseString `json:"message"`
 	}
 	_ = json.Unmarshal(raw, &e)
 	return enrich.Clip(string(e.Type), 100), enrich.Clip(string(e.Message), 300)
@@ -302,18 +302,18 @@ func decodeMatch(w personWire) (found, error) {
 // dataWire are the fields of a person record enrichq reads. Any may be
 // null or of another type (then it is empty here; Profile.Raw keeps it).
 type dataWire struct {
-	FullName           looseStr  `json:"full_name"`
-	LinkedinURL        looseStr  `json:"linkedin_url"` // without a scheme: "platform.example/in/jane-doe"
-	JobTitle           looseStr  `json:"job_title"`
-	JobCompanyName     looseStr  `json:"job_company_name"`
-	JobCompanyWebsite  looseStr  `json:"job_company_website"` // kept in Raw: Profile has no website
-	JobCompanySize     looseStr  `json:"job_company_size"`
-	JobCompanyIndustry looseStr  `json:"job_company_industry"`
-	LocationName       looseStr  `json:"location_name"`
-	WorkEmail          looseStr  `json:"work_email"`
-	PersonalEmails     looseList `json:"personal_emails"`
-	MobilePhone        looseStr  `json:"mobile_phone"`
-	PhoneNumbers       looseList `json:"phone_numbers"`
+	FullName           enrich.LooseString `json:"full_name"`
+	LinkedinURL        enrich.LooseString `json:"linkedin_url"` // without a scheme: "platform.example/in/jane-doe"
+	JobTitle           enrich.LooseString `json:"job_title"`
+	JobCompanyName     enrich.LooseString `json:"job_company_name"`
+	JobCompanyWebsite  enrich.LooseString `json:"job_company_website"` // kept in Raw: Profile has no website
+	JobCompanySize     enrich.LooseString `json:"job_company_size"`
+	JobCompanyIndustry enrich.LooseString `json:"job_company_industry"`
+	LocationName       enrich.LooseString `json:"location_name"`
+	WorkEmail          enrich.LooseString `json:"work_email"`
+	PersonalEmails     looseList          `json:"personal_emails"`
+	MobilePhone        enrich.LooseString `json:"mobile_phone"`
+	PhoneNumbers       looseList          `json:"phone_numbers"`
 }
 
 // contactsWire are the contact fields, raw: on a Free plan each is true or
@@ -546,23 +546,12 @@ func unknownItem(code, msg string) *enrich.Error {
 	return &enrich.Error{Class: enrich.ClassTransient, Endpoint: endpointBulk, Code: code, Message: msg, OutcomeUnknown: true}
 }
 
-// looseStr decodes a JSON string and leaves anything else "" (never an error).
-type looseStr string
-
-func (s *looseStr) UnmarshalJSON(b []byte) error {
-	var v string
-	if len(b) > 0 && b[0] == '"' && json.Unmarshal(b, &v) == nil {
-		*s = looseStr(v)
-	}
-	return nil
-}
-
 // looseList decodes the non-blank string members of a JSON list, nil for
 // anything else (never an error).
 type looseList []string
 
 func (l *looseList) UnmarshalJSON(b []byte) error {
-	var list []looseStr
+	var list []enrich.LooseString
 	if len(b) == 0 || b[0] != '[' || json.Unmarshal(b, &list) != nil {
 		return nil
 	}
