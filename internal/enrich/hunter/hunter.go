@@ -240,7 +240,7 @@ func (v *Vendor) Ask(ctx context.Context, q enrich.Question, _ string) (enrich.A
 		em, company, err = decodeFinder(r.body)
 	}
 	if err != nil {
-		return enrich.Answer{}, enrich.MalformedError(v.key, endpoint, r.status, priced(v.priceOf(s)), nil, err)
+		return enrich.Answer{}, enrich.MalformedError(v.key, endpoint, r.status, enrich.Charge{}, nil, err)
 	}
 	a := enrich.Answer{Email: em, Charge: r.priced(v.charge(s, em), v.priceOf(s))}
 	if s == domain.StageEmail && em != nil && !rightPerson(q.Query, em.Address, company) {
@@ -260,15 +260,12 @@ func (v *Vendor) charge(s domain.Stage, em *enrich.Email) int64 {
 	return v.priceOf(s)
 }
 
-// priced is a charge the adapter priced itself: no answer reports one.
-func priced(credits int64) enrich.Charge { return enrich.Charge{Credits: credits, Estimate: credits} }
-
 // priced is the charge of an answer; when http.Transport sent the request
 // twice (a reused connection reset), the first send is counted too, at its
 // worst: with no idempotency key the vendor may have billed both, and
 // Estimate keeps what the answer itself cost.
 func (r *response) priced(credits, worst int64) enrich.Charge {
-	ch := priced(credits)
+	ch := enrich.Charge{}.Or(credits) // priced here: no answer reports one
 	if r.resent {
 		ch.Resent, ch.Credits = true, credits+worst
 	}
@@ -327,10 +324,7 @@ func (v *Vendor) do(ctx context.Context, endpoint, u string) (*response, *enrich
 	if e != nil {
 		// Without idempotency keys a re-sent request may have been billed
 		// twice; an answer that is an error does not say the first was free.
-		if resp.Resent && endpoint != endpointAccount {
-			e.OutcomeUnknown = true
-		}
-		return nil, e.Redacted(v.key)
+		return nil, enrich.CallFailed(e, v.key, enrich.Charge{Resent: resp.Resent && endpoint != endpointAccount}, nil)
 	}
 	return &response{status: resp.Status, body: resp.Body, miss: miss, resent: resp.Resent}, nil
 }
