@@ -23,23 +23,12 @@ func malformed(format string, args ...any) error {
 // ParseEmailRaw reads an email object: {"email", "confidence", "verified"}
 // (the seed's answer of /v1/email). A null, absent or empty email is a
 // no-match: nil, nil.
-func ParseEmailRaw(raw []byte) (*Email, error) { return decodeEmail(raw) }
-
-// ParsePhonesRaw reads an object whose "phones" member is the list (the
-// seed's answer of /v1/phone).
-func ParsePhonesRaw(raw []byte) (*Phones, error) { return decodePhones(raw) }
-
-func decodeEmail(body []byte) (*Email, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) == 0 {
+func ParseEmailRaw(raw []byte) (*Email, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
 		return nil, malformed("empty body")
 	}
-	return parseEmailObject(body)
-}
-
-// parseEmailObject reads an email object, nil for none (absent, null).
-func parseEmailObject(raw []byte) (*Email, error) {
-	if len(raw) == 0 || isNull(raw) {
+	if isNull(raw) {
 		return nil, nil
 	}
 	var f struct {
@@ -60,10 +49,11 @@ func parseEmailObject(raw []byte) (*Email, error) {
 	return e, nil
 }
 
-// decodePhones reads the 200 answer of /v1/phone (assumed):
+// ParsePhonesRaw reads an object whose "phones" member is the list (the
+// seed's answer of /v1/phone, assumed):
 // {"phones": [{"number": "+14155550100", "type": "mobile", "country": "US"}]}.
 // Empty or absent phones (or entries without a number) are a no-match: nil, nil.
-func decodePhones(body []byte) (*Phones, error) {
+func ParsePhonesRaw(body []byte) (*Phones, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
 		return nil, malformed("empty body")
