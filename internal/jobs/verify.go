@@ -133,17 +133,7 @@ func (c *chunkRun) gateEmail(w *rowWork, a *answer, remember bool) bool {
 // rejectEmail turns a finder's invalid address into its no for the row: the
 // waterfall asks the next finder; with none left the row has no email.
 func (c *chunkRun) rejectEmail(w *rowWork, vendor string) {
-	if w.tried == nil {
-		w.tried = map[domain.Stage]map[string]bool{}
-	}
-	if w.tried[domain.StageEmail] == nil {
-		w.tried[domain.StageEmail] = map[string]bool{}
-	}
-	w.tried[domain.StageEmail][sourceOf(vendor)] = true
-	if w.lastNo == nil {
-		w.lastNo = map[domain.Stage]string{}
-	}
-	w.lastNo[domain.StageEmail] = sourceOf(vendor)
+	w.saidNo(domain.StageEmail, sourceOf(vendor))
 	w.rejected++
 	c.unobserveEmail(w.row.ID, vendor)
 	if w.out.Profile == nil && w.out.Phone == nil && len(w.out.NoMatches) == 0 {
@@ -293,7 +283,9 @@ func (b *verdictBook) setCatchAll(dom string) {
 
 // verdictKey and catchAllKey are the lookup_cache keys (stage verify) of an
 // address's verdict and of its domain's catch-all.
-func verdictKey(addr string) string { return "email:" + addr }
+func verdictKey(addr string) string {
+	return cacheKey(domain.StageProfile, store.Row{Kind: domain.InputEmail, Email: addr}) // the erasure's key of a found email
+}
 func catchAllKey(dom string) string { return "domain:" + dom }
 
 // verifier is the first vendor that verifies an address and is not out of

@@ -179,20 +179,20 @@ func rowSegment(r store.Row) domain.Segment {
 	return domain.SegmentOf(r.Kind, dom, "")
 }
 
-// questionFor is what a row asks vendor l (nil: any) for stage: the profile
+// questionFor is what a row asks vendor l for stage: the profile
 // stage asks the row's own input; a later stage the profile URL found.
 // A vendor whose match fills every stage (Caps.FillsAll) is asked, with
 // stage, every later stage the row still needs: its one charge pays for
 // them all.
 func (c *chunkRun) questionFor(l *lane, w *rowWork, stage domain.Stage) enrich.Question {
 	q := enrich.Question{Stages: []domain.Stage{stage}}
-	if stage == domain.StageProfile || w.found == "" || l != nil && l.needsNoProfile(stage) {
+	if stage == domain.StageProfile || w.found == "" || l.needsNoProfile(stage) {
 		q.Query = profileQuery(w.row)
 		q.Role = isRoleRow(w.row)
 	} else {
 		q.Query = enrich.ProfileQuery{ProfileURL: w.found}
 	}
-	if l != nil && l.caps.FillsAll {
+	if l.caps.FillsAll {
 		for _, s := range domain.Stages {
 			if s != stage && c.want[s] && !w.done[s] && slices.Contains(l.caps.Stages, s) && (s != domain.StageProfile || stage == domain.StageProfile) {
 				q.Stages = append(q.Stages, s)
@@ -224,6 +224,21 @@ func (c *chunkRun) askableWithoutProfile(w *rowWork, stage domain.Stage) bool {
 	return false
 }
 
+// saidNo records that vendor said no to stage for the row.
+func (w *rowWork) saidNo(stage domain.Stage, vendor string) {
+	if w.tried == nil {
+		w.tried = map[domain.Stage]map[string]bool{}
+	}
+	if w.tried[stage] == nil {
+		w.tried[stage] = map[string]bool{}
+	}
+	w.tried[stage][vendor] = true
+	if w.lastNo == nil {
+		w.lastNo = map[domain.Stage]string{}
+	}
+	w.lastNo[stage] = vendor
+}
+
 // isRoleRow says the row's name is a role title ("VP Sales" at a company).
 func isRoleRow(r store.Row) bool {
 	return r.Role != "" && normName(r.Name) == normName(r.Role)
@@ -233,17 +248,7 @@ func isRoleRow(r store.Row) bool {
 // round asks the next vendor. remember caches it per (vendor, stage,
 // input).
 func (c *chunkRun) noMatchFrom(l *lane, w *rowWork, stage domain.Stage, remember bool) {
-	if w.tried == nil {
-		w.tried = map[domain.Stage]map[string]bool{}
-	}
-	if w.tried[stage] == nil {
-		w.tried[stage] = map[string]bool{}
-	}
-	w.tried[stage][l.name] = true
-	if w.lastNo == nil {
-		w.lastNo = map[domain.Stage]string{}
-	}
-	w.lastNo[stage] = l.name
+	w.saidNo(stage, l.name)
 	if remember {
 		c.rememberNoMatch(w, stage, l.name, c.p.cfg.Now())
 	}
