@@ -46,6 +46,16 @@ func (c *chunkRun) perInput(ctx context.Context, rows []*rowWork, key func(*rowW
 	wg.Wait()
 }
 
+// answeredOne is what a single call's answer r to q says of the call: its
+// charge priced, the contract's bound, the vendor's rate window and plan
+// (a wrong person counted).
+func (c *chunkRun) answeredOne(l *lane, q enrich.Question, r enrich.Answer) answered {
+	if r.WrongPerson {
+		c.p.cfg.Metrics.WrongPerson(l.name)
+	}
+	return answered{charge: c.priced(l, r.Charge), bound: l.Vendor.MaxCharge(q), hidden: r.ContactsHidden, rateLimit: r.RateLimit}
+}
+
 // lookup makes the single call of stage to vendor l for rows sharing one input.
 func (c *chunkRun) lookup(ctx context.Context, l *lane, stage domain.Stage, rows []*rowWork) {
 	if c.isOut(l.name) {
@@ -61,12 +71,9 @@ func (c *chunkRun) lookup(ctx context.Context, l *lane, stage domain.Stage, rows
 		Credits: l.worst(q)}, w.row.Attempts > 0, func(ctx context.Context) (answered, error) {
 		r, err := l.Vendor.Ask(ctx, q, key)
 		a = answer{profile: r.Profile, email: r.Email, phones: r.Phones}
-		if r.WrongPerson {
-			c.p.cfg.Metrics.WrongPerson(l.name)
-		}
-		ch := c.priced(l, r.Charge)
-		charged = ch.Credits
-		return answered{charge: ch, bound: l.Vendor.MaxCharge(q), hidden: r.ContactsHidden, rateLimit: r.RateLimit}, err
+		got := c.answeredOne(l, q, r)
+		charged = got.charge.Credits
+		return got, err
 	})
 	if ve, ok := enrich.AsError(err); ok && ve.Class == enrich.ClassSuppressed {
 		c.suppressed(ctx, l, q, rows)

@@ -315,7 +315,7 @@ func (c *chunkRun) buyVerdict(ctx context.Context, l *lane, addr string, rows []
 		IdempotencyKey: key, Credits: l.worst(q)}, w.row.Attempts > 0, func(ctx context.Context) (answered, error) {
 		r, err := l.Vendor.Ask(ctx, q, key)
 		got = r.Email
-		return answered{charge: c.priced(l, r.Charge), bound: l.Vendor.MaxCharge(q)}, err
+		return c.answeredOne(l, q, r), err
 	})
 	if err == nil {
 		status := enrich.StatusUnknown // answered without a verdict: nothing proven
