@@ -148,10 +148,7 @@ var ResultStatements = map[string]string{
 // results feed, planned as ResultsFeed plans it.
 func (s *Store) ExplainFeedPage(ctx context.Context, tenant string, since int64, limit int) ([]byte, error) {
 	var plan []byte
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := pagePlanning(ctx, tx); err != nil {
-			return err
-		}
+	err := s.inPageTx(ctx, func(tx pgx.Tx) error {
 		return tx.QueryRow(ctx, "EXPLAIN (ANALYZE, FORMAT JSON) "+resultsFeedSQL, tenant, since, limit).Scan(&plan)
 	})
 	return plan, err

@@ -87,10 +87,7 @@ func (s *Store) ResultsFeed(ctx context.Context, tenant string, since int64, lim
 		return nil, err
 	}
 	var out []FeedItem
-	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := pagePlanning(ctx, tx); err != nil {
-			return err
-		}
+	err := s.inPageTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		out, err = readFeedPage(ctx, tx, tenant, since, limit)
 		return err

@@ -6,8 +6,18 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// pagePlanning sets how a page (of a job's results, of the results feed) is
-// planned, for the rest of tx.
+// inPageTx runs fn in a transaction that plans a page (of a job's
+// results, of the results feed) as pagePlanning says.
+func (s *Store) inPageTx(ctx context.Context, fn func(pgx.Tx) error) error {
+	return s.inTx(ctx, func(tx pgx.Tx) error {
+		if err := pagePlanning(ctx, tx); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+// pagePlanning sets how a page is planned, for the rest of tx.
 //
 // Without JIT (noJIT): a page's plan is a probe per line and table; costed
 // for thousands of lines it passes jit_above_cost, and compiling it took

@@ -46,10 +46,7 @@ func (s *Store) ListResults(ctx context.Context, jobID string, state domain.RowS
 // rows (extras, phones) stays bounded in memory. more says whether rows
 // follow the last one returned.
 func (s *Store) ListResultsWithin(ctx context.Context, jobID string, state domain.RowState, afterID int64, limit int, maxBytes int64) (out []Result, more bool, err error) {
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if err := pagePlanning(ctx, tx); err != nil {
-			return err
-		}
+	err = s.inPageTx(ctx, func(tx pgx.Tx) error {
 		var err error
 		out, more, err = readResultsPage(ctx, tx, jobID, state, afterID, limit, maxBytes)
 		return err
