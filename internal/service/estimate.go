@@ -138,6 +138,7 @@ type estimatePass struct {
 	unit int64 // budget units per credit of book
 	// vendors are the job's waterfall; nil: the one vendor, priced by book.
 	vendors []vendororder.Vendor
+	verify  verifyPrice // what verifying costs with vendors
 	inputs  map[string]*estimateInput
 	order   []string // the inputs' keys, in upload order
 	est     Estimate
@@ -257,7 +258,7 @@ func (s *Submitter) newEstimatePass(ctx context.Context, vendors []vendororder.V
 	if err != nil {
 		return estimatePass{}, err
 	}
-	return estimatePass{want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{}, vendors: vendors,
+	return estimatePass{want: map[domain.Stage]bool{}, inputs: map[string]*estimateInput{}, vendors: vendors, verify: verifyPriceOf(vendors),
 		book: enrich.NewPriceBook(table, jobs.LearnedPrices(learned)), unit: unit}, nil
 }
 

@@ -66,24 +66,34 @@ func jobVendors(all []vendororder.Vendor, names []string) []vendororder.Vendor {
 // next), one for an email the cache holds; none without an email to check
 // or without a verifier among the vendors (the submit refuses that).
 func (p *estimatePass) verifications(emailAsked, emailCached bool) (checks int, each int64) {
-	if !p.want[domain.StageVerify] || (!emailAsked && !emailCached) {
-		return 0, 0
-	}
-	finders, verifier := 0, false
-	for _, v := range p.vendors {
-		if !verifier && v.Caps.Answers(domain.StageVerify, domain.InputEmail, false) {
-			q := enrich.Question{Query: enrich.SampleQuery(domain.InputEmail), Stages: []domain.Stage{domain.StageVerify}}
-			each, verifier = enrich.SaturatedUnits(enrich.RowPrice(v.Caps, v.Price, q).Worst, v.CreditValue), true
-		}
-		if slices.Contains(v.Caps.Stages, domain.StageEmail) {
-			finders++
-		}
-	}
-	if !verifier {
+	if !p.want[domain.StageVerify] || (!emailAsked && !emailCached) || !p.verify.verifier {
 		return 0, 0
 	}
 	if emailAsked {
-		return max(finders, 1), each
+		return max(p.verify.finders, 1), p.verify.each
 	}
-	return 1, each
+	return 1, p.verify.each
+}
+
+// verifyPrice is what verifying costs with a job's vendors, the same for
+// every input: whether one verifies, what a check costs at worst in budget
+// units, and how many find emails.
+type verifyPrice struct {
+	verifier bool
+	each     int64
+	finders  int
+}
+
+func verifyPriceOf(vendors []vendororder.Vendor) verifyPrice {
+	var vp verifyPrice
+	for _, v := range vendors {
+		if !vp.verifier && v.Caps.Answers(domain.StageVerify, domain.InputEmail, false) {
+			q := enrich.Question{Query: enrich.SampleQuery(domain.InputEmail), Stages: []domain.Stage{domain.StageVerify}}
+			vp.each, vp.verifier = enrich.SaturatedUnits(enrich.RowPrice(v.Caps, v.Price, q).Worst, v.CreditValue), true
+		}
+		if slices.Contains(v.Caps.Stages, domain.StageEmail) {
+			vp.finders++
+		}
+	}
+	return vp
 }
