@@ -183,11 +183,7 @@ func (a *Auto) TenantModel(tenant string) *Model {
 			own = append(own, store.VendorRate{Tenant: tenant, Vendor: k.vendor, Segment: k.seg, Stage: k.stage,
 				Asked: c.asked, Found: c.found, Credits: c.credits})
 		}
-		pw := a.opt.PoolWeight
-		if pw < 0 {
-			pw = 0
-		}
-		t.model = NewTenantModel(a.vendors, own, a.pool, a.opt.PriorWeight, pw)
+		t.model = NewTenantModel(a.vendors, own, a.pool, a.opt.PriorWeight, a.opt.PoolWeight)
 	}
 	return t.model
 }
@@ -273,11 +269,6 @@ func (a *Auto) Observe(ctx context.Context, obs []jobs.Observation) error {
 func (a *Auto) Flush(ctx context.Context) error {
 	a.flushMu.Lock()
 	defer a.flushMu.Unlock()
-	return a.flush(ctx)
-}
-
-// flush is Flush, a.flushMu held.
-func (a *Auto) flush(ctx context.Context) error {
 	a.mu.Lock()
 	batch := make([]store.VendorRate, 0, len(a.pending))
 	for _, r := range a.pending {
