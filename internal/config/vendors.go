@@ -109,16 +109,15 @@ type VendorSpec struct {
 	// BatchSize (pdl only; batch_size, 1 to 100, default 80): the questions
 	// per bulk call.
 	BatchSize int
-	// VerifyCreditValue (hunter only; verify_credit_value, 1 to 1,000,000,
-	// default 1) is what one verification is worth in budget units, as
-	// credit_value is one search's. The vendor bills two quotas; the ledger
-	// has one credit per vendor, so a hunter vendor's credit is the largest
-	// unit both values are whole multiples of (CreditValue, their greatest
-	// common divisor), and a search costs SearchCredits of them, a
-	// verification VerifyCredits (both 1 when the two values are equal).
-	VerifyCreditValue int64
 	// SearchCredits and VerifyCredits (hunter only): a search's and a
-	// verification's price in the vendor's credits, as above.
+	// verification's price in the vendor's credits. The file says what one
+	// search (credit_value) and one verification (verify_credit_value, 1 to
+	// 1,000,000, default 1) are worth in budget units. The vendor bills two
+	// quotas; the ledger has one credit per vendor, so a hunter vendor's
+	// credit is the largest unit both values are whole multiples of
+	// (CreditValue, their greatest common divisor), and a search costs
+	// SearchCredits of them, a verification VerifyCredits (both 1 when the
+	// two values are equal).
 	SearchCredits, VerifyCredits int64
 }
 

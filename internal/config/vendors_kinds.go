@@ -34,10 +34,10 @@ func (r *entryReader) kindSpecific(s *VendorSpec) {
 		r.only(hunterOnly, VendorHunter)
 	case VendorHunter:
 		r.only(pdlOnly, VendorPDL)
-		s.VerifyCreditValue = DefaultCreditValue
-		r.whole("verify_credit_value", &s.VerifyCreditValue, 1, 1_000_000, ": what one verification is worth in budget units, as credit_value is one search's")
-		g := gcd(s.CreditValue, s.VerifyCreditValue)
-		s.SearchCredits, s.VerifyCredits, s.CreditValue = s.CreditValue/g, s.VerifyCreditValue/g, g
+		verifyValue := int64(DefaultCreditValue)
+		r.whole("verify_credit_value", &verifyValue, 1, 1_000_000, ": what one verification is worth in budget units, as credit_value is one search's")
+		g := gcd(s.CreditValue, verifyValue)
+		s.SearchCredits, s.VerifyCredits, s.CreditValue = s.CreditValue/g, verifyValue/g, g
 	default:
 		r.only(pdlOnly, VendorPDL)
 		r.only(hunterOnly, VendorHunter)
