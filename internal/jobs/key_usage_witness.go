@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/enrichq/enrichq/internal/enrich"
 	"github.com/enrichq/enrichq/internal/store"
 )
 
@@ -57,10 +56,7 @@ func (p *Processor) WitnessKeys(ctx context.Context) (int, error) {
 }
 
 // keyWitnessed says whether lane l's key is read by the key-wide witness.
-func (l *lane) keyWitnessed() bool {
-	_, ok := l.Vendor.(enrich.BalanceReader)
-	return ok && l.caps.Billing.BalanceHeader == "" && l.Account != ""
-}
+func (l *lane) keyWitnessed() bool { return l.readsUsage() && l.Account != "" }
 
 // witnessKey reads lane l's key at a quiet moment and settles what it
 // proves. read is the balance it read, nil when the key was not quiet.
@@ -70,13 +66,7 @@ func (p *Processor) witnessKey(ctx context.Context, l *lane) (settled int, read 
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), keyWitnessTimeout)
 	defer cancel()
-	ku, err := p.store.ReadKeyUsage(ctx, l.Account, func(ctx context.Context) (int64, error) {
-		ch, err := l.Vendor.(enrich.BalanceReader).Balance(ctx)
-		if err == nil && !ch.RemainingReported {
-			err = errors.New("the vendor did not tell its balance")
-		}
-		return ch.Remaining, err
-	})
+	ku, err := p.store.ReadKeyUsage(ctx, l.Account, l.balance)
 	if err != nil || !ku.Quiet {
 		return 0, nil, err
 	}

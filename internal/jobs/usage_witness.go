@@ -46,7 +46,7 @@ type lostCall struct {
 // usage is lane l's witness in this run; nil when l's answers carry their
 // balance, or it cannot tell it.
 func (c *chunkRun) usage(l *lane) *usageWitness {
-	if _, ok := l.Vendor.(enrich.BalanceReader); !ok || l.caps.Billing.BalanceHeader != "" {
+	if !l.readsUsage() {
 		return nil
 	}
 	c.usageMu.Lock()
@@ -88,12 +88,28 @@ func (c *chunkRun) readBefore(ctx context.Context, l *lane) {
 func (c *chunkRun) readBalance(ctx context.Context, l *lane) (int64, bool) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	ch, err := l.Vendor.(enrich.BalanceReader).Balance(rctx)
-	if err != nil || !ch.RemainingReported {
+	b, err := l.balance(rctx)
+	if err != nil {
 		c.p.log.Warn("the vendor's usage not read: this run's lost calls stay at their worst case", "vendor", l.name, "job_id", c.job.ID, "err", err)
 		return 0, false
 	}
-	return ch.Remaining, true
+	return b, true
+}
+
+// readsUsage says lane l's balance is read to settle its lost calls: its
+// answers do not carry it, and it can be asked.
+func (l *lane) readsUsage() bool {
+	_, ok := l.Vendor.(enrich.BalanceReader)
+	return ok && l.caps.Billing.BalanceHeader == ""
+}
+
+// balance asks lane l's vendor its key's remaining credits.
+func (l *lane) balance(ctx context.Context) (int64, error) {
+	ch, err := l.Vendor.(enrich.BalanceReader).Balance(ctx)
+	if err == nil && !ch.RemainingReported {
+		err = errors.New("the vendor did not tell its balance")
+	}
+	return ch.Remaining, err
 }
 
 // witnessCall records a call of lane l made under reservation res (ledger
