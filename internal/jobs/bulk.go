@@ -25,15 +25,7 @@ func (c *chunkRun) bulk(ctx context.Context, l *lane, stage domain.Stage, todo [
 		}
 		include = l.buyer.BulkStages(stage, wanted)[1:]
 	}
-	groups := map[string][]*rowWork{}
-	var order []string
-	for _, w := range todo {
-		k := cacheKey(stage, w.rowWithFound())
-		if _, ok := groups[k]; !ok {
-			order = append(order, k)
-		}
-		groups[k] = append(groups[k], w)
-	}
+	groups, order := groupRows(todo, func(w *rowWork) string { return cacheKey(stage, w.rowWithFound()) })
 	for len(order) > 0 && !c.stopped() && ctx.Err() == nil && !c.p.isDraining() {
 		n := min(len(order), l.bulkSize())
 		perRow := l.worst(c.bulkQuestion(l, groups[order[0]][0], stage, include))

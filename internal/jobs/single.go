@@ -16,13 +16,9 @@ func (c *chunkRun) single(ctx context.Context, l *lane, stage domain.Stage, todo
 		func(_ string, rows []*rowWork) { c.lookup(ctx, l, stage, rows) })
 }
 
-// perInput groups rows by key, then calls call once a group, in the order
-// each key first came, at most LookupConcurrency at once, until the run
-// stops: one call per distinct question, its answer shared by the rows
-// asking it.
-func (c *chunkRun) perInput(ctx context.Context, rows []*rowWork, key func(*rowWork) string, call func(key string, rows []*rowWork)) {
-	groups := map[string][]*rowWork{}
-	var order []string
+// groupRows groups rows by key; order is the keys in the order each first came.
+func groupRows(rows []*rowWork, key func(*rowWork) string) (groups map[string][]*rowWork, order []string) {
+	groups = map[string][]*rowWork{}
 	for _, w := range rows {
 		k := key(w)
 		if _, ok := groups[k]; !ok {
@@ -30,6 +26,15 @@ func (c *chunkRun) perInput(ctx context.Context, rows []*rowWork, key func(*rowW
 		}
 		groups[k] = append(groups[k], w)
 	}
+	return groups, order
+}
+
+// perInput groups rows by key, then calls call once a group, in the order
+// each key first came, at most LookupConcurrency at once, until the run
+// stops: one call per distinct question, its answer shared by the rows
+// asking it.
+func (c *chunkRun) perInput(ctx context.Context, rows []*rowWork, key func(*rowWork) string, call func(key string, rows []*rowWork)) {
+	groups, order := groupRows(rows, key)
 	sem := make(chan struct{}, c.p.cfg.LookupConcurrency)
 	var wg sync.WaitGroup
 	for _, k := range order {
