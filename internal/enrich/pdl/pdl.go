@@ -19,7 +19,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/enrichq/enrichq/internal/domain"
@@ -86,7 +85,6 @@ type Vendor struct {
 	batch         int
 	now           func() time.Time
 	perMatch      int64
-	wrongPerson   atomic.Int64
 }
 
 var _ enrich.Vendor = (*Vendor)(nil)
@@ -260,16 +258,8 @@ func (v *Vendor) deliverable(q enrich.Question, f found) bool {
 	if k := q.Query.Kind(); k != domain.InputNameCompany && k != domain.InputNameDomain {
 		return true // a profile URL or an email names the person: no company to check
 	}
-	if !CurrentCompany(q.Query, f.data) {
-		v.wrongPerson.Add(1)
-		return false
-	}
-	return true
+	return CurrentCompany(q.Query, f.data)
 }
-
-// WrongPerson counts the matches the vendor billed that were not the person
-// asked for (a former employee, a namesake) and were not delivered.
-func (v *Vendor) WrongPerson() int64 { return v.wrongPerson.Load() }
 
 // AskBulk makes one POST /v5/person/bulk of the questions it can answer;
 // one it cannot (a role title, an invalid query) gets a permanent per-item
