@@ -206,8 +206,12 @@ type pendingPrice struct {
 // Most is the most the contract lets an answer of class c cost: its
 // stage's worst by the contract's price list (DefaultCosts), or by the
 // book's table when that is more. A learned price, and the highest, stay within [0, Most].
-func (b *PriceBook) Most(c PriceClass) int64 {
-	return max(DefaultCosts().Worst(c.Stage), b.table.Worst(c.Stage))
+func (b *PriceBook) Most(c PriceClass) int64 { return MostOf(b.table, c.Stage) }
+
+// MostOf is the most one lookup of stage st may cost: its worst by the
+// contract's price list (DefaultCosts), or by table when that is more.
+func MostOf(table CostTable, st domain.Stage) int64 {
+	return max(DefaultCosts().Worst(st), table.Worst(st))
 }
 
 // Load replaces what the book knows with learned (the shared list, read

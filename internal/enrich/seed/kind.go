@@ -62,7 +62,7 @@ func maxCallCharge(s config.VendorSpec) int64 {
 	costs := withPrices(enrich.DefaultCosts(), s.Prices)
 	var item int64
 	for _, st := range []domain.Stage{domain.StageProfile, domain.StageEmail, domain.StagePhone} {
-		item += worst(costs, st)
+		item += enrich.MostOf(costs, st)
 	}
 	return item * enrich.MaxBulkRows
 }

@@ -143,21 +143,10 @@ func (s *Vendor) Price(q enrich.Question) enrich.Price {
 func (s *Vendor) MaxCharge(q enrich.Question) int64 {
 	var n int64
 	for _, st := range q.Stages {
-		n += worst(s.costs, st)
+		n += enrich.MostOf(s.costs, st) // the contract's most, or the configured price list's when more
 	}
 	return n
 }
-
-// worst is the most one lookup of stage st may cost at the seed: its
-// contract's most, or the configured price list's when that is more.
-func worst(costs enrich.CostTable, st domain.Stage) int64 {
-	return max(Contract().Worst(st), costs.Worst(st))
-}
-
-// Contract is the seed's price list as its contract states it
-// (vendor-api.md: profile 1-2, email 5-10, phone 5-25): its worst case per
-// stage is the most one lookup may be charged.
-func Contract() enrich.CostTable { return enrich.DefaultCosts() }
 
 // Ask makes one single call for the one stage of q: /v1/profile with q's
 // input, or /v1/email or /v1/phone with its profile URL.
