@@ -121,10 +121,7 @@ func (c *chunkRun) bulkCall(ctx context.Context, l *lane, stage domain.Stage, ke
 			return answered{charge: ch, bound: bound, hidden: res.ContactsHidden, rateLimit: res.RateLimit}, nil
 		}
 		bill = l.teacher.BulkBill(l.Prices, qs, res.Items)
-		ch.Estimate = bill.Estimate
-		if !ch.Reported {
-			ch.Credits = ch.Estimate
-		}
+		ch = ch.Or(bill.Estimate)
 		return answered{charge: ch, split: l.inUnits(bill.Split), classes: bill.Classes, bound: bound, hidden: res.ContactsHidden, rateLimit: res.RateLimit}, nil
 	})
 	var ve *enrich.Error
